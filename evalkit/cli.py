@@ -1,0 +1,134 @@
+"""The ``evalkit`` command: a thin layer over the public API (everything here is callable from a notebook)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import corpus as corpora
+from .corpus import CorpusError
+from .pages import Ingest, PageStore
+
+
+class UsageError(Exception):
+    """Bad input on the command line or in a file it names; printed without a traceback, exit 2."""
+
+
+def add_corpus_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    g = p.add_mutually_exclusive_group(required=required)
+    g.add_argument("--corpus", metavar="NAME", help="a corpus from corpora.lock (fetched first)")
+    g.add_argument("--docs", metavar="DIR", type=Path, help="any folder of PDFs")
+    p.add_argument("--root", type=Path, help="where a --corpus lives (default: the evalkit data dir)")
+    p.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
+
+
+def open_corpus(args: argparse.Namespace, store: PageStore | None = None, quiet: bool = False) -> tuple[Ingest, PageStore]:
+    """The corpus named by --corpus/--docs, with its pages in the store; unreadable files are reported."""
+    c = corpora.load(args.corpus, args.root) if args.corpus else corpora.from_dir(args.docs)
+    if args.corpus:
+        v = corpora.verify(c)
+        if v.missing or v.changed:
+            raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
+                              f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
+    store = store or PageStore(args.cache)
+    ingest = store.ingest(c, progress=not quiet)
+    for name, error in ingest.errors.items():
+        print(f"skipped {name}: {error}", file=sys.stderr)
+    return ingest, store
+
+
+# ---- corpus ---------------------------------------------------------------------------------------------
+
+def cmd_corpus_fetch(args) -> int:
+    c = corpora.load(args.name, args.dest)
+    written = corpora.fetch(c)
+    v = corpora.verify(c)
+    print(f"{c.name}: {len(c.documents)} documents in {c.root} ({len(written)} fetched, all sha256 verified)")
+    return 0 if not (v.missing or v.changed) else 1
+
+
+def cmd_corpus_verify(args) -> int:
+    c = corpora.load(args.name, args.root)
+    v = corpora.verify(c)
+    for label, names in (("missing", v.missing), ("changed", v.changed), ("extra", v.extra)):
+        for n in names:
+            print(f"{label}: {n}")
+    print(f"{c.name}: {len(c.documents)} pinned, {len(v.missing)} missing, {len(v.changed)} changed, "
+          f"{len(v.extra)} extra in {c.root}")
+    return 0 if v.ok else 1
+
+
+def cmd_corpus_lock(args) -> int:
+    with PageStore(args.cache) as store:
+        ingest = store.ingest(corpora.from_dir(args.dir, args.name))
+        for name, error in ingest.errors.items():
+            print(f"not locked {name}: {error}", file=sys.stderr)
+        counts = {d.sha256: d.pages for d in ingest.corpus.documents}
+        unreadable = {d.sha256 for d in corpora.from_dir(args.dir).documents} - set(counts)
+        if unreadable:
+            raise UsageError(f"{len(ingest.errors)} file(s) in {args.dir} cannot be read; remove them before locking")
+        entry = corpora.lock_dir(args.name, args.dir, counts, args.lock, args.description)
+    print(f"locked {args.name}: {len(entry['document'])} documents, {sum(d['pages'] for d in entry['document'])} pages")
+    return 0
+
+
+def cmd_corpus_stats(args) -> int:
+    if args.name:
+        args.corpus, args.docs = args.name, None
+    elif not args.docs:
+        raise UsageError("give a corpus NAME or --docs DIR")
+    ingest, store = open_corpus(args)
+    s = store.stats(ingest.corpus)
+    label = ingest.corpus.name
+    print(f"corpus      {label}\ndocuments   {s['documents']}\npages       {s['pages']}\n"
+          f"characters  {s['characters']}\nempty pages {s['empty_pages']}  (no extractable text)\n"
+          f"errors      {len(ingest.errors)}")
+    if args.corpus:
+        pinned = sum(d.pages for d in corpora.load(args.corpus, args.root).documents)
+        print(f"lock pages  {pinned}  ({'matches' if pinned == s['pages'] else 'DOES NOT MATCH'})")
+        return 0 if pinned == s["pages"] and not ingest.errors else 1
+    return 0
+
+
+# ---- the parser -----------------------------------------------------------------------------------------
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="evalkit", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    cp = sub.add_parser("corpus", help="fetch, verify, lock and describe corpora").add_subparsers(dest="action", required=True)
+    f = cp.add_parser("fetch", help="materialise a pinned corpus into a folder, verifying every sha256")
+    f.add_argument("name")
+    f.add_argument("--dest", type=Path, help="target folder (default: <data dir>/corpora/NAME)")
+    f.set_defaults(func=cmd_corpus_fetch)
+    v = cp.add_parser("verify", help="report missing / changed / extra files; exit 1 if any")
+    v.add_argument("name")
+    v.add_argument("--root", type=Path)
+    v.set_defaults(func=cmd_corpus_verify)
+    lk = cp.add_parser("lock", help="write or update a lock entry from a folder of PDFs")
+    lk.add_argument("name")
+    lk.add_argument("dir", type=Path)
+    lk.add_argument("--lock", type=Path, help="lock file (default: ./corpora.lock)")
+    lk.add_argument("--description")
+    lk.add_argument("--cache", type=Path)
+    lk.set_defaults(func=cmd_corpus_lock)
+    st = cp.add_parser("stats", help="documents, pages, characters, empty pages, extraction errors")
+    st.add_argument("name", nargs="?")
+    st.add_argument("--docs", type=Path)
+    st.add_argument("--root", type=Path)
+    st.add_argument("--cache", type=Path)
+    st.set_defaults(func=cmd_corpus_stats, corpus=None)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CorpusError, UsageError) as e:
+        print(f"evalkit: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

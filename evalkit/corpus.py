@@ -1,0 +1,252 @@
+"""Corpora pinned by ``corpora.lock``: read and write the lock, fetch, verify, and open a folder of PDFs.
+
+A lock entry names every document with its sha256, size, page count and source. Sources are URIs:
+``deb:PACKAGE=VERSION:/path/in/package`` (fetched with ``apt-get download`` + ``dpkg-deb -x``, which
+need no root, or copied from the installed package when its bytes match) or ``file:/absolute/path``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomli_w
+
+from . import dirs
+from .records import Document
+
+
+class CorpusError(Exception):
+    """A corpus cannot be read, fetched or verified; the message names the corpus and document."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A named set of documents in a folder. ``documents`` are sorted by name."""
+
+    name: str
+    root: Path
+    documents: tuple[Document, ...]
+    description: str = ""
+
+    def path(self, doc: Document | str) -> Path:
+        return self.root / (doc if isinstance(doc, str) else doc.name)
+
+    def document(self, name: str) -> Document:
+        for d in self.documents:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    @property
+    def pages(self) -> int:
+        return sum(d.pages for d in self.documents)
+
+    def digest(self) -> str:
+        """sha256 over (name, sha256) pairs: identifies exactly which bytes a result was computed on."""
+        h = hashlib.sha256()
+        for d in self.documents:
+            h.update(f"{d.name}\0{d.sha256}\n".encode())
+        return h.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ---- the lock file -------------------------------------------------------------------------------------
+
+def read_lock(path: Path | None = None) -> dict[str, dict]:
+    path = path or dirs.lock_path()
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f).get("corpus", {})
+    except FileNotFoundError:
+        raise CorpusError(f"no lock file at {path}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise CorpusError(f"{path}: not valid TOML: {e}") from None
+
+
+def write_lock(entries: dict[str, dict], path: Path | None = None) -> None:
+    path = path or dirs.lock_path()
+    text = "# Pinned corpora: every document's sha256, size, pages and source. Written by `evalkit corpus lock`.\n"
+    text += tomli_w.dumps({"corpus": {k: entries[k] for k in sorted(entries)}})
+    _atomic_write(path, text.encode())
+
+
+def lock_entry(name: str, path: Path | None = None) -> dict:
+    entries = read_lock(path)
+    if name not in entries:
+        known = ", ".join(sorted(entries)) or "none"
+        raise CorpusError(f"corpus {name!r} is not in {path or dirs.lock_path()} (known: {known})")
+    return entries[name]
+
+
+def _documents(entry: dict, corpus: str) -> tuple[Document, ...]:
+    docs = []
+    for i, d in enumerate(entry.get("document", [])):
+        missing = [k for k in ("name", "sha256", "pages") if k not in d]
+        if missing:
+            raise CorpusError(f"corpus {corpus!r}: document #{i + 1} lacks {', '.join(missing)}")
+        docs.append(Document(d["name"], d["sha256"], int(d["pages"]), d.get("source", ""), int(d.get("bytes", 0))))
+    names = [d.name for d in docs]
+    if len(set(names)) != len(names):
+        raise CorpusError(f"corpus {corpus!r}: document names are not unique")
+    return tuple(sorted(docs, key=lambda d: d.name))
+
+
+def default_root(name: str) -> Path:
+    return dirs.data_dir() / "corpora" / name
+
+
+def load(name: str, root: Path | None = None, lock: Path | None = None) -> Corpus:
+    """The corpus ``name`` as pinned by the lock, expected in ``root`` (default: the data dir)."""
+    entry = lock_entry(name, lock)
+    return Corpus(name, Path(root or default_root(name)), _documents(entry, name), entry.get("description", ""))
+
+
+def from_dir(root: Path, name: str | None = None) -> Corpus:
+    """Any folder of PDFs, hashed now (for corpora that are not in the lock). Page counts are filled in
+    by the page store; here they are 0."""
+    root = Path(root)
+    if not root.is_dir():
+        raise CorpusError(f"{root} is not a folder")
+    docs = [Document(p.name, sha256_file(p), 0, f"file:{p.resolve()}", p.stat().st_size)
+            for p in sorted(root.iterdir()) if p.is_file() and p.suffix.lower() == ".pdf"]
+    if not docs:
+        raise CorpusError(f"{root} holds no .pdf files")
+    return Corpus(name or root.resolve().name, root, tuple(docs))
+
+
+# ---- verify ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Verification:
+    missing: tuple[str, ...]
+    changed: tuple[str, ...]
+    extra: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.changed or self.extra)
+
+
+def verify(corpus: Corpus) -> Verification:
+    missing, changed = [], []
+    for d in corpus.documents:
+        p = corpus.path(d)
+        if not p.exists():
+            missing.append(d.name)
+        elif sha256_file(p) != d.sha256:
+            changed.append(d.name)
+    names = {d.name for d in corpus.documents}
+    extra = sorted(p.name for p in corpus.root.glob("*.pdf")) if corpus.root.is_dir() else []
+    return Verification(tuple(missing), tuple(changed), tuple(n for n in extra if n not in names))
+
+
+# ---- fetch ----------------------------------------------------------------------------------------------
+
+def fetch(corpus: Corpus, progress=None) -> list[str]:
+    """Materialise every document of ``corpus`` into its folder; returns the names written.
+
+    Each file is verified against its sha256 before it is renamed into place, so an interrupted or failed
+    fetch leaves only complete, verified files. A mismatch raises CorpusError naming the document.
+    """
+    corpus.root.mkdir(parents=True, exist_ok=True)
+    todo = [d for d in corpus.documents
+            if not (corpus.path(d).exists() and sha256_file(corpus.path(d)) == d.sha256)]
+    by_package: dict[str, list[tuple[Document, str]]] = defaultdict(list)
+    for d in todo:
+        scheme, _, rest = d.source.partition(":")
+        if scheme == "deb":
+            package, _, inner = rest.partition(":")
+            by_package[package].append((d, inner))
+        elif scheme == "file":
+            _install(Path(rest), corpus.path(d), d)
+        else:
+            raise CorpusError(f"{d.name}: cannot fetch source {d.source!r} (want deb:… or file:…)")
+    for package, docs in by_package.items():
+        _fetch_deb(package, docs, corpus.root)
+    return [d.name for d in todo]
+
+
+def _fetch_deb(package: str, docs: list[tuple[Document, str]], root: Path) -> None:
+    pending = []
+    for d, inner in docs:  # the installed package's own file, when its bytes are the pinned ones
+        installed = Path(inner)
+        if installed.exists() and sha256_file(installed) == d.sha256:
+            _install(installed, root / d.name, d)
+        else:
+            pending.append((d, inner))
+    if not pending:
+        return
+    debs = dirs.data_dir() / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    name, _, version = package.partition("=")
+    deb = next(iter(sorted(debs.glob(f"{name}_{version.replace(':', '%3a')}_*.deb"))), None) if version else None
+    if deb is None:
+        run = subprocess.run(["apt-get", "download", package], cwd=debs, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise CorpusError(f"apt-get download {package} failed: {run.stderr.strip() or run.stdout.strip()}")
+        deb = max(debs.glob(f"{name}_*.deb"), key=os.path.getmtime)
+    with tempfile.TemporaryDirectory(dir=root) as tmp:
+        run = subprocess.run(["dpkg-deb", "-x", str(deb), tmp], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise CorpusError(f"dpkg-deb -x {deb.name} failed: {run.stderr.strip()}")
+        for d, inner in pending:
+            src = Path(tmp) / inner.lstrip("/")
+            if not src.exists():
+                raise CorpusError(f"{d.name}: {inner} is not in {deb.name}")
+            _install(src.resolve(), root / d.name, d)
+
+
+def _install(src: Path, dest: Path, doc: Document) -> None:
+    """Copy ``src`` to ``dest`` through a temporary name, verifying the pinned sha256 first."""
+    if not src.exists():
+        raise CorpusError(f"{doc.name}: source file {src} does not exist")
+    tmp = dest.with_name(f".{dest.name}.partial")
+    shutil.copyfile(src, tmp)
+    got = sha256_file(tmp)
+    if got != doc.sha256:
+        tmp.unlink()
+        raise CorpusError(f"{doc.name}: sha256 mismatch (lock {doc.sha256[:12]}…, fetched {got[:12]}…)")
+    os.replace(tmp, dest)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# ---- lock from a folder -----------------------------------------------------------------------------------
+
+def lock_dir(name: str, root: Path, page_counts: dict[str, int], lock: Path | None = None,
+             description: str | None = None) -> dict:
+    """Write or update the lock entry ``name`` from the PDFs in ``root``; sources already in the lock are
+    kept for unchanged files, new files get a ``file:`` source."""
+    entries = read_lock(lock) if (lock or dirs.lock_path()).exists() else {}
+    old = {d["name"]: d for d in entries.get(name, {}).get("document", [])}
+    docs = []
+    for d in from_dir(root, name).documents:
+        prev = old.get(d.name, {})
+        source = prev["source"] if prev.get("sha256") == d.sha256 and "source" in prev else d.source
+        docs.append({"name": d.name, "sha256": d.sha256, "bytes": d.bytes, "pages": page_counts[d.sha256],
+                     "source": source})
+    entry = {k: v for k, v in entries.get(name, {}).items() if k != "document"}
+    if description is not None:
+        entry["description"] = description
+    entry["document"] = docs
+    entries[name] = entry
+    write_lock(entries, lock)
+    return entry

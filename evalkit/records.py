@@ -1,0 +1,85 @@
+"""The plain records that flow between evalkit's stages (all frozen, all hashable)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CLASSES = ("needle", "spread", "trap", "described", "abstain")
+
+
+@dataclass(frozen=True)
+class Document:
+    """One PDF of a corpus. ``name`` is the document id used everywhere; ``sha256`` keys every cache."""
+
+    name: str
+    sha256: str
+    pages: int
+    source: str = ""
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page's extracted text; ``number`` is 1-based and physical (PyMuPDF index + 1)."""
+
+    doc: str
+    number: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        return page_id(self.doc, self.number)
+
+
+def page_id(doc: str, page: int) -> str:
+    """The page id used in TREC files: ``<doc>#<page>``."""
+    return f"{doc}#{page}"
+
+
+def split_page_id(pid: str) -> tuple[str, int]:
+    doc, _, page = pid.rpartition("#")
+    return doc, int(page)
+
+
+@dataclass(frozen=True)
+class Judgment:
+    doc: str
+    page: int
+    gain: int
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    cls: str
+    text: str
+    judgments: tuple[Judgment, ...] = ()
+    notes: str = ""
+
+    @property
+    def answerable(self) -> bool:
+        return self.cls != "abstain"
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc: str
+    page: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Result:
+    """An arm's answer to one query: ranked hits, or a refusal with a reason (a refusal is data).
+
+    ``hits`` are in the arm's total order; a hit's ``score`` is the arm's primary score, which may tie
+    with its neighbours (the order inside a tied band is the arm's tie-break, and is audited as such).
+    """
+
+    hits: tuple[Hit, ...] = ()
+    refused: bool = False
+    reason: str = ""
+
+    @classmethod
+    def refusal(cls, reason: str) -> "Result":
+        return cls(refused=True, reason=reason)

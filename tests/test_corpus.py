@@ -1,0 +1,97 @@
+from pathlib import Path
+
+import pytest
+
+from evalkit import corpus
+from evalkit.corpus import CorpusError
+
+from .conftest import make_pdf
+
+
+def _folder(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    make_pdf(src / "alpha.pdf", ["first page about margins", "second page"])
+    make_pdf(src / "beta.pdf", ["beta text"])
+    return src
+
+
+def test_lock_round_trip(isolated):
+    src = _folder(isolated)
+    c = corpus.from_dir(src, "mine")
+    counts = {d.sha256: n for d, n in zip(c.documents, (2, 1))}
+    corpus.lock_dir("mine", src, counts, description="two tiny PDFs")
+    loaded = corpus.load("mine", root=src)
+    assert [(d.name, d.sha256, d.pages) for d in loaded.documents] == [
+        (d.name, d.sha256, counts[d.sha256]) for d in c.documents]
+    assert loaded.description == "two tiny PDFs"
+    assert all(d.source.startswith("file:") and d.bytes > 0 for d in loaded.documents)
+    # updating keeps other corpora and is idempotent
+    corpus.lock_dir("other", src, counts)
+    corpus.lock_dir("mine", src, counts)
+    assert set(corpus.read_lock()) == {"mine", "other"}
+    assert corpus.load("mine", root=src).documents == loaded.documents
+
+
+def test_unknown_corpus_names_the_known_ones(isolated):
+    src = _folder(isolated)
+    corpus.lock_dir("mine", src, {d.sha256: 1 for d in corpus.from_dir(src).documents})
+    with pytest.raises(CorpusError, match="'nope' is not in .*known: mine"):
+        corpus.load("nope")
+
+
+def test_fetch_then_verify_then_tamper(isolated):
+    src = _folder(isolated)
+    corpus.lock_dir("mine", src, {d.sha256: 1 for d in corpus.from_dir(src).documents})
+    c = corpus.load("mine")  # default root under the data dir
+    assert sorted(corpus.fetch(c)) == ["alpha.pdf", "beta.pdf"]
+    assert corpus.verify(c).ok
+    assert corpus.fetch(c) == []  # nothing to do the second time
+
+    (c.root / "beta.pdf").write_bytes(b"%PDF-1.4 tampered")
+    (c.root / "stray.pdf").write_bytes(b"x")
+    (c.root / "alpha.pdf").unlink()
+    v = corpus.verify(c)
+    assert (v.missing, v.changed, v.extra, v.ok) == (("alpha.pdf",), ("beta.pdf",), ("stray.pdf",), False)
+
+    assert sorted(corpus.fetch(c)) == ["alpha.pdf", "beta.pdf"]  # repairs
+    assert corpus.verify(c).extra == ("stray.pdf",)
+
+
+def test_fetch_rejects_a_source_that_does_not_match_and_leaves_nothing(isolated):
+    src = _folder(isolated)
+    corpus.lock_dir("mine", src, {d.sha256: 1 for d in corpus.from_dir(src).documents})
+    make_pdf(src / "beta.pdf", ["beta text, edited after locking"])
+    c = corpus.load("mine")
+    with pytest.raises(CorpusError, match="beta.pdf: sha256 mismatch"):
+        corpus.fetch(c)
+    assert sorted(p.name for p in c.root.iterdir()) == ["alpha.pdf"]  # no partial beta
+
+
+def test_lock_rejects_duplicate_names(isolated):
+    lock = isolated / "corpora.lock"
+    lock.write_text('[[corpus.x.document]]\nname="a.pdf"\nsha256="1"\npages=1\n'
+                    '[[corpus.x.document]]\nname="a.pdf"\nsha256="2"\npages=1\n')
+    with pytest.raises(CorpusError, match="not unique"):
+        corpus.load("x")
+
+
+def test_digest_depends_on_names_and_bytes(isolated):
+    src = _folder(isolated)
+    a = corpus.from_dir(src)
+    (src / "beta.pdf").rename(src / "gamma.pdf")
+    assert corpus.from_dir(src).digest() != a.digest()
+
+
+@pytest.mark.slow
+def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypatch):
+    c, _ = latex
+    assert len(c.documents) == 100 and 1800 <= c.pages <= 2800
+    for k, v in real_env.items():
+        monkeypatch.setenv(k, v)
+    r = corpus.load("rmanuals")
+    corpus.fetch(r)
+    assert corpus.verify(r).ok
+    names = {d.name for d in r.documents}
+    assert {"R-intro.pdf", "R-lang.pdf", "R-data.pdf", "R-admin.pdf", "R-exts.pdf", "R-ints.pdf",
+            "R-FAQ.pdf", "refman.pdf"} == names
