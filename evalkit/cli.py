@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from . import corpus as corpora
+from . import qrels
 from .corpus import CorpusError
 from .pages import Ingest, PageStore
 
@@ -90,6 +91,58 @@ def cmd_corpus_stats(args) -> int:
     return 0
 
 
+# ---- qrels ----------------------------------------------------------------------------------------------
+
+def _qrels_corpus(args, qs: qrels.QuerySet) -> None:
+    """Fill --corpus from the query set's header when neither --corpus nor --docs was given."""
+    if not (args.corpus or args.docs):
+        if not qs.corpus:
+            raise UsageError(f"{args.file} names no corpus in [set]: give --corpus NAME or --docs DIR")
+        args.corpus = qs.corpus
+
+
+def cmd_qrels_check(args) -> int:
+    qs = qrels.load(args.file)
+    _qrels_corpus(args, qs)
+    ingest, store = open_corpus(args, quiet=True)
+    problems = qrels.check(qs, store.corpus_texts(ingest.corpus), strict=args.strict)
+    for p in problems:
+        print(p)
+    counts = {c: len(v) for c, v in qs.by_class().items()}
+    print(f"{args.file}: {len(qs.queries)} queries ({', '.join(f'{c} {n}' for c, n in counts.items())}), "
+          f"{sum(len(q.judgments) for q in qs.queries)} judgments, {len(problems)} problem(s)")
+    if args.strict:
+        pages = store.corpus_texts(ingest.corpus)
+        for q in qs.queries:
+            if q.cls == "described":
+                share, shared = qrels.described_overlap(q, pages)
+                print(f"  described {q.id}: overlap {share:.0%} {' '.join(sorted(shared))}")
+    return 1 if problems else 0
+
+
+def cmd_qrels_export(args) -> int:
+    qs = qrels.load(args.file)
+    out = Path(args.out or Path(args.file).with_suffix(""))
+    written = []
+    for level in ("page", "doc"):
+        path = out.with_name(f"{out.name}.{level}.qrels")
+        path.write_text(qrels.to_trec(qs, level))
+        written.append(path)
+    topics = out.with_name(f"{out.name}.topics.tsv")
+    topics.write_text(qrels.topics_tsv(qs))
+    for p in [*written, topics]:
+        print(p)
+    return 0
+
+
+def cmd_qrels_import(args) -> int:
+    qs = qrels.from_trec(Path(args.qrels).read_text(), Path(args.topics).read_text(),
+                         name=args.name or Path(args.out).stem, corpus=args.corpus)
+    Path(args.out).write_text(qrels.to_toml(qs))
+    print(f"{args.out}: {len(qs.queries)} queries")
+    return 0
+
+
 # ---- the parser -----------------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
@@ -118,6 +171,25 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--root", type=Path)
     st.add_argument("--cache", type=Path)
     st.set_defaults(func=cmd_corpus_stats, corpus=None)
+
+    qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action", required=True)
+    ck = qp.add_parser("check", help="validate a query file against its corpus; exit 1 on any problem")
+    ck.add_argument("file", type=Path)
+    add_corpus_args(ck, required=False)
+    ck.add_argument("--strict", action="store_true", help="require evidence found on its page; limit described overlap")
+    ck.set_defaults(func=cmd_qrels_check)
+    ex = qp.add_parser("export", help="write TREC qrels (page and document level) and a topics file")
+    ex.add_argument("file", type=Path)
+    ex.add_argument("--format", choices=["trec"], default="trec")
+    ex.add_argument("--out", help="path prefix (default: FILE without .toml)")
+    ex.set_defaults(func=cmd_qrels_export)
+    im = qp.add_parser("import", help="build a query file from page-level TREC qrels and a topics file")
+    im.add_argument("qrels", type=Path)
+    im.add_argument("topics", type=Path, help="id<TAB>text or id<TAB>class<TAB>text per line")
+    im.add_argument("--out", required=True, type=Path)
+    im.add_argument("--name")
+    im.add_argument("--corpus", help="corpus name to record in [set]")
+    im.set_defaults(func=cmd_qrels_import)
     return p
 
 
@@ -125,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError) as e:
+    except (CorpusError, UsageError, qrels.QrelsError) as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
 

@@ -138,6 +138,10 @@ class PageStore:
             raise KeyError(f"{doc.name}#{number}")
         return Page(doc.name, number, row[0])
 
+    def corpus_texts(self, corpus: Corpus) -> dict[str, list[str]]:
+        """Document name -> its page texts, for every readable document of the corpus."""
+        return {d.name: self.texts(d) for d in corpus.documents}
+
     def pages(self, corpus: Corpus):
         """Every page of the corpus as Page records, documents in name order."""
         for d in corpus.documents:

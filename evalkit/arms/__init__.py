@@ -1,0 +1,139 @@
+"""Retriever arms: one protocol, a registry of built-ins, and plug-ins from the ``evalkit.arms`` entry points.
+
+An arm is built from a corpus whose pages are in the page store and answers ``search(query, k) -> Result``.
+Every arm gives a total order (ties are broken explicitly, never by dict or sort stability), so the top k
+is a prefix of the top k' for k < k'. An arm declares its parameters with defaults; its canonical name
+lists the non-default ones (``keyword(idf_scope=corpus)``), and that string labels every output.
+
+Writing an arm in another package::
+
+    class MyArm(evalkit.arms.Arm):
+        name = "mine"
+        defaults = {"depth": 50}
+        def __init__(self, corpus, store, **params): super().__init__(corpus, store, **params); ...
+        def search(self, query, k): return Result(hits=(...))
+
+    # pyproject.toml
+    [project.entry-points."evalkit.arms"]
+    mine = "mypackage:MyArm"
+"""
+from __future__ import annotations
+
+import re
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from ..corpus import Corpus
+from ..pages import PageStore
+from ..records import Result
+
+
+class ArmError(ValueError):
+    """An arm name or parameter that cannot be used; the message names the arm and the parameter."""
+
+
+class Arm:
+    """Base class of every arm: parameter declaration, validation and the canonical name."""
+
+    name: ClassVar[str] = ""
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, corpus: Corpus, store: PageStore, **params: Any):
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise ArmError(f"arm {self.name!r} has no parameter {unknown[0]!r} "
+                           f"(parameters: {', '.join(self.defaults) or 'none'})")
+        self.params = {k: _coerce(self.name, k, self.defaults[k], params.get(k, self.defaults[k]))
+                       for k in self.defaults}
+        self.corpus, self.store = corpus, store
+
+    @property
+    def label(self) -> str:
+        """The canonical name: the arm's name plus every parameter that differs from its default."""
+        changed = {k: v for k, v in self.params.items() if v != self.defaults[k]}
+        if not changed:
+            return self.name
+        return f"{self.name}({','.join(f'{k}={v}' for k, v in sorted(changed.items()))})"
+
+    def search(self, query: str, k: int) -> Result:  # pragma: no cover - the protocol
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<arm {self.label} on {self.corpus.name}>"
+
+
+def _coerce(arm: str, key: str, default: Any, value: Any) -> Any:
+    if default is None or isinstance(value, type(default)) and not isinstance(value, bool) ^ isinstance(default, bool):
+        return value
+    try:
+        if isinstance(default, bool):
+            if str(value).lower() in ("1", "true", "yes"):
+                return True
+            if str(value).lower() in ("0", "false", "no"):
+                return False
+            raise ValueError
+        return type(default)(value)
+    except (TypeError, ValueError):
+        raise ArmError(f"arm {arm!r}: parameter {key!r} wants a {type(default).__name__}, got {value!r}") from None
+
+
+def builtin() -> dict[str, type[Arm]]:
+    from .global_index import GlobalIndexArm
+    from .hybrid import HybridArm
+    from .keyword import KeywordArm
+    from .score_merge import ScoreMergeArm
+    from .semantic import SemanticArm
+
+    return {a.name: a for a in (KeywordArm, GlobalIndexArm, ScoreMergeArm, SemanticArm, HybridArm)}
+
+
+def registry() -> dict[str, type[Arm]]:
+    """Every arm by name: the built-ins, then plug-ins from the ``evalkit.arms`` entry point group."""
+    arms = builtin()
+    for ep in entry_points(group="evalkit.arms"):
+        if ep.name in arms:
+            raise ArmError(f"plug-in arm {ep.name!r} ({ep.value}) would shadow a built-in arm")
+        arms[ep.name] = ep.load()
+    return arms
+
+
+_SPEC = re.compile(r"^\s*([\w.-]+)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``"hybrid(keyword=keyword(idf_scope=corpus),depth=50)"`` -> ``("hybrid", {...})``; values may nest."""
+    m = _SPEC.match(spec)
+    if not m:
+        raise ArmError(f"cannot read arm {spec!r}: want NAME or NAME(key=value,...)")
+    name, body = m.group(1), m.group(2) or ""
+    params: dict[str, str] = {}
+    for part in split_top(body, ","):
+        if not part.strip():
+            continue
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise ArmError(f"arm {spec!r}: parameter {part.strip()!r} has no '='")
+        params[key.strip()] = value.strip()
+    return name, params
+
+
+def split_top(text: str, sep: str) -> list[str]:
+    """Split on ``sep`` outside parentheses (so arm specs can be listed and nested)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in (s.strip() for s in parts) if p]
+
+
+def make(spec: str, corpus: Corpus, store: PageStore) -> Arm:
+    """Build the arm named by ``spec`` (``name`` or ``name(key=value,...)``) over a corpus."""
+    name, params = parse_spec(spec)
+    arms = registry()
+    if name not in arms:
+        raise ArmError(f"unknown arm {name!r} (known: {', '.join(sorted(arms))})")
+    return arms[name](corpus, store, **params)

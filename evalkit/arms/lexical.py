@@ -1,0 +1,141 @@
+"""SQLite FTS5 indexes and the query analysis shared by the lexical arms.
+
+Two kinds of index live in the cache database, both contentless (the text stays in the page store):
+- one FTS5 table per document, keyed by the document's sha256: each has its own BM25 statistics
+  (IDF, average page length), exactly as a per-document search tool would;
+- one corpus-wide FTS5 table per corpus digest, with a side table mapping rowids to (document, page).
+
+Query semantics: the query's words (stop words dropped, unless nothing else is left) are OR-ed, each as a
+quoted FTS5 string, so no user punctuation (quotes, ``NEAR(``, ``*``, ``-``) is ever read as syntax and a
+page needs only one of the words to match; BM25 ranks pages with more and rarer words first. A question
+in natural language rarely has all its words on the answering page, which is why this is not AND.
+"""
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import defaultdict
+
+from ..corpus import Corpus
+from ..pages import EXTRACTOR, PageStore
+from ..text import STOPWORDS, words
+
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+SETTINGS = f"{EXTRACTOR}|{TOKENIZE}"
+
+_REGISTRY = """
+CREATE TABLE IF NOT EXISTS fts_indexes (
+    name TEXT PRIMARY KEY, kind TEXT NOT NULL, key TEXT NOT NULL, settings TEXT NOT NULL, corpus TEXT);
+CREATE TABLE IF NOT EXISTS fts_global_pages (
+    name TEXT NOT NULL, rowid INTEGER NOT NULL, doc TEXT NOT NULL, sha256 TEXT NOT NULL, page INTEGER NOT NULL,
+    PRIMARY KEY (name, rowid)) WITHOUT ROWID;
+"""
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct words of a query, in order; stop words go unless nothing else is left."""
+    ws = list(dict.fromkeys(words(text)))
+    content = [w for w in ws if w not in STOPWORDS]
+    return content or ws
+
+
+def match_expression(terms: list[str]) -> str:
+    """An FTS5 MATCH string that ORs the terms, each a quoted string (so nothing is read as syntax)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _settings_ok(db: sqlite3.Connection, name: str) -> bool:
+    row = db.execute("SELECT settings FROM fts_indexes WHERE name=?", (name,)).fetchone()
+    return row is not None and row[0] == SETTINGS
+
+
+def document_table(sha256: str) -> str:
+    return f"fts_doc_{sha256[:24]}"
+
+
+def ensure_document_indexes(store: PageStore, corpus: Corpus) -> dict[str, str]:
+    """Build the per-document FTS5 tables that are missing; document name -> table name."""
+    db = store.db
+    db.executescript(_REGISTRY)
+    tables = {}
+    for d in corpus.documents:
+        name = document_table(d.sha256)
+        if not _settings_ok(db, name):
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute(f"DROP TABLE IF EXISTS {name}")
+                db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='', tokenize='{TOKENIZE}')")
+                db.executemany(f"INSERT INTO {name}(rowid, text) VALUES (?, ?)", enumerate(store.texts(d), 1))
+                db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'document', ?, ?, NULL)",
+                           (name, d.sha256, SETTINGS))
+        tables[d.name] = name
+    return tables
+
+
+def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
+    """Build (once per corpus digest) the corpus-wide FTS5 table; returns its name."""
+    db = store.db
+    db.executescript(_REGISTRY)
+    digest = corpus.digest()
+    name = f"fts_global_{digest[:24]}"
+    if _settings_ok(db, name):
+        return name
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        for (old,) in db.execute("SELECT name FROM fts_indexes WHERE kind='global' AND corpus=? AND name<>?",
+                                 (corpus.name, name)).fetchall():  # a corpus that changed: drop its old index
+            db.execute(f"DROP TABLE IF EXISTS {old}")
+            db.execute("DELETE FROM fts_global_pages WHERE name=?", (old,))
+            db.execute("DELETE FROM fts_indexes WHERE name=?", (old,))
+        db.execute(f"DROP TABLE IF EXISTS {name}")
+        db.execute("DELETE FROM fts_global_pages WHERE name=?", (name,))
+        db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='', tokenize='{TOKENIZE}')")
+        rowid = 0
+        for d in corpus.documents:
+            rows = []
+            for page, text in enumerate(store.texts(d), 1):
+                rowid += 1
+                rows.append((rowid, text, d.name, d.sha256, page))
+            db.executemany(f"INSERT INTO {name}(rowid, text) VALUES (?, ?)", [r[:2] for r in rows])
+            db.executemany("INSERT INTO fts_global_pages VALUES (?, ?, ?, ?, ?)", [(name, r[0], *r[2:]) for r in rows])
+        db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'global', ?, ?, ?)", (name, digest, SETTINGS, corpus.name))
+    return name
+
+
+class GlobalIndex:
+    """The corpus-wide FTS5 index: BM25 over all pages, and which documents contain which terms."""
+
+    def __init__(self, store: PageStore, corpus: Corpus):
+        self.db = store.db
+        self.table = ensure_global_index(store, corpus)
+        self.pages = {rowid: (doc, page, sha) for rowid, doc, page, sha in self.db.execute(
+            "SELECT rowid, doc, page, sha256 FROM fts_global_pages WHERE name=?", (self.table,))}
+
+    def bm25(self, terms: list[str]) -> list[tuple[str, int, float]]:
+        """Every matching page as (doc, page, score), score = -bm25() (higher is better), best first.
+        Equal scores are ordered by document sha256 and page: by content, never by file name."""
+        if not terms:
+            return []
+        rows = self.db.execute(f"SELECT rowid, bm25({self.table}) FROM {self.table} WHERE {self.table} MATCH ?",
+                               (match_expression(terms),))
+        ranked = sorted(((score, self.pages[rowid]) for rowid, score in rows), key=lambda r: (r[0], r[1][2], r[1][1]))
+        return [(doc, page, -score) for score, (doc, page, _) in ranked]
+
+    def documents_with(self, term: str) -> set[str]:
+        rows = self.db.execute(f"SELECT rowid FROM {self.table} WHERE {self.table} MATCH ?", (match_expression([term]),))
+        return {self.pages[r][0] for (r,) in rows}
+
+    def content_scores(self, terms: list[str]) -> dict[str, float]:
+        """The content tie-break: for each matching document, the sum over the query terms it contains of
+        ln(1 + N/df_t), N = documents matching the query, df_t = matching documents containing term t.
+        A document holding more of the query's rarer words is ahead; its file name plays no part."""
+        having = {t: self.documents_with(t) for t in terms}
+        matching = set().union(*having.values()) if having else set()
+        n = len(matching)
+        scores: dict[str, float] = defaultdict(float)
+        for docs in having.values():
+            if docs:
+                w = math.log(1 + n / len(docs))
+                for d in docs:
+                    scores[d] += w
+        return dict(scores)

@@ -1,0 +1,40 @@
+"""Reciprocal Rank Fusion (Cormack, Clarke & Büttcher 2009), as pure functions.
+
+    RRF(d) = Σ_r 1 / (k + rank_r(d)),   rank 1-based, k = 60.
+
+A 0-based rank silently means k = 59; here the first item of a ranking contributes 1/61. Items missing
+from a ranking contribute nothing. Fusing disjoint rankings (one per document) degenerates into a
+round-robin whose top band is all tied, which is why the caller must supply the tie-break.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T", bound=Hashable)
+
+K = 60
+
+
+def rrf_scores(rankings: Iterable[Sequence[T]], k: int = K) -> dict[T, float]:
+    """Each item's fused score; an item's contributions from several rankings add."""
+    scores: dict[T, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, 1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def fuse(rankings: Iterable[Sequence[T]], tiebreak: Callable[[T], Any], k: int = K) -> list[tuple[T, float]]:
+    """Items by fused score, best first; equal scores ordered by ``tiebreak(item)`` ascending, which must
+    be a total order over the items (e.g. (-content score, sha256, page))."""
+    scores = rrf_scores(rankings, k)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], tiebreak(kv[0])))
+
+
+def tied_band_sizes(scores: Sequence[float]) -> list[int]:
+    """For each position of a ranked score list, how many items share its score (1 = not tied)."""
+    counts: dict[float, int] = {}
+    for s in scores:
+        counts[s] = counts.get(s, 0) + 1
+    return [counts[s] for s in scores]

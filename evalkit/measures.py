@@ -1,0 +1,346 @@
+"""Retrieval measures with trec_eval's definitions, named so a report says exactly which variant it used.
+
+Everything here is pure (no I/O). A *ranking* is a sequence of page ids ``"<doc>#<page>"`` in the arm's
+total order -- the order is taken as given and never re-sorted by score, because trec_eval's own re-sort
+(score descending, then document id *descending*) lets file names decide tied bands (FIELD_NOTES.md).
+*Qrels* map an id to its graded gain; an id is relevant when its gain is > 0 (trec_eval's
+``relevance_level`` 1). Every ``k`` is a 1-based cutoff; ``None`` means the whole ranking.
+
+The per-query functions are the reference definitions. :func:`batch` computes nDCG@k, RR and Recall@k
+for many queries at once with numpy (the runner's fast path) and is tested to agree with them.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from .records import Query, Result, page_id, split_page_id
+
+Ranking = Sequence[str]
+Qrels = Mapping[str, int]
+Level = Literal["page", "doc"]
+
+# A document is "gold" for the GoldDoc/GoldHit family when one of its judged pages has at least this gain.
+GOLD_GAIN = 2
+
+_LOG2: list[float] = [math.log2(i + 2) for i in range(1024)]  # log2(rank + 1) for 1-based rank = i + 1
+
+
+def _log2(i: int) -> float:
+    """log2 of (0-based index + 2), cached: trec_eval divides by it, so we do too (same rounding)."""
+    while i >= len(_LOG2):
+        _LOG2.extend(math.log2(j + 2) for j in range(len(_LOG2), 2 * len(_LOG2)))
+    return _LOG2[i]
+
+
+def _top(ranking: Ranking, k: int | None) -> Ranking:
+    if k is not None and k < 1:
+        raise ValueError(f"cutoff must be >= 1, got {k}")
+    return ranking if k is None else ranking[:k]
+
+
+def _check_unique(ranking: Ranking) -> None:
+    """A repeated id would be counted twice; trec_eval refuses such runs, so do we."""
+    if len(set(ranking)) != len(ranking):
+        dup = next(x for x, n in Counter(ranking).items() if n > 1)
+        raise ValueError(f"ranking repeats id {dup!r}")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Reference measures (one query)
+
+
+def ndcg(ranking: Ranking, qrels: Qrels, k: int | None = 10) -> float:
+    """trec_eval ``ndcg_cut_k``: linear gain, DCG = sum gain_i / log2(i + 1) over 1-based ranks i <= k.
+
+    The ideal DCG is built from ALL relevant items in ``qrels`` (sorted by gain), not from what was
+    retrieved: an ideal built from retrieved items rewards retrieving less. Empty or all-zero qrels give 0.0
+    (trec_eval's value); callers keep abstain queries out of ranking means instead of relying on it.
+    """
+    _check_unique(ranking)
+    dcg = 0.0
+    for i, pid in enumerate(_top(ranking, k)):
+        g = qrels.get(pid, 0)
+        if g > 0:
+            dcg += g / _log2(i)
+    if dcg == 0.0:
+        return 0.0
+    ideal = sorted((g for g in qrels.values() if g > 0), reverse=True)
+    idcg = 0.0
+    for i, g in enumerate(_top(ideal, k)):
+        idcg += g / _log2(i)
+    return dcg / idcg
+
+
+def rr(ranking: Ranking, qrels: Qrels, k: int | None = None) -> float:
+    """Reciprocal rank of the first relevant item; trec_eval ``recip_rank`` looks at the whole ranking."""
+    _check_unique(ranking)
+    for i, pid in enumerate(_top(ranking, k)):
+        if qrels.get(pid, 0) > 0:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def recall(ranking: Ranking, qrels: Qrels, k: int | None = 10) -> float:
+    """trec_eval ``recall_k``: relevant items in the top k over all relevant items (0.0 if there are none)."""
+    _check_unique(ranking)
+    n_rel = sum(1 for g in qrels.values() if g > 0)
+    if n_rel == 0:
+        return 0.0
+    return sum(1 for pid in _top(ranking, k) if qrels.get(pid, 0) > 0) / n_rel
+
+
+def success(ranking: Ranking, qrels: Qrels, k: int | None = 10) -> float:
+    """trec_eval ``success_k``: 1.0 if any relevant item is in the top k."""
+    _check_unique(ranking)
+    return 1.0 if any(qrels.get(pid, 0) > 0 for pid in _top(ranking, k)) else 0.0
+
+
+def to_docs(ranking: Ranking) -> tuple[str, ...]:
+    """Collapse a page ranking to documents in order of first appearance (a document ranks by its best page)."""
+    seen: dict[str, None] = {}
+    for pid in ranking:
+        seen.setdefault(split_page_id(pid)[0], None)
+    return tuple(seen)
+
+
+def doc_qrels(page_qrels: Qrels) -> dict[str, int]:
+    """Give each document its best page gain, so doc-level measures judge a document by its best page."""
+    out: dict[str, int] = {}
+    for pid, g in page_qrels.items():
+        doc = split_page_id(pid)[0]
+        if doc not in out or g > out[doc]:
+            out[doc] = g
+    return out
+
+
+def _gold_docs(page_qrels: Qrels) -> set[str]:
+    return {split_page_id(pid)[0] for pid, g in page_qrels.items() if g >= GOLD_GAIN}
+
+
+def gold_doc(ranking: Ranking, page_qrels: Qrels, k: int | None = 3) -> float:
+    """``GoldDoc@k``: 1.0 if a gold document (a judged page with gain >= 2) is among the first k DISTINCT
+    documents. Counting documents, not hits, keeps one document's many pages from crowding the cutoff."""
+    gold = _gold_docs(page_qrels)
+    return 1.0 if any(d in gold for d in _top(to_docs(ranking), k)) else 0.0
+
+
+def gold_hit(ranking: Ranking, page_qrels: Qrels, k: int | None = 3) -> float:
+    """``GoldHit@k``: 1.0 if any page of a gold document is among the first k HITS (the over-k-hits variant,
+    kept under its own name because "gold doc in top 3" means different things in different tools)."""
+    _check_unique(ranking)
+    gold = _gold_docs(page_qrels)
+    return 1.0 if any(split_page_id(pid)[0] in gold for pid in _top(ranking, k)) else 0.0
+
+
+# --------------------------------------------------------------------------------------------------------
+# Registry: canonical names with their parameters, so a cutoff is a parameter and never a new function
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A named measure. ``fn(ranking, qrels, cutoff)`` receives the ranking and qrels at ``level``:
+    "page" passes page ids and page qrels through; "doc" collapses them first (:func:`to_docs`,
+    :func:`doc_qrels`). GoldDoc/GoldHit are "page": they need the hits to define themselves."""
+
+    name: str
+    fn: Callable[[Ranking, Qrels, int | None], float]
+    level: Level
+    cutoff: int | None
+
+    def __call__(self, ranking: Ranking, page_qrels: Qrels) -> float:
+        if self.level == "doc":
+            return self.fn(to_docs(ranking), doc_qrels(page_qrels), self.cutoff)
+        return self.fn(ranking, page_qrels, self.cutoff)
+
+
+# family -> (function, cutoff required, doc variant allowed)
+_FAMILIES: dict[str, tuple[Callable[[Ranking, Qrels, int | None], float], bool, bool]] = {
+    "nDCG": (ndcg, False, True),
+    "RR": (rr, False, True),
+    "Recall": (recall, False, True),
+    "Success": (success, True, True),
+    "GoldDoc": (gold_doc, True, False),
+    "GoldHit": (gold_hit, True, False),
+}
+_NAME = re.compile(r"(?P<family>[A-Za-z]+)(?:@(?P<k>[0-9]+))?(?P<doc>\(doc\))?")
+
+
+def measure(name: str) -> Measure:
+    """Parse a canonical name such as ``nDCG@5``, ``RR``, ``Success@20(doc)`` or ``GoldDoc@3``."""
+    m = _NAME.fullmatch(name)
+    fam = _FAMILIES.get(m["family"]) if m else None
+    if m is None or fam is None:
+        raise ValueError(f"unknown measure {name!r}: expected one of {'/'.join(_FAMILIES)}, "
+                         "optionally @k and (doc), e.g. nDCG@10, RR(doc), Success@3")
+    fn, needs_k, doc_ok = fam
+    k = int(m["k"]) if m["k"] is not None else None
+    if k is not None and k < 1:
+        raise ValueError(f"bad measure {name!r}: cutoff must be >= 1")
+    if needs_k and k is None:
+        raise ValueError(f"bad measure {name!r}: {m['family']} needs a cutoff, e.g. {m['family']}@3")
+    if m["doc"] and not doc_ok:
+        raise ValueError(f"bad measure {name!r}: {m['family']} is defined over documents already; "
+                         "it has no (doc) variant")
+    return Measure(name=name, fn=fn, level="doc" if m["doc"] else "page", cutoff=k)
+
+
+DEFAULT: tuple[str, ...] = (
+    "nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "GoldHit@3", "RR", "RR(doc)", "Recall@10", "Recall@10(doc)",
+    "Success@1", "Success@3", "Success@10", "Success@1(doc)", "Success@3(doc)", "Success@10(doc)",
+)
+MEASURES: dict[str, Measure] = {n: measure(n) for n in DEFAULT}
+
+
+def _resolve(name: str) -> Measure:
+    return MEASURES.get(name) or measure(name)
+
+
+# --------------------------------------------------------------------------------------------------------
+# One query end to end
+
+
+def page_qrels(query: Query) -> dict[str, int]:
+    """Page-level qrels of a query. A page judged twice is a query-set error, not something to average."""
+    out: dict[str, int] = {}
+    for j in query.judgments:
+        pid = page_id(j.doc, j.page)
+        if pid in out:
+            raise ValueError(f"query {query.id!r} judges page {pid!r} twice")
+        out[pid] = j.gain
+    return out
+
+
+def ranking_of(result: Result) -> tuple[str, ...]:
+    """The page ranking of a result, in the arm's order; a refusal ranks nothing even if it carries hits."""
+    return () if result.refused else tuple(page_id(h.doc, h.page) for h in result.hits)
+
+
+def evaluate(query: Query, result: Result, names: Iterable[str] = DEFAULT) -> dict[str, float]:
+    """Score one query. Answerable: a refused or empty result scores 0.0 everywhere (an empty answer must
+    count, unlike BEIR/trec_eval's default of dropping it). Abstain: every ranking measure is NaN, so
+    abstain queries never enter ranking means; they are scored by :func:`refusal_outcome` instead."""
+    ms = [_resolve(n) for n in names]
+    if not query.answerable:
+        return {m.name: math.nan for m in ms}
+    qrels = page_qrels(query)
+    ranking = ranking_of(result)
+    return {m.name: (m(ranking, qrels) if ranking else 0.0) for m in ms}
+
+
+# --------------------------------------------------------------------------------------------------------
+# Refusal
+
+OUTCOMES = ("correct_refusal", "answered_abstain", "wrongful_refusal", "answered")
+
+
+def refusal_outcome(query: Query, result: Result) -> str:
+    """Classify a query's result for refusal measures; an empty result counts as a refusal."""
+    refused = result.refused or not result.hits
+    if query.answerable:
+        return "wrongful_refusal" if refused else "answered"
+    return "correct_refusal" if refused else "answered_abstain"
+
+
+def refusal_rates(outcomes: Iterable[str]) -> dict[str, float]:
+    """Correct refusals over abstain queries and wrongful refusals over answerable ones, always together:
+    either rate alone can be maximised by refusing everything or nothing. NaN when a denominator is 0."""
+    c = Counter(outcomes)
+    bad = set(c) - set(OUTCOMES)
+    if bad:
+        raise ValueError(f"unknown refusal outcome(s) {sorted(bad)}; expected {OUTCOMES}")
+    abstain = c["correct_refusal"] + c["answered_abstain"]
+    answerable = c["wrongful_refusal"] + c["answered"]
+    return {
+        "correct_refusal_rate": c["correct_refusal"] / abstain if abstain else math.nan,
+        "wrongful_refusal_rate": c["wrongful_refusal"] / answerable if answerable else math.nan,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# Audits
+
+
+def ties_at(scores: Sequence[float], k: int) -> int:
+    """How many of the first k items share their score with another item anywhere in the list: inside a
+    tied band the order is the arm's tie-break, so a measure at cutoff k is only as solid as this is small."""
+    counts = Counter(scores)
+    return sum(1 for s in scores[:k] if counts[s] > 1)
+
+
+def latency_summary(seconds: Iterable[float]) -> dict[str, float]:
+    """Median, 95th percentile (linear interpolation) and mean; NaN for no samples. The tail is reported
+    because a mean hides the slow queries users notice."""
+    x = np.asarray(list(seconds), dtype=float)
+    if x.size == 0:
+        return {"median": math.nan, "p95": math.nan, "mean": math.nan}
+    return {"median": float(np.median(x)), "p95": float(np.percentile(x, 95)), "mean": float(x.mean())}
+
+
+# --------------------------------------------------------------------------------------------------------
+# Batch path (numpy): the same nDCG@k, RR and Recall@k for many queries, used by the runner
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Per-query arrays, aligned with the input order."""
+
+    ndcg: np.ndarray
+    rr: np.ndarray
+    recall: np.ndarray
+
+
+def batch(rankings: Sequence[Ranking], qrels: Sequence[Qrels], k: int = 10) -> Batch:
+    """nDCG@k, RR and Recall@k for many page-level queries at once; agrees with :func:`ndcg`, :func:`rr`
+    and :func:`recall` (tested). Only the gain lookups are Python; the arithmetic is vectorised.
+
+    Rankings must not repeat an id (not checked here, for speed; :func:`evaluate` paths do check).
+    """
+    if len(rankings) != len(qrels):
+        raise ValueError(f"{len(rankings)} rankings but {len(qrels)} qrels")
+    if k < 1:
+        raise ValueError(f"cutoff must be >= 1, got {k}")
+    n = len(rankings)
+    if n == 0:
+        empty = np.zeros(0)
+        return Batch(empty, empty.copy(), empty.copy())
+    # Gains of the top k, and the 1-based rank of the first relevant item (0 if none) for RR.
+    top = np.zeros((n, k))
+    first = np.zeros(n)
+    ideal_rows: list[list[int]] = []
+    n_rel = np.zeros(n)
+    for q, (ranking, qr) in enumerate(zip(rankings, qrels)):
+        get = qr.get
+        row = [get(pid, 0) for pid in ranking[:k]]
+        top[q, : len(row)] = row
+        for i, g in enumerate(row):
+            if g > 0:
+                first[q] = i + 1
+                break
+        else:
+            for i in range(k, len(ranking)):
+                if get(ranking[i], 0) > 0:
+                    first[q] = i + 1
+                    break
+        rel = [g for g in qr.values() if g > 0]
+        n_rel[q] = len(rel)
+        rel.sort(reverse=True)
+        ideal_rows.append(rel[:k])
+    ideal = np.zeros((n, k))
+    for q, row in enumerate(ideal_rows):
+        ideal[q, : len(row)] = row
+    disc = np.log2(np.arange(2, k + 2, dtype=float))
+    relevant = top > 0
+    dcg = (np.where(relevant, top, 0.0) / disc).sum(axis=1)
+    idcg = (ideal / disc).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nd = np.where(idcg > 0, dcg / idcg, 0.0)
+        rec = np.where(n_rel > 0, relevant.sum(axis=1) / n_rel, 0.0)
+        rrv = np.where(first > 0, 1.0 / first, 0.0)
+    return Batch(ndcg=nd, rr=rrv, recall=rec)

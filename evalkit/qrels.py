@@ -1,0 +1,238 @@
+"""Graded query sets: load and validate ``qrels/<set>.toml``, check evidence, convert to and from TREC.
+
+A judgment that drifts from the page text silently corrupts every later comparison, so judgments carry a
+verbatim evidence quote that :func:`check` finds in the page store's text (the text the arms see).
+"""
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .records import CLASSES, Judgment, Query, page_id, split_page_id
+from .text import contains, content_words
+
+CLASS_LEGEND = {
+    "needle": "one page of one document answers",
+    "spread": "relevant pages in several documents",
+    "trap": "a lexically similar distractor document is wrong",
+    "described": "the reader's words, not the document's",
+    "abstain": "nothing in the corpus answers; the right output is a refusal",
+}
+DEFAULT_GAINS = {3: "directly answers", 2: "substantially relevant", 1: "partially relevant"}
+# A described query may share at most this share of its content words with its judged pages.
+DESCRIBED_MAX_OVERLAP = 0.4
+
+
+class QrelsError(Exception):
+    """A query file cannot be read; the message names the file, the query and the field."""
+
+
+@dataclass(frozen=True)
+class QuerySet:
+    name: str
+    corpus: str | None
+    queries: tuple[Query, ...]
+    description: str = ""
+    gains: dict[int, str] = field(default_factory=lambda: dict(DEFAULT_GAINS), hash=False, compare=False)
+    digest: str = ""
+
+    def by_class(self) -> dict[str, list[Query]]:
+        out: dict[str, list[Query]] = {c: [] for c in CLASSES}
+        for q in self.queries:
+            out.setdefault(q.cls, []).append(q)
+        return out
+
+    def __getitem__(self, qid: str) -> Query:
+        for q in self.queries:
+            if q.id == qid:
+                return q
+        raise KeyError(qid)
+
+
+@dataclass(frozen=True)
+class Problem:
+    query: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.query}: {self.field}: {self.message}"
+
+
+def load(path: Path | str) -> QuerySet:
+    """Read a query file. Structural errors (wrong types, missing fields) raise QrelsError naming the query
+    and field; semantic checks against a corpus are :func:`check`'s job."""
+    path = Path(path)
+    raw = path.read_bytes()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise QrelsError(f"{path}: not valid TOML: {e}") from None
+    header = data.get("set", {})
+    gains = {int(k): str(v) for k, v in header.get("gains", DEFAULT_GAINS).items()}
+    queries = []
+    for i, q in enumerate(data.get("query", []), 1):
+        qid = q.get("id")
+        where = f"{path}: query {qid!r}" if qid else f"{path}: query #{i}"
+        for key, typ in (("id", str), ("class", str), ("text", str)):
+            if not isinstance(q.get(key), typ):
+                raise QrelsError(f"{where}: field {key!r} is missing or not a {typ.__name__}")
+        judgments = []
+        for j, jd in enumerate(q.get("judgments", []), 1):
+            if not isinstance(jd, dict):
+                raise QrelsError(f"{where}: judgments[{j}] is not a table")
+            for key, typ in (("doc", str), ("page", int), ("gain", int)):
+                if not isinstance(jd.get(key), typ) or isinstance(jd.get(key), bool):
+                    raise QrelsError(f"{where}: judgments[{j}].{key} is missing or not a {typ.__name__}")
+            judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
+        queries.append(Query(qid, q["class"], q["text"], tuple(judgments), str(q.get("notes", ""))))
+    if not queries:
+        raise QrelsError(f"{path}: no [[query]] entries")
+    return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
+                    header.get("description", ""), gains, hashlib.sha256(raw).hexdigest())
+
+
+def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False) -> list[Problem]:
+    """Every problem of a query set against a corpus's page texts (``pages``: document name -> texts,
+    page 1 first). With ``strict``, evidence must be present and found on its page, and described
+    queries must share few content words with their judged pages."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for q in qs.queries:
+        def bad(fld: str, msg: str) -> None:
+            problems.append(Problem(q.id, fld, msg))
+
+        if q.id in seen:
+            bad("id", "duplicate id")
+        seen.add(q.id)
+        if q.cls not in CLASSES:
+            bad("class", f"{q.cls!r} is not one of {', '.join(CLASSES)}")
+        if not q.text.strip():
+            bad("text", "empty")
+        if q.cls == "abstain":
+            if q.judgments:
+                bad("judgments", "an abstain query has no judgments (nothing in the corpus answers it)")
+            continue
+        if not q.judgments:
+            bad("judgments", f"a {q.cls} query needs at least one judgment")
+        if q.cls == "spread" and len({j.doc for j in q.judgments}) < 2:
+            bad("judgments", "a spread query needs judged pages in at least 2 documents")
+        keys = [(j.doc, j.page) for j in q.judgments]
+        if len(set(keys)) != len(keys):
+            bad("judgments", "a page is judged twice")
+        for n, j in enumerate(q.judgments, 1):
+            fld = f"judgments[{n}]"
+            if not 1 <= j.gain <= 3:
+                bad(f"{fld}.gain", f"{j.gain} is not in 1..3")
+            if pages is None:
+                continue
+            if j.doc not in pages:
+                bad(f"{fld}.doc", f"{j.doc!r} is not in the corpus")
+                continue
+            if not 1 <= j.page <= len(pages[j.doc]):
+                bad(f"{fld}.page", f"{j.page} is out of range for {j.doc} (1..{len(pages[j.doc])})")
+                continue
+            if strict and not j.evidence.strip():
+                bad(f"{fld}.evidence", "missing (required with --strict)")
+            elif strict and not contains(pages[j.doc][j.page - 1], j.evidence):
+                bad(f"{fld}.evidence", f"not found on {page_id(j.doc, j.page)}: {j.evidence!r}")
+        if strict and q.cls == "described" and pages is not None:
+            share, shared = described_overlap(q, pages)
+            if share > DESCRIBED_MAX_OVERLAP:
+                bad("text", f"described query shares {share:.0%} of its content words with its judged pages "
+                            f"(max {DESCRIBED_MAX_OVERLAP:.0%}): {', '.join(sorted(shared))}")
+    return problems
+
+
+def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, set[str]]:
+    """Share of the query's content words that occur on its judged pages, and those words."""
+    words = content_words(q.text)
+    on_pages: set[str] = set()
+    for j in q.judgments:
+        if j.doc in pages and 1 <= j.page <= len(pages[j.doc]):
+            on_pages |= content_words(pages[j.doc][j.page - 1])
+    shared = words & on_pages
+    return (len(shared) / len(words) if words else 0.0), shared
+
+
+# ---- TREC ---------------------------------------------------------------------------------------------
+
+def page_qrels(q: Query) -> dict[str, int]:
+    return {page_id(j.doc, j.page): j.gain for j in q.judgments}
+
+
+def doc_qrels(q: Query) -> dict[str, int]:
+    """A document's gain is its best judged page's gain."""
+    out: dict[str, int] = {}
+    for j in q.judgments:
+        out[j.doc] = max(out.get(j.doc, 0), j.gain)
+    return out
+
+
+def to_trec(qs: QuerySet, level: str = "page") -> str:
+    """TREC qrels lines ``qid 0 id gain``; page ids are ``<doc>#<page>``."""
+    conv = page_qrels if level == "page" else doc_qrels
+    return "".join(f"{q.id} 0 {pid} {g}\n" for q in qs.queries for pid, g in sorted(conv(q).items()))
+
+
+def topics_tsv(qs: QuerySet) -> str:
+    """``id<TAB>class<TAB>text`` per query: what TREC qrels cannot carry."""
+    return "".join(f"{q.id}\t{q.cls}\t{' '.join(q.text.split())}\n" for q in qs.queries)
+
+
+def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus: str | None = None) -> QuerySet:
+    """A query set from page-level TREC qrels and a topics file (``id<TAB>text`` or ``id<TAB>class<TAB>text``).
+    Without a class column, a query with no relevant pages is abstain, one document needle, else spread."""
+    judged: dict[str, list[Judgment]] = defaultdict(list)
+    for n, line in enumerate(qrels_text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 4:
+            raise QrelsError(f"qrels line {n}: want 'qid iter doc#page gain', got {line!r}")
+        qid, _, pid, gain = parts
+        try:
+            doc, page = split_page_id(pid)
+            g = int(gain)
+        except ValueError:
+            raise QrelsError(f"qrels line {n}: query {qid!r}: {pid!r} is not '<doc>#<page>' or gain not an integer") from None
+        if g > 0:
+            judged[qid].append(Judgment(doc, page, g))
+    queries = []
+    for n, line in enumerate(topics_text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) == 2:
+            qid, text = parts
+            docs = {j.doc for j in judged.get(qid, ())}
+            cls = "abstain" if not docs else "needle" if len(docs) == 1 else "spread"
+        elif len(parts) == 3:
+            qid, cls, text = parts
+        else:
+            raise QrelsError(f"topics line {n}: want 'id<TAB>text' or 'id<TAB>class<TAB>text'")
+        queries.append(Query(qid, cls, text, tuple(judged.pop(qid, ()))))
+    if judged:
+        raise QrelsError(f"qrels name queries missing from the topics file: {', '.join(sorted(judged))}")
+    return QuerySet(name, corpus, tuple(queries))
+
+
+def to_toml(qs: QuerySet) -> str:
+    """The evalkit query-file form of a query set (as written by ``evalkit qrels import``)."""
+    import tomli_w
+
+    header = {"name": qs.name, **({"corpus": qs.corpus} if qs.corpus else {}),
+              **({"description": qs.description} if qs.description else {}),
+              "gains": {str(k): v for k, v in sorted(qs.gains.items(), reverse=True)}}
+    queries = []
+    for q in qs.queries:
+        d = {"id": q.id, "class": q.cls, "text": q.text,
+             "judgments": [{"doc": j.doc, "page": j.page, "gain": j.gain,
+                            **({"evidence": j.evidence} if j.evidence else {})} for j in q.judgments]}
+        if q.notes:
+            d["notes"] = q.notes
+        queries.append(d)
+    return tomli_w.dumps({"set": header, "query": queries})
