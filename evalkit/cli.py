@@ -6,7 +6,10 @@ import sys
 from pathlib import Path
 
 from . import corpus as corpora
-from . import qrels
+from . import arms, qrels
+from . import run as runner
+from .results import Results
+from .text import snippet
 from .corpus import CorpusError
 from .pages import Ingest, PageStore
 
@@ -143,6 +146,78 @@ def cmd_qrels_import(args) -> int:
     return 0
 
 
+def cmd_qrels_pool(args) -> int:
+    qs = qrels.load(args.file)
+    _qrels_corpus(args, qs)
+    ingest, store = open_corpus(args)
+    docs = {d.name: d for d in ingest.corpus.documents}
+    built = [arms.make(spec, ingest.corpus, store) for spec in arms.split_top(args.arms, ",")]
+    unjudged_total = 0
+    for q in qs.queries:
+        judged = {(j.doc, j.page) for j in q.judgments}
+        pooled: dict[tuple[str, int], list[str]] = {}
+        for arm in built:
+            for rank, h in enumerate(arm.search(q.text, args.depth).hits, 1):
+                if (h.doc, h.page) not in judged:
+                    pooled.setdefault((h.doc, h.page), []).append(f"{arm.label}@{rank}")
+        if not pooled:
+            continue
+        unjudged_total += len(pooled)
+        print(f"{q.id} [{q.cls}] {q.text}")
+        for (doc, page), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
+            print(f"    {doc}#{page}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], page).text, q.text)}")
+    print(f"{unjudged_total} unjudged page(s) in the top {args.depth} of {len(built)} arm(s)")
+    return 0
+
+
+# ---- search ---------------------------------------------------------------------------------------------
+
+def cmd_search(args) -> int:
+    ingest, store = open_corpus(args)
+    arm = arms.make(args.arm, ingest.corpus, store)
+    result = arm.search(args.query, args.k)
+    print(f"{arm.label} on {ingest.corpus.name}: {args.query!r}")
+    if result.refused:
+        print(f"refused: {result.reason}")
+        return 0
+    if not result.hits:
+        print("no hits")
+    docs = {d.name: d for d in ingest.corpus.documents}
+    for rank, h in enumerate(result.hits, 1):
+        text = store.page(docs[h.doc], h.page).text
+        print(f"{rank:>3}  {h.doc}#{h.page}  {h.score:.4f}\n     {snippet(text, args.query)}")
+    return 0
+
+
+# ---- run and summary -------------------------------------------------------------------------------------
+
+def cmd_run(args) -> int:
+    qs = qrels.load(args.qrels)
+    if args.corpus and qs.corpus and qs.corpus != args.corpus:
+        raise UsageError(f"{args.qrels} is a query set for corpus {qs.corpus!r}, not {args.corpus!r}")
+    ingest, store = open_corpus(args)
+    problems = qrels.check(qs, store.corpus_texts(ingest.corpus))
+    if problems:
+        raise UsageError(f"{args.qrels} does not fit this corpus ({len(problems)} problem(s)), e.g. {problems[0]}; "
+                         "see `evalkit qrels check`")
+    name = qs.name if qs.name == ingest.corpus.name else f"{ingest.corpus.name}-{qs.name}"
+    out = args.out or Path("results") / name
+    runner.run(ingest.corpus, store, qs, arms.split_top(args.arms, ","), out, k=args.k, resume=args.resume,
+               qrels_path=str(args.qrels))
+    print(Results.load(out).table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
+    print(f"results: {out}")
+    return 0
+
+
+def cmd_summary(args) -> int:
+    res = Results.load(args.results)
+    table = res.table(by_class=args.by == "class")
+    print(f"{res.manifest['corpus']['name']} × {res.manifest['qrels']['name']} "
+          f"({res.manifest['qrels']['queries']} queries, {res.manifest.get('status', '?')})")
+    print(table.to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
+    return 0
+
+
 # ---- the parser -----------------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
@@ -190,6 +265,33 @@ def parser() -> argparse.ArgumentParser:
     im.add_argument("--name")
     im.add_argument("--corpus", help="corpus name to record in [set]")
     im.set_defaults(func=cmd_qrels_import)
+    po = qp.add_parser("pool", help="list retrieved pages that have no judgment, to complete a query set")
+    po.add_argument("file", type=Path)
+    add_corpus_args(po, required=False)
+    po.add_argument("--arms", default="keyword,global-index,semantic", help="comma-separated arm specs")
+    po.add_argument("--depth", type=int, default=10)
+    po.set_defaults(func=cmd_qrels_pool)
+
+    se = sub.add_parser("search", help="run one arm on one query and print ranked pages with snippets")
+    se.add_argument("query")
+    add_corpus_args(se)
+    se.add_argument("--arm", default="keyword", help="an arm spec, e.g. hybrid or keyword(idf_scope=corpus)")
+    se.add_argument("-k", type=int, default=10)
+    se.set_defaults(func=cmd_search)
+
+    rn = sub.add_parser("run", help="run arms over a query set into a results directory")
+    add_corpus_args(rn)
+    rn.add_argument("--qrels", required=True, type=Path)
+    rn.add_argument("--arms", default="keyword,global-index,score-merge,semantic,hybrid", help="comma-separated arm specs")
+    rn.add_argument("--out", type=Path, help="results directory (default: results/<corpus>)")
+    rn.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    rn.add_argument("-k", type=int, default=runner.DEPTH, help="hits kept per query")
+    rn.set_defaults(func=cmd_run)
+
+    sm = sub.add_parser("summary", help="print the comparison table of a results directory")
+    sm.add_argument("results", type=Path)
+    sm.add_argument("--by", choices=["class"], help="one row per arm and class")
+    sm.set_defaults(func=cmd_summary)
     return p
 
 
@@ -197,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, qrels.QrelsError) as e:
+    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError) as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
 

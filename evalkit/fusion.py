@@ -31,10 +31,3 @@ def fuse(rankings: Iterable[Sequence[T]], tiebreak: Callable[[T], Any], k: int =
     scores = rrf_scores(rankings, k)
     return sorted(scores.items(), key=lambda kv: (-kv[1], tiebreak(kv[0])))
 
-
-def tied_band_sizes(scores: Sequence[float]) -> list[int]:
-    """For each position of a ranked score list, how many items share its score (1 = not tied)."""
-    counts: dict[float, int] = {}
-    for s in scores:
-        counts[s] = counts.get(s, 0) + 1
-    return [counts[s] for s in scores]

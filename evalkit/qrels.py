@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .measures import doc_qrels, page_qrels
 from .records import CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words
 
@@ -160,21 +161,10 @@ def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, set
 
 # ---- TREC ---------------------------------------------------------------------------------------------
 
-def page_qrels(q: Query) -> dict[str, int]:
-    return {page_id(j.doc, j.page): j.gain for j in q.judgments}
-
-
-def doc_qrels(q: Query) -> dict[str, int]:
-    """A document's gain is its best judged page's gain."""
-    out: dict[str, int] = {}
-    for j in q.judgments:
-        out[j.doc] = max(out.get(j.doc, 0), j.gain)
-    return out
-
-
 def to_trec(qs: QuerySet, level: str = "page") -> str:
     """TREC qrels lines ``qid 0 id gain``; page ids are ``<doc>#<page>``."""
-    conv = page_qrels if level == "page" else doc_qrels
+    def conv(q: Query) -> dict[str, int]:
+        return page_qrels(q) if level == "page" else doc_qrels(page_qrels(q))
     return "".join(f"{q.id} 0 {pid} {g}\n" for q in qs.queries for pid, g in sorted(conv(q).items()))
 
 

@@ -82,8 +82,8 @@ def paired_compare(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndar
     mean, low, high = bootstrap_ci(d, confidence=confidence, n_resamples=n_resamples, seed=seed)
     if d.size == 0:
         p = math.nan
-    elif np.all(d == 0):
-        p = 1.0
+    elif d.size == 1 or np.all(d == 0):
+        p = 1.0  # exact: with one pair (or no differences) every sign flip is as extreme as the data
     else:
         res = _st.permutation_test((x, y), _mean_diff, permutation_type="samples", vectorized=True,
                                    n_resamples=n_resamples, alternative="two-sided",

@@ -41,3 +41,13 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> set[str]:
     """Words of three or more characters that are not stop words, with a plural ``s`` folded."""
     return {w.removesuffix("s") for w in words(text) if len(w) >= 3 and w not in STOPWORDS}
+
+
+def snippet(text: str, query: str, width: int = 160) -> str:
+    """A one-line excerpt of ``text`` around the first query word it contains (else its start)."""
+    flat = _SPACE.sub(" ", text).strip()
+    low = flat.casefold()
+    hits = [i for w in words(query) if w not in STOPWORDS and (i := low.find(w)) >= 0]
+    start = max(0, min(hits) - width // 3) if hits else 0
+    out = flat[start:start + width]
+    return ("…" if start else "") + out + ("…" if start + width < len(flat) else "")

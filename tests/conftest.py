@@ -11,6 +11,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # Real corpora and their caches persist between test runs (they are pinned by sha256, so reuse is safe).
 TEST_HOME = ROOT / ".evalkit-test"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Tests run the real all-MiniLM-L6-v2 assembled from PyPI packages: no model hub, no fake embedding.
+os.environ.setdefault("EVALKIT_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+os.environ.setdefault("EVALKIT_MODEL_DIR", "packaged")
+# A few short real manuals: enough for the real model and real FTS5 behaviour, small enough to embed quickly.
+SMALL = ("booktabs.pdf", "ctable.pdf", "float.pdf", "newfloat.pdf", "setspace-doc.pdf", "parskip.pdf",
+         "subcaption.pdf", "cite.pdf", "chapterbib.pdf", "pdfpages.pdf")
 
 
 def make_pdf(path: Path, pages: list[str]) -> Path:
@@ -57,3 +63,17 @@ def latex(real_env):
     yield ingest.corpus, store
     store.close()
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def small(latex, tmp_path_factory):
+    """Ten short real manuals from `latex` in a folder of their own, pages in the store: (corpus, store)."""
+    import shutil
+
+    from evalkit import corpus
+
+    c, store = latex
+    folder = tmp_path_factory.mktemp("small")
+    for name in SMALL:
+        shutil.copy(c.path(name), folder / name)
+    return store.ingest(corpus.from_dir(folder, "small"), progress=False).corpus, store

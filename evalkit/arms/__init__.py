@@ -37,6 +37,7 @@ class Arm:
 
     name: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
+    unlabelled: ClassVar[frozenset[str]] = frozenset()  # parameters that cannot change results (paths, speed)
 
     def __init__(self, corpus: Corpus, store: PageStore, **params: Any):
         unknown = sorted(set(params) - set(self.defaults))
@@ -50,7 +51,7 @@ class Arm:
     @property
     def label(self) -> str:
         """The canonical name: the arm's name plus every parameter that differs from its default."""
-        changed = {k: v for k, v in self.params.items() if v != self.defaults[k]}
+        changed = {k: v for k, v in self.params.items() if v != self.defaults[k] and k not in self.unlabelled}
         if not changed:
             return self.name
         return f"{self.name}({','.join(f'{k}={v}' for k, v in sorted(changed.items()))})"

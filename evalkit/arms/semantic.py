@@ -1,0 +1,63 @@
+"""semantic: fastembed page embeddings cached in SQLite, exhaustive cosine in one NumPy product.
+
+``model`` defaults to BAAI/bge-small-en-v1.5 (fetched from the hub by fastembed); ``$EVALKIT_MODEL`` and
+``$EVALKIT_MODEL_DIR`` supply a model and a local folder when the spec does not (see README, "Offline
+model"). A page scores as the cosine of its best window (see :mod:`evalkit.embeddings`); equal scores are
+ordered by document sha256, then page.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..embeddings import Embedder, ModelSpec, ensure_vectors, load_vectors
+from ..records import Hit, Result
+from . import Arm
+
+
+class SemanticArm(Arm):
+    name = "semantic"
+    defaults = {"model": "BAAI/bge-small-en-v1.5", "model_dir": "", "max_tokens": 256, "window": 160,
+                "batch_size": 16}
+    unlabelled = frozenset({"model_dir", "batch_size"})  # where the weights are and how fast: not what is measured
+
+    def __init__(self, corpus, store, progress: bool = True, **params):
+        for key, env in (("model", "EVALKIT_MODEL"), ("model_dir", "EVALKIT_MODEL_DIR")):
+            if key not in params and os.environ.get(env):
+                params[key] = os.environ[env]
+        super().__init__(corpus, store, **params)
+        p = self.params
+        self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"])
+        self.embedder = Embedder(self.spec, batch_size=p["batch_size"])
+        ensure_vectors(store, list(corpus.documents), self.spec, lambda: self.embedder, progress=progress)
+        self._load()
+
+    def _load(self) -> None:
+        by_sha = sorted(self.corpus.documents, key=lambda d: d.sha256)
+        sha_rank = {d.name: i for i, d in enumerate(by_sha)}
+        mats, docs, pages = [], [], []
+        for d in self.corpus.documents:
+            p, v = load_vectors(self.store, d, self.spec.key)
+            mats.append(v)
+            docs.append(np.full(len(p), sha_rank[d.name]))
+            pages.append(p)
+        matrix = np.concatenate(mats) if mats else np.zeros((0, 1), np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.matrix = matrix / np.where(norms == 0, 1, norms)
+        doc_of, page_of = np.concatenate(docs), np.concatenate(pages)
+        new_page = np.r_[True, (doc_of[1:] != doc_of[:-1]) | (page_of[1:] != page_of[:-1])]
+        self.starts = np.flatnonzero(new_page)            # first window of each page
+        self.page_doc_rank = doc_of[self.starts]          # document's rank by sha256: the tie-break
+        self.page_number = page_of[self.starts]
+        self.doc_names = [d.name for d in by_sha]
+
+    def search(self, query: str, k: int) -> Result:
+        if not query.strip() or not len(self.starts):
+            return Result()
+        q = self.embedder.query(query)
+        q /= np.linalg.norm(q) or 1.0
+        scores = np.maximum.reduceat(self.matrix @ q, self.starts)
+        order = np.lexsort((self.page_number, self.page_doc_rank, -scores))[:k]
+        return Result(tuple(Hit(self.doc_names[self.page_doc_rank[i]], int(self.page_number[i]), float(scores[i]))
+                            for i in order))

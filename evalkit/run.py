@@ -1,0 +1,205 @@
+"""The runner: every arm over every query, into a self-describing results directory.
+
+    results/<name>/
+      manifest.json        what ran, on which bytes, with which versions, on which machine
+      runs/<arm>.jsonl     the raw answers, one line per query, appended as they come (what --resume reads)
+      runs/<arm>.trec      TREC run files, page ids "<doc>#<page>", strictly decreasing scores
+      per_query.parquet    one row per (query, arm): class, measures, outcome, latency, ties
+      summary.csv          per arm and class
+
+Scores in the .trec files are the arms' own scores, nudged down by the smallest float step where they
+tie, so trec_eval (which re-sorts by score, then by document id descending) keeps the arm's order.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import re
+import sqlite3
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from . import __version__, arms, measures
+from .corpus import Corpus
+from .pages import PageStore
+from .qrels import QuerySet
+from .records import CLASSES, Hit, Query, Result, page_id
+
+DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
+PACKAGES = ("pymupdf", "fastembed", "onnxruntime", "numpy", "pandas", "scipy", "pyarrow", "tqdm")
+
+
+class RunError(Exception):
+    """A run that cannot start or resume as asked; the message says why and what to do."""
+
+
+def slug(label: str) -> str:
+    """A file name for an arm label (labels may hold '/', e.g. a model id)."""
+    return re.sub(r"[^\w.,=()+-]+", "_", label)
+
+
+def environment() -> dict:
+    """What a timing depends on: interpreter, SQLite, package versions, machine."""
+    versions = {}
+    for p in PACKAGES:
+        try:
+            versions[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
+    return {"python": sys.version.split()[0], "implementation": platform.python_implementation(),
+            "sqlite": sqlite3.sqlite_version, "evalkit": __version__, "packages": versions,
+            "machine": {"platform": platform.platform(), "processor": platform.machine(),
+                        "cpus": os.cpu_count(), "memory_bytes": mem}}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
+    """TREC run lines whose scores strictly decrease in the arm's order."""
+    lines, prev = [], math.inf
+    for rank, h in enumerate(hits, 1):
+        score = h.score if h.score < prev else math.nextafter(prev, -math.inf)
+        lines.append(f"{qid} Q0 {page_id(h.doc, h.page)} {rank} {score!r} {tag}\n")
+        prev = score
+    return lines
+
+
+def _read_jsonl(path: Path) -> dict[str, dict]:
+    """Answers recorded so far; a line cut short by an interruption is dropped (and asked again)."""
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[rec["query"]] = rec
+    return done
+
+
+def _result(rec: dict) -> Result:
+    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"])
+
+
+def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
+        resume: bool = False, progress: bool = True, qrels_path: str = "") -> Path:
+    """Run ``specs`` over ``qs`` and write the results directory ``out``; returns ``out``.
+
+    With ``resume``, a directory from an interrupted run of the same corpus, query set and arms is
+    continued: finished arms and queries are not asked again and nothing recorded is lost."""
+    out = Path(out)
+    manifest_path = out / "manifest.json"
+    plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
+                       "documents": {d.name: d.sha256 for d in corpus.documents}},
+            "qrels": {"name": qs.name, "path": qrels_path, "digest": qs.digest, "queries": len(qs.queries)},
+            "specs": list(specs), "depth": k}
+    if manifest_path.exists():
+        if not resume:
+            raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
+        old = json.loads(manifest_path.read_text())
+        for key in ("corpus", "qrels", "specs", "depth"):
+            if old.get(key) != plan[key]:
+                raise RunError(f"cannot resume {out}: its {key} differs from this run's")
+        manifest = old
+    else:
+        manifest = {**plan, "evalkit": __version__, "started": _now(), "environment": environment(), "arms": []}
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    manifest["status"] = "running"
+    _write_json(manifest_path, manifest)
+
+    built = {a["spec"]: a for a in manifest["arms"]}
+    for spec in specs:
+        t0 = time.perf_counter()
+        arm = arms.make(spec, corpus, store)
+        info = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
+                "class": f"{type(arm).__module__}.{type(arm).__qualname__}",
+                "build_seconds": round(time.perf_counter() - t0, 3)}
+        if hasattr(arm, "spec") and hasattr(arm.spec, "weights_id"):
+            info["model"] = {"name": arm.spec.model, "weights": arm.spec.weights_id(), "key": arm.spec.key}
+        built[spec] = {**built.get(spec, {}), **info}
+        manifest["arms"] = [built[s] for s in specs if s in built]
+        _write_json(manifest_path, manifest)
+        _run_arm(arm, qs, out / "runs" / f"{info['file']}.jsonl", k, progress)
+        (out / "runs" / f"{info['file']}.trec").write_text("".join(
+            line for rec in _ordered(qs, out / "runs" / f"{info['file']}.jsonl")
+            for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
+
+    frame = per_query(qs, manifest["arms"], out / "runs")
+    frame.to_parquet(out / "per_query.parquet", index=False)
+    summarize(frame).to_csv(out / "summary.csv", index=False)
+    manifest.update(status="complete", finished=_now())
+    _write_json(manifest_path, manifest)
+    return out
+
+
+def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) -> None:
+    done = _read_jsonl(path)
+    if path.exists() and len(done) != len(path.read_text().splitlines()):
+        path.write_text("".join(json.dumps(r) + "\n" for r in done.values()))  # drop a half-written line
+    todo = [q for q in qs.queries if q.id not in done]
+    with open(path, "a") as f:
+        for q in tqdm(todo, desc=arm.label, unit="query", disable=not progress or not todo, file=sys.stderr):
+            t0 = time.perf_counter()
+            result = arm.search(q.text, k)
+            latency = time.perf_counter() - t0
+            f.write(json.dumps({"query": q.id, "hits": [[h.doc, h.page, h.score] for h in result.hits],
+                                "refused": result.refused, "reason": result.reason, "latency": latency}) + "\n")
+            f.flush()
+
+
+def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
+    recs = _read_jsonl(path)
+    return [(q, recs[q.id]) for q in qs.queries]
+
+
+def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
+    """One row per (query, arm) with every default measure, the refusal outcome, latency and ties."""
+    rows = []
+    for info in arm_infos:
+        for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
+            result = _result(rec)
+            rows.append({"query": q.id, "class": q.cls, "arm": info["label"],
+                         **measures.evaluate(q, result),
+                         "outcome": measures.refusal_outcome(q, result),
+                         "refused": result.refused or not result.hits,
+                         "hits": len(result.hits), "latency_s": rec["latency"],
+                         "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
+    return pd.DataFrame(rows)
+
+
+def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
+    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only,
+    both refusal rates side by side, latency median / p95 / mean, and the mean tied items at 10."""
+    names = [n for n in measures.DEFAULT if n in frame.columns]
+    groups = [("all", frame)]
+    if by_class:
+        groups += [(c, frame[frame["class"] == c]) for c in CLASSES if (frame["class"] == c).any()]
+    rows = []
+    for cls, g in groups:
+        for arm, a in g.groupby("arm", sort=False):
+            answerable = a[a["class"] != "abstain"]
+            row = {"arm": arm, "class": cls, "queries": len(a)}
+            row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
+            row.update(measures.refusal_rates(a["outcome"]))
+            row.update({f"latency_{k}_s": v for k, v in measures.latency_summary(a["latency_s"]).items()})
+            row["ties@10"] = a["ties@10"].mean()
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,35 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalkit.fusion import fuse, rrf_scores
+from evalkit.measures import ties_at
+
+
+def test_rrf_is_one_based_with_k_60():
+    assert rrf_scores([["a", "b"]]) == {"a": 1 / 61, "b": 1 / 62}
+
+
+def test_rrf_adds_contributions_of_an_item_in_both_lists():
+    s = rrf_scores([["a", "b", "c"], ["c", "a"]])
+    assert s == {"a": 1 / 61 + 1 / 62, "b": 1 / 62, "c": 1 / 63 + 1 / 61}
+    assert [item for item, _ in fuse([["a", "b", "c"], ["c", "a"]], tiebreak=str)] == ["a", "c", "b"]
+
+
+def test_disjoint_lists_make_tied_bands_ordered_only_by_the_tiebreak():
+    per_doc = [["x1", "x2"], ["y1", "y2"], ["z1"]]
+    prefer = {"z1": 0, "y1": 1, "x1": 2, "y2": 0, "x2": 1}
+    fused = fuse(per_doc, tiebreak=prefer.__getitem__)
+    assert fused == [("z1", 1 / 61), ("y1", 1 / 61), ("x1", 1 / 61), ("y2", 1 / 62), ("x2", 1 / 62)]
+    assert ties_at([s for _, s in fused], 10) == 5 and ties_at([s for _, s in fused], 2) == 2
+
+
+def test_other_k():
+    assert rrf_scores([["a"]], k=0) == {"a": 1.0}
+
+
+@given(st.lists(st.lists(st.integers(0, 30), unique=True, max_size=15), max_size=5))
+def test_fused_order_is_total_and_scores_never_increase(lists):
+    fused = fuse(lists, tiebreak=lambda x: x)
+    assert sorted(x for x, _ in fused) == sorted({x for lst in lists for x in lst})
+    scores = [s for _, s in fused]
+    assert scores == sorted(scores, reverse=True)
