@@ -7,8 +7,10 @@
       per_query.parquet    one row per (query, arm): class, measures, outcome, latency, ties
       summary.csv          per arm and class
 
-Scores in the .trec files are the arms' own scores, nudged down by the smallest float step where they
-tie, so trec_eval (which re-sorts by score, then by document id descending) keeps the arm's order.
+The score column of the .trec files is ``n - rank + 1``: trec_eval re-sorts by score (then by document id,
+descending) and compares scores at single precision, so an arm's own scores, which tie inside fused bands
+and differ by less than 1e-7 elsewhere, would let it reorder the arm's ranking. The arms' own scores
+are kept in the .jsonl files and in every per-query record.
 """
 from __future__ import annotations
 
@@ -67,13 +69,9 @@ def _now() -> str:
 
 
 def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
-    """TREC run lines whose scores strictly decrease in the arm's order."""
-    lines, prev = [], math.inf
-    for rank, h in enumerate(hits, 1):
-        score = h.score if h.score < prev else math.nextafter(prev, -math.inf)
-        lines.append(f"{qid} Q0 {page_id(h.doc, h.page)} {rank} {score!r} {tag}\n")
-        prev = score
-    return lines
+    """TREC run lines in the arm's order, scores ``n - rank + 1`` (strictly decreasing integers)."""
+    n = len(hits)
+    return [f"{qid} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
 
 
 def _read_jsonl(path: Path) -> dict[str, dict]:

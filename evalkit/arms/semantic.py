@@ -37,7 +37,7 @@ class SemanticArm(Arm):
         by_sha = sorted(self.corpus.documents, key=lambda d: d.sha256)
         sha_rank = {d.name: i for i, d in enumerate(by_sha)}
         mats, docs, pages = [], [], []
-        for d in self.corpus.documents:
+        for d in by_sha:  # rows in content order: the float arithmetic cannot depend on file names
             p, v = load_vectors(self.store, d, self.spec.key)
             mats.append(v)
             docs.append(np.full(len(p), sha_rank[d.name]))

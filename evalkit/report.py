@@ -1,0 +1,602 @@
+"""The report of a results directory: the helpers behind ``notebooks/report.ipynb``, and :func:`render`, which
+executes that notebook headless into ``report.ipynb``, ``report.html`` and ``figures/*.png`` next to the run.
+
+Every helper reads a :class:`~evalkit.results.Results` and returns plain pandas or matplotlib objects, so the
+notebook is a list of calls and each helper can be tested on its own. One mapping, :func:`arm_colours`, gives
+every arm its colour, so an arm looks the same in every figure of a report.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib import pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from . import arms as _arms
+from . import dirs, stats
+from . import qrels as _qrels
+from .records import CLASSES
+from .results import DEFINITIONS, HEADLINE, Results
+
+NOTEBOOK = dirs.REPO_ROOT / "notebooks" / "report.ipynb"
+# Figures the report saves (figures/<name>.png); "deltas" needs two arms.
+FIGURES = ("class_bars", "deltas", "latency", "refusals", "ties")
+
+# Okabe-Ito (colour-blind safe, yellow left out: unreadable on white), then a few distinct extras.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#7F7F7F", "#8C564B",
+           "#BCBD22", "#000000")
+# Query classes (Dark2): used where a figure colours by class rather than by arm.
+CLASS_COLOURS = {"needle": "#1B9E77", "spread": "#7570B3", "trap": "#E7298A", "described": "#66A61E",
+                 "abstain": "#A6761D"}
+# Refusal outcomes: green where the arm did the right thing, red where it did not.
+OUTCOME_COLOURS = {"answered": "#7FC97F", "wrongful_refusal": "#E8604C",
+                   "correct_refusal": "#7FC97F", "answered_abstain": "#E8604C"}
+OUTCOME_LABELS = {"answered": "answered", "wrongful_refusal": "refused (wrongly)",
+                  "correct_refusal": "refused (correctly)", "answered_abstain": "answered (should refuse)"}
+MEASURE_LABELS = {"nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc"}
+ALL = "all answerable"
+
+
+class Markdown(str):
+    """A string a notebook shows as Markdown (the last expression of a cell)."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+# ---- colours and parameters ------------------------------------------------------------------------------
+
+def arm_colours(arms: Iterable[str]) -> dict[str, str]:
+    """Arm label -> colour, by the arms' order (the manifest's): the same arms always get the same colours."""
+    return {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(dict.fromkeys(arms))}
+
+
+def resolve_pair(results: Results, pair: Sequence[str] | str | None = None) -> tuple[str, str] | None:
+    """The two arms to compare per query: ``pair`` (two labels, or "A,B"), else the manifest's first two;
+    ``None`` when the run has a single arm. Unknown labels raise ValueError listing the run's arms."""
+    if pair is None:
+        return tuple(results.arms[:2]) if len(results.arms) >= 2 else None
+    names = _arms.split_top(pair, ",") if isinstance(pair, str) else list(pair)
+    if len(names) != 2 or names[0] == names[1]:
+        raise ValueError(f"pair must name two different arms, got {pair!r}")
+    for n in names:
+        if n not in results.arms:
+            raise ValueError(f"arm {n!r} is not in {results.path} (arms: {', '.join(results.arms)})")
+    return names[0], names[1]
+
+
+def figures_dir(results: Results, figures: str | Path | None = None) -> Path:
+    """Where figures are saved (created): ``figures``, else ``<results>/figures``."""
+    d = Path(figures) if figures else results.path / "figures"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def save(fig: Figure, name: str, figures: str | Path | None) -> Path | None:
+    """Save ``fig`` as ``<figures>/<name>.png`` (nothing without a directory); returns the file."""
+    if not figures:
+        return None
+    path = Path(figures) / f"{name}.png"
+    fig.savefig(path, dpi=150, bbox_inches="tight", facecolor="white")
+    return path
+
+
+# ---- the query set behind a run -----------------------------------------------------------------------------
+
+def qrels_file(results: Results) -> Path | None:
+    """The query file the run names (``manifest["qrels"]["path"]``), looked up as given, then relative to the
+    working directory, the results directory and the repository; None if it is not found."""
+    name = results.manifest.get("qrels", {}).get("path") or ""
+    if not name:
+        return None
+    p = Path(name)
+    for cand in ([p] if p.is_absolute() else [Path.cwd() / p, results.path / p, dirs.REPO_ROOT / p]):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def query_set(results: Results) -> _qrels.QuerySet | None:
+    """The run's query set, only if its file is found and is byte-identical to the one the run used."""
+    path = qrels_file(results)
+    if path is None:
+        return None
+    try:
+        qs = _qrels.load(path)
+    except _qrels.QrelsError:
+        return None
+    return qs if qs.digest == results.manifest["qrels"].get("digest") else None
+
+
+def gains(results: Results) -> dict[int, str]:
+    """The gain legend of the run's query file if it can be read, else :data:`evalkit.qrels.DEFAULT_GAINS`."""
+    path = qrels_file(results)
+    if path is not None:
+        try:
+            return dict(_qrels.load(path).gains)
+        except _qrels.QrelsError:
+            pass
+    return dict(_qrels.DEFAULT_GAINS)
+
+
+# ---- tables -------------------------------------------------------------------------------------------------
+
+def _answerable(results: Results) -> pd.DataFrame:
+    pq = results.per_query
+    return pq[pq["class"] != "abstain"]
+
+
+def _classes(frame: pd.DataFrame) -> list[str]:
+    present = set(frame["class"])
+    return [c for c in CLASSES if c in present] + sorted(present - set(CLASSES))
+
+
+def overview(results: Results) -> Markdown:
+    """One paragraph: corpus, query set, classes, arms, when and whether the run finished."""
+    m = results.manifest
+    counts = results.per_query.drop_duplicates("query")["class"].value_counts()
+    classes = ", ".join(f"{c} {counts[c]}" for c in _classes(results.per_query.drop_duplicates("query")))
+    when = str(m.get("finished") or m.get("started") or "?").replace("T", " ")
+    return Markdown(
+        f"**Corpus** `{m['corpus']['name']}` ({len(m['corpus'].get('documents', {}))} documents) · "
+        f"**queries** `{m['qrels']['name']}` ({m['qrels']['queries']}: {classes}) · "
+        f"**arms** {', '.join(f'`{a}`' for a in results.arms)} · "
+        f"**run** {when} ({m.get('status', '?')}) · **results** `{results.path.name}`")
+
+
+_LOWER_IS_BETTER = {"wrongful refusal", "s/query (median)"}
+
+
+def headline(results: Results):
+    """:meth:`Results.table`, formatted (a pandas Styler); the best value of each column in bold."""
+    t = results.table()
+    fmt = {c: "{:.3f}" for c in t.columns}
+    fmt["s/query (median)"] = "{:.4f}"
+    st = t.style.format(fmt, na_rep="n/a")
+    if len(t) > 1:
+        hi = [c for c in t.columns if c not in _LOWER_IS_BETTER]
+        lo = [c for c in t.columns if c in _LOWER_IS_BETTER]
+        st = (st.highlight_max(subset=hi, props="font-weight: bold", axis=0)
+                .highlight_min(subset=lo, props="font-weight: bold", axis=0))
+    return st.set_caption(f"{results.manifest['corpus']['name']} × {results.manifest['qrels']['name']}: "
+                          "ranking measures over answerable queries; best in bold")
+
+
+def legend(results: Results) -> Markdown:
+    """What the headline columns mean, what the query classes are, what the gains mean."""
+    counts = results.per_query.drop_duplicates("query")["class"].value_counts()
+    lines = ["**Measures**", ""]
+    lines += [f"- **{name}**: {DEFINITIONS[name]}" for name in HEADLINE.values() if name in DEFINITIONS]
+    lines += ["", "**Query classes** (queries in this run)", ""]
+    lines += [f"- **{c}** ({counts.get(c, 0)}): {d}" for c, d in _qrels.CLASS_LEGEND.items()]
+    lines += ["", "**Gains** (graded judgments of a page)", ""]
+    lines += [f"- **{g}**: {d}" for g, d in sorted(gains(results).items(), reverse=True)]
+    path = qrels_file(results)
+    if path is None:
+        lines += ["", f"_The query file {results.manifest['qrels'].get('path') or '(unnamed)'} was not found: "
+                      "default gain legend shown._"]
+    elif query_set(results) is None:
+        lines += ["", f"_The query file {results.manifest['qrels']['path']} has changed since this run._"]
+    return Markdown("\n".join(lines))
+
+
+def class_ci(results: Results, measure: str = "nDCG@10", confidence: float = 0.95,
+             n_resamples: int = 10_000) -> pd.DataFrame:
+    """Per arm and answerable class (and ``all answerable``): n, mean and the percentile-bootstrap CI of the
+    mean (:func:`evalkit.stats.bootstrap_ci`, seeded)."""
+    f = _answerable(results)
+    rows = []
+    for arm in results.arms:
+        a = f[f["arm"] == arm]
+        for cls in [*_classes(f), ALL]:
+            v = a[measure] if cls == ALL else a.loc[a["class"] == cls, measure]
+            mean, low, high = stats.bootstrap_ci(v.to_numpy(), confidence=confidence, n_resamples=n_resamples)
+            rows.append({"arm": arm, "class": cls, "n": len(v), "mean": mean, "low": low, "high": high})
+    return pd.DataFrame(rows)
+
+
+def class_ci_table(results: Results, measures: Sequence[str] = ("nDCG@10", "nDCG@10(doc)")) -> pd.DataFrame:
+    """The numbers behind :func:`plot_class_bars`: "mean [low, high]" per arm (rows) and class (columns)."""
+    parts = {}
+    for m in measures:
+        ci = class_ci(results, m)
+        ci["cell"] = [f"{r.mean:.3f} [{r.low:.2f}, {r.high:.2f}]" if not math.isnan(r.low) else f"{r.mean:.3f}"
+                      for r in ci.itertuples()]
+        wide = ci.pivot(index="arm", columns="class", values="cell")
+        parts[MEASURE_LABELS.get(m, m)] = wide.reindex(index=results.arms, columns=list(dict.fromkeys(ci["class"])))
+    return pd.concat(parts, axis=1)
+
+
+def deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10") -> pd.DataFrame:
+    """Per answerable query: the two arms' scores and ``delta`` = second - first, largest gain first. Carries
+    the query text when the run's query file is at hand and unchanged."""
+    a, b = pair
+    wide = _answerable(results).pivot(index="query", columns="arm", values=measure)
+    cls = results.per_query.drop_duplicates("query").set_index("query")["class"]
+    out = pd.DataFrame({"class": cls.reindex(wide.index), a: wide[a], b: wide[b], "delta": wide[b] - wide[a]})
+    qs = query_set(results)
+    if qs is not None:
+        out["text"] = [qs[q].text for q in out.index]
+    return out.sort_values(["delta", "class"], ascending=[False, True], kind="stable")
+
+
+def biggest_changes(results: Results, pair: Sequence[str], measure: str = "nDCG@10", n: int = 5) -> pd.DataFrame:
+    """The ``n`` queries that gained most and the ``n`` that lost most from the first arm to the second."""
+    d = deltas(results, pair, measure)
+    up, down = d[d["delta"] > 0].head(n), d[d["delta"] < 0].tail(n).iloc[::-1]
+    return pd.concat({"better": up, "worse": down}, names=["change", "query"])
+
+
+def refusal_counts(results: Results) -> pd.DataFrame:
+    """Query counts per arm (rows, manifest order) and refusal outcome (columns)."""
+    pq = results.per_query
+    counts = pq.groupby(["arm", "outcome"]).size().unstack(fill_value=0)
+    return counts.reindex(index=results.arms, columns=list(OUTCOME_LABELS), fill_value=0)
+
+
+def tie_audit(results: Results) -> pd.DataFrame:
+    """Per arm and class (and ``all``): queries, mean tied items among the first 10 hits (``ties@10``) and the
+    share of queries with any tie in their top 10. Inside a tied band the order is the arm's tie-break,
+    so a measure at 10 is only as solid as these numbers are small."""
+    pq = results.per_query
+    rows = []
+    for arm in results.arms:
+        a = pq[pq["arm"] == arm]
+        for cls in [*_classes(pq), "all"]:
+            g = a if cls == "all" else a[a["class"] == cls]
+            rows.append({"arm": arm, "class": cls, "queries": len(g), "mean ties@10": g["ties@10"].mean(),
+                         "share with a tie": (g["ties@10"] > 0).mean() if len(g) else math.nan})
+    return pd.DataFrame(rows)
+
+
+def tie_table(results: Results) -> pd.DataFrame:
+    """:func:`tie_audit` wide: arms as rows, (statistic, class) as columns."""
+    t = tie_audit(results)
+    order = list(dict.fromkeys(t["class"]))
+    wide = t.pivot(index="arm", columns="class", values=["mean ties@10", "share with a tie"])
+    return wide.reindex(index=results.arms).reindex(columns=order, level=1)
+
+
+def provenance(results: Results) -> dict[str, pd.DataFrame]:
+    """The manifest as three tables: ``run`` (corpus, query set, digests, times), ``arms`` (label, spec,
+    implementation, parameters, build seconds, model) and ``environment`` (interpreter, packages, machine)."""
+    m = results.manifest
+    c, q = m.get("corpus", {}), m.get("qrels", {})
+    run = {"corpus": c.get("name"), "corpus digest": c.get("digest"), "documents": len(c.get("documents", {})),
+           "query set": q.get("name"), "query file": q.get("path") or "", "query set digest": q.get("digest"),
+           "queries": q.get("queries"), "arm specs": ", ".join(m.get("specs", [])), "depth": m.get("depth"),
+           "evalkit": m.get("evalkit"), "started": m.get("started"), "finished": m.get("finished"),
+           "status": m.get("status")}
+    arms = pd.DataFrame([{
+        "arm": a["label"], "spec": a.get("spec"), "implementation": a.get("class"),
+        "params": ", ".join(f"{k}={v}" for k, v in a.get("params", {}).items()) or "(none)",
+        "build s": a.get("build_seconds"),
+        "model": (f"{a['model'].get('name')} ({a['model'].get('weights')})" if a.get("model") else ""),
+    } for a in m.get("arms", [])]).set_index("arm")
+    if not arms["model"].astype(bool).any():
+        arms = arms.drop(columns="model")
+    env = m.get("environment", {})
+    machine = env.get("machine", {})
+    mem = machine.get("memory_bytes")
+    e = {"python": f"{env.get('python')} ({env.get('implementation')})", "sqlite": env.get("sqlite"),
+         "evalkit": env.get("evalkit"),
+         **{f"package {k}": v for k, v in env.get("packages", {}).items()},
+         "platform": machine.get("platform"), "processor": machine.get("processor"), "cpus": machine.get("cpus"),
+         "memory": f"{mem / 2**30:.1f} GiB" if mem else None}
+    as_table = lambda d: pd.DataFrame({"value": [("" if v is None else str(v)) for v in d.values()]},
+                                      index=pd.Index(list(d), name=""))
+    return {"run": as_table(run), "arms": arms, "environment": as_table(e)}
+
+
+# ---- figures ------------------------------------------------------------------------------------------------
+
+def _grouped_bars(ax: Axes, values: pd.DataFrame, colours: dict[str, str], low: pd.DataFrame | None = None,
+                  high: pd.DataFrame | None = None) -> None:
+    """Bars for ``values`` (rows: groups on the x axis, columns: arms), one colour per arm, CI whiskers."""
+    n_groups, n_arms = values.shape
+    width = 0.8 / max(n_arms, 1)
+    x = np.arange(n_groups)
+    for i, arm in enumerate(values.columns):
+        pos = x - 0.4 + width * (i + 0.5)
+        v = values[arm].to_numpy(dtype=float)
+        yerr = None
+        if low is not None and high is not None:
+            lo, hi = low[arm].to_numpy(dtype=float), high[arm].to_numpy(dtype=float)
+            yerr = np.vstack([np.nan_to_num(v - lo), np.nan_to_num(hi - v)])
+        ax.bar(pos, np.nan_to_num(v), width * 0.92, color=colours[arm], label=arm, yerr=yerr,
+               error_kw={"elinewidth": 1, "capsize": 2.5, "ecolor": "#333333"} if yerr is not None else None)
+    ax.set_xticks(x)
+    ax.grid(axis="y", color="#dddddd", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def plot_class_bars(results: Results, measure: str = "nDCG@10", ax: Axes | None = None,
+                    colours: dict[str, str] | None = None, ci: pd.DataFrame | None = None) -> Axes:
+    """One panel: mean ``measure`` per answerable class (and all answerable) per arm, with 95% bootstrap CIs
+    as whiskers."""
+    colours = colours or arm_colours(results.arms)
+    ci = class_ci(results, measure) if ci is None else ci
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 4))
+    order = list(dict.fromkeys(ci["class"]))
+    piv = {k: ci.pivot(index="class", columns="arm", values=k).reindex(index=order, columns=results.arms)
+           for k in ("mean", "low", "high", "n")}
+    _grouped_bars(ax, piv["mean"], colours, piv["low"], piv["high"])
+    n = piv["n"].max(axis=1)
+    ax.set_xticklabels([f"{c}\n(n={int(n[c])})" for c in order])
+    ax.set_ylim(0, 1.0)
+    ax.set_ylabel(f"mean {MEASURE_LABELS.get(measure, measure)}")
+    ax.set_title(f"{MEASURE_LABELS.get(measure, measure)} by query class (whiskers: 95% bootstrap CI)",
+                 loc="left", fontsize=11)
+    return ax
+
+
+def fig_class_bars(results: Results, measures: Sequence[str] = ("nDCG@10", "nDCG@10(doc)"),
+                   colours: dict[str, str] | None = None) -> Figure:
+    """:func:`plot_class_bars` for page- and document-level nDCG@10, one panel each, one legend."""
+    colours = colours or arm_colours(results.arms)
+    fig, axes = plt.subplots(len(measures), 1, figsize=(10, 3.6 * len(measures)), sharex=True, squeeze=False)
+    for ax, m in zip(axes[:, 0], measures):
+        plot_class_bars(results, m, ax=ax, colours=colours)
+    _arm_legend(fig, results.arms, colours)
+    fig.tight_layout(rect=(0, 0, 1, _legend_top(len(results.arms))))
+    return fig
+
+
+def _legend_top(n_arms: int) -> float:
+    return 1 - 0.05 * math.ceil(n_arms / 4)
+
+
+def _arm_legend(fig: Figure, arms: Sequence[str], colours: dict[str, str]) -> None:
+    handles = [Patch(color=colours[a], label=a) for a in arms]
+    fig.legend(handles=handles, loc="upper center", ncol=min(len(arms), 4), frameon=False,
+               bbox_to_anchor=(0.5, 1.0), title="arm", title_fontsize=9)
+
+
+def plot_deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10", ax: Axes | None = None,
+                label: int = 3) -> Axes:
+    """Per-query ``measure`` of the second arm minus the first, sorted, one bar per answerable query coloured
+    by class; the title counts better / same / worse queries and gives the paired mean delta with its 95%
+    CI. The ``label`` largest gains and losses are labelled with their query ids."""
+    a, b = pair
+    d = deltas(results, pair, measure)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 3.6))
+    x = np.arange(len(d))
+    ax.bar(x, d["delta"], width=1.0, color=[CLASS_COLOURS.get(c, "#999999") for c in d["class"]],
+           edgecolor="white", linewidth=0.3)
+    ax.axhline(0, color="#333333", linewidth=0.8)
+    better, worse = int((d["delta"] > 0).sum()), int((d["delta"] < 0).sum())
+    cmp = results.compare(a, b, measure)
+    ax.set_title(f"{MEASURE_LABELS.get(measure, measure)}: {b}  −  {a}\n"
+                 f"{better} better, {len(d) - better - worse} unchanged, {worse} worse; mean Δ {cmp.mean_delta:+.3f} "
+                 f"[{cmp.low:+.3f}, {cmp.high:+.3f}] 95% CI, p = {cmp.p_value:.3g} ({cmp.verdict})",
+                 loc="left", fontsize=10)
+    ax.set_ylabel(f"Δ {MEASURE_LABELS.get(measure, measure)}")
+    ax.set_xlabel(f"answerable queries ({len(d)}), sorted by Δ")
+    ax.set_xlim(-1, max(len(d), 1))
+    lim = max(0.05, float(np.nanmax(np.abs(d["delta"]))) if len(d) else 0.05)
+    ax.set_ylim(-lim * 1.3, lim * 1.3)
+    ax.set_xticks([])
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.grid(axis="y", color="#dddddd", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for i in [*range(min(label, better)), *range(len(d) - min(label, worse), len(d))]:
+        v = d["delta"].iloc[i]
+        ax.annotate(d.index[i], (i, v), xytext=(0, 3 if v > 0 else -3), textcoords="offset points",
+                    ha="center", va="bottom" if v > 0 else "top", fontsize=7, rotation=90, color="#333333")
+    present = [c for c in CLASS_COLOURS if c in set(d["class"])]
+    ax.legend(handles=[Patch(color=CLASS_COLOURS[c], label=c) for c in present], title="class", fontsize=8,
+              title_fontsize=8, loc="upper right", frameon=False)
+    return ax
+
+
+def fig_deltas(results: Results, pair: Sequence[str], measures: Sequence[str] = ("nDCG@10", "nDCG@10(doc)")) -> Figure:
+    """:func:`plot_deltas` for page- and document-level nDCG@10."""
+    fig, axes = plt.subplots(len(measures), 1, figsize=(10, 3.4 * len(measures)), squeeze=False)
+    for ax, m in zip(axes[:, 0], measures):
+        plot_deltas(results, pair, m, ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+def _colour_arm_labels(ax: Axes, colours: dict[str, str]) -> None:
+    for t in ax.get_yticklabels():
+        if t.get_text() in colours:
+            t.set_color(colours[t.get_text()])
+            t.set_fontweight("bold")
+
+
+def plot_latency(results: Results, ax: Axes | None = None, colours: dict[str, str] | None = None) -> Axes:
+    """Latency of every query per arm in milliseconds: a box (quartiles, whiskers to 1.5 IQR) over the points,
+    median and p95 written beside it; log scale when the latencies span more than a decade."""
+    colours = colours or arm_colours(results.arms)
+    arms = results.arms
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 0.8 + 0.6 * len(arms)))
+    pq = results.per_query
+    data = [pq.loc[pq["arm"] == a, "latency_s"].to_numpy(dtype=float) * 1000 for a in arms]
+    y = np.arange(len(arms))[::-1]  # first arm on top
+    box = ax.boxplot(data, positions=y, vert=False, widths=0.55, showfliers=False, patch_artist=True,
+                     medianprops={"color": "#222222", "linewidth": 1.5})
+    for patch, a in zip(box["boxes"], arms):
+        patch.set_facecolor(colours[a])
+        patch.set_alpha(0.35)
+        patch.set_edgecolor(colours[a])
+    rng = np.random.default_rng(0)
+    for yi, v, a in zip(y, data, arms):
+        ax.scatter(v, yi + rng.uniform(-0.2, 0.2, len(v)), s=7, color=colours[a], alpha=0.6, linewidths=0)
+    allv = np.concatenate([v for v in data if len(v)]) if any(len(v) for v in data) else np.array([1.0])
+    pos = allv[allv > 0]
+    log = len(pos) > 0 and pos.max() / pos.min() > 10
+    if log:
+        ax.set_xscale("log")
+    ax.set_yticks(y)
+    ax.set_yticklabels(arms)
+    _colour_arm_labels(ax, colours)
+    ax.set_xlabel("latency per query (ms" + (", log scale)" if log else ")"))
+    ax.set_title("Search latency per query (warm, index built): box = quartiles, | = median", loc="left",
+                 fontsize=11)
+    for yi, v in zip(y, data):
+        if len(v):
+            ax.annotate(f"median {np.median(v):.3g} ms\np95 {np.percentile(v, 95):.3g} ms", (1.01, yi),
+                        xycoords=("axes fraction", "data"), va="center", fontsize=8)
+    ax.grid(axis="x", which="major", color="#dddddd", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return ax
+
+
+def fig_latency(results: Results, colours: dict[str, str] | None = None) -> Figure:
+    fig, ax = plt.subplots(figsize=(10, 1.0 + 0.55 * len(results.arms)))
+    plot_latency(results, ax=ax, colours=colours)
+    fig.tight_layout()
+    return fig
+
+
+def _stacked(ax: Axes, counts: pd.DataFrame, outcomes: Sequence[str], colours: dict[str, str]) -> None:
+    arms = list(counts.index)
+    y = np.arange(len(arms))[::-1]
+    left = np.zeros(len(arms))
+    for o in outcomes:
+        v = counts[o].to_numpy(dtype=float)
+        ax.barh(y, v, left=left, color=OUTCOME_COLOURS[o], label=OUTCOME_LABELS[o], height=0.6,
+                edgecolor="white")
+        total = counts[list(outcomes)].sum(axis=1).to_numpy(dtype=float)
+        for yi, l, n, t in zip(y, left, v, total):
+            if n > 0:
+                ax.text(l + n / 2, yi, f"{int(n)} ({n / t:.0%})", ha="center", va="center", fontsize=8)
+        left += v
+    ax.set_yticks(y)
+    ax.set_yticklabels(arms)
+    ax.set_xlabel("queries")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def fig_refusals(results: Results, colours: dict[str, str] | None = None) -> Figure:
+    """Refusal outcomes per arm, as stacked counts: abstain queries (refusing is right) and answerable
+    queries (answering is right), side by side."""
+    colours = colours or arm_colours(results.arms)
+    counts = refusal_counts(results)
+    n_abs = int(counts[["correct_refusal", "answered_abstain"]].sum(axis=1).max()) if len(counts) else 0
+    n_ans = int(counts[["answered", "wrongful_refusal"]].sum(axis=1).max()) if len(counts) else 0
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.4 + 0.5 * len(results.arms)), sharey=True)
+    panels = ((axes[0], ("correct_refusal", "answered_abstain"), f"abstain queries (n={n_abs}): refusing is right"),
+              (axes[1], ("answered", "wrongful_refusal"), f"answerable queries (n={n_ans}): answering is right"))
+    for ax, outcomes, title in panels:
+        _stacked(ax, counts, outcomes, colours)
+        ax.set_title(title, loc="left", fontsize=10)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3 - 0.02 * len(results.arms)), ncol=2,
+                  frameon=False, fontsize=8)
+        if not counts[list(outcomes)].to_numpy().sum():
+            ax.text(0.5, 0.5, "no such queries in this run", transform=ax.transAxes, ha="center", color="#777777")
+    _colour_arm_labels(axes[0], colours)
+    fig.suptitle("Refusal outcomes per arm (an empty result counts as a refusal)", x=0.01, ha="left", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def fig_ties(results: Results, colours: dict[str, str] | None = None) -> Figure:
+    """Tie audit per class and arm: mean tied items among the first 10 hits, and the share of queries with
+    any tie there."""
+    colours = colours or arm_colours(results.arms)
+    t = tie_audit(results)
+    order = list(dict.fromkeys(t["class"]))
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6.8), sharex=True)
+    for ax, col, ylabel, top in ((axes[0], "mean ties@10", "mean tied items in top 10", 10),
+                                 (axes[1], "share with a tie", "share of queries", 1)):
+        piv = t.pivot(index="class", columns="arm", values=col).reindex(index=order, columns=results.arms)
+        _grouped_bars(ax, piv, colours)
+        ax.set_ylim(0, top * 1.02)
+        ax.set_ylabel(ylabel)
+    n = t.pivot(index="class", columns="arm", values="queries").reindex(index=order).max(axis=1)
+    axes[1].set_xticklabels([f"{c}\n(n={int(n[c])})" for c in order])
+    axes[0].set_title("Tied items among the first 10 hits (0-10): their order is the arm's tie-break",
+                      loc="left", fontsize=11)
+    axes[1].set_title("Queries with any tie in their top 10", loc="left", fontsize=11)
+    _arm_legend(fig, results.arms, colours)
+    fig.tight_layout(rect=(0, 0, 1, _legend_top(len(results.arms))))
+    return fig
+
+
+# ---- render ---------------------------------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _parameters_cell(pairs: dict) -> str:
+    return "# Parameters\n" + "".join(f"{k} = {v!r}\n" for k, v in pairs.items())
+
+
+def inject_parameters(nb, **params):
+    """Insert a cell tagged ``injected-parameters`` after the cell tagged ``parameters`` (papermill's
+    convention), replacing one injected before; returns the notebook."""
+    import nbformat
+
+    cells = [c for c in nb.cells if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+    at = next((i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if at is None:
+        raise ValueError("the notebook has no cell tagged 'parameters'")
+    cell = nbformat.v4.new_code_cell(_parameters_cell(params), metadata={"tags": ["injected-parameters"]})
+    cells.insert(at + 1, cell)
+    nb.cells = cells
+    return nb
+
+
+def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Sequence[str] | str | None = None,
+           notebook: str | Path | None = None, timeout: int = 600, kernel_name: str = "python3") -> Path:
+    """Execute the report notebook on ``results_dir`` and write ``<results>/report.ipynb``, the HTML report
+    (``out_html``, default ``<results>/report.html``, figures embedded) and ``<results>/figures/*.png``;
+    returns the HTML's path. A failing cell raises nbclient's CellExecutionError naming the cell and the
+    error; nothing is written then."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    from nbconvert import HTMLExporter
+
+    res = Results.load(Path(results_dir).resolve())
+    if pair is not None:
+        pair = list(resolve_pair(res, pair))
+    figures = res.path / "figures"
+    figures.mkdir(exist_ok=True)
+    for name in FIGURES:  # a figure left from an earlier report must not pass for this one's
+        (figures / f"{name}.png").unlink(missing_ok=True)
+    source = Path(notebook or NOTEBOOK)
+    nb = inject_parameters(nbformat.read(source, as_version=4), results=str(res.path), pair=pair,
+                           figures=str(figures))
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the kernel's inline backend
+    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+                            resources={"metadata": {"path": str(res.path)}})
+    try:
+        client.execute(env=env)
+    except CellExecutionError as e:
+        index, cell = next(((i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code" and any(
+            o.get("output_type") == "error" for o in c.get("outputs", []))), (None, None))
+        where = f"cell {index}" if index is not None else "a cell"
+        code = "\n".join("    " + line for line in (cell.source if cell else "").splitlines())
+        tb = "\n".join(_ANSI.sub("", line) for o in (cell.outputs if cell else [])
+                       if o.get("output_type") == "error" for line in o.get("traceback", []))
+        raise CellExecutionError(f"report notebook {source.name}, {where} failed on {res.path}: "
+                                 f"{e.ename}: {e.evalue}\n{code}\n\n{tb}", e.ename, e.evalue) from None
+    nbformat.write(nb, res.path / "report.ipynb")
+    m = res.manifest
+    exporter = HTMLExporter(template_name="lab", exclude_input=True, embed_images=True)
+    body, _ = exporter.from_notebook_node(
+        nb, resources={"metadata": {"name": f"evalkit report: {m['corpus']['name']} × {m['qrels']['name']}"}})
+    out = Path(out_html) if out_html else res.path / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(body, encoding="utf-8")
+    return out

@@ -1,0 +1,66 @@
+import numpy as np
+import pytest
+
+from evalkit import corpus
+from evalkit.embeddings import PACKAGED, PACKAGED_MODEL, Embedder, ModelSpec, ensure_vectors, load_vectors, windows
+from evalkit.pages import PageStore
+
+from .conftest import make_pdf
+
+SPEC = ModelSpec(PACKAGED_MODEL, PACKAGED, 256, 160)
+
+
+def test_windows_cut_pages_into_word_windows():
+    text = " ".join(f"w{i}" for i in range(350))
+    assert [len(w.split()) for w in windows(text, 160)] == [160, 160, 30]
+    assert windows(text, 0) == [text]
+    assert windows("   ", 160) == [""]
+
+
+def test_the_cache_key_names_everything_that_changes_a_vector():
+    keys = {SPEC.key, ModelSpec(PACKAGED_MODEL, PACKAGED, 512, 160).key, ModelSpec(PACKAGED_MODEL, PACKAGED, 256, 0).key}
+    assert len(keys) == 3
+    assert SPEC.weights_id().startswith("sha256:8199be6f699a")  # the int8 ONNX file pinned in OFFLINE_MODELS.md
+
+
+def test_the_packaged_model_embeds_like_minilm():
+    e = Embedder(SPEC)
+    v = e.passages(["The booktabs package gives tables professional rules.", "Bake bread at 220 degrees."])
+    q = e.query("rules in tables")
+    assert v.shape == (2, 384) and q.shape == (384,)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
+    assert v[0] @ q > v[1] @ q + 0.2
+
+
+def test_an_interrupted_embedding_resumes_and_a_second_run_embeds_nothing(tmp_path):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    for i in range(3):
+        make_pdf(folder / f"d{i}.pdf", [f"document {i} page one about topic {i}", f"page two of {i}"])
+    with PageStore(tmp_path / "s.sqlite") as store:
+        c = store.ingest(corpus.from_dir(folder), progress=False).corpus
+        real = Embedder(SPEC)
+        seen = []
+
+        class Dies:
+            def passages(self, texts):
+                if seen:
+                    raise KeyboardInterrupt
+                seen.append(texts)
+                return real.passages(texts)
+
+        with pytest.raises(KeyboardInterrupt):
+            ensure_vectors(store, list(c.documents), SPEC, Dies, progress=False)
+        assert store.db.execute("SELECT count(*) FROM vector_docs").fetchone()[0] == 1
+        calls = []
+
+        class Counting:
+            def passages(self, texts):
+                calls.append(len(texts))
+                return real.passages(texts)
+
+        ensure_vectors(store, list(c.documents), SPEC, Counting, progress=False)
+        assert calls == [2, 2]  # the two documents not done, two pages each
+        ensure_vectors(store, list(c.documents), SPEC, lambda: pytest.fail("embedded again"), progress=False)
+        pages, vecs = load_vectors(store, c.documents[0], SPEC.key)
+        assert list(pages) == [1, 2] and vecs.shape == (2, 384)

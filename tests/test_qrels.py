@@ -1,0 +1,170 @@
+import pytest
+
+from evalkit import corpus, qrels
+from evalkit.cli import main
+from evalkit.qrels import QrelsError
+from evalkit.text import contains
+
+from .conftest import TEST_HOME, make_pdf
+
+PAGES = {
+    "a.pdf": ["The geometry package sets page margins.", "Tables get rules from booktabs."],
+    "b.pdf": ["Captions go above tables with the position option.", "Nothing else here."],
+}
+
+GOOD = '''
+[set]
+name = "tiny"
+corpus = "tiny"
+[[query]]
+id = "n1"
+class = "needle"
+text = "How do I set the margins?"
+judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]
+[[query]]
+id = "s1"
+class = "spread"
+text = "tables"
+judgments = [{ doc = "a.pdf", page = 2, gain = 2, evidence = "Tables get rules" },
+             { doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }]
+[[query]]
+id = "d1"
+class = "described"
+text = "the white border around my printed sheet is too wide"
+judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "geometry package" }]
+[[query]]
+id = "a1"
+class = "abstain"
+text = "How do I draw a flowchart with TikZ?"
+judgments = []
+'''
+
+
+def _load(tmp_path, text):
+    p = tmp_path / "q.toml"
+    p.write_text(text)
+    return qrels.load(p)
+
+
+def test_a_good_set_has_no_problems(tmp_path):
+    qs = _load(tmp_path, GOOD)
+    assert (qs.name, qs.corpus, len(qs.queries)) == ("tiny", "tiny", 4)
+    assert qrels.check(qs, PAGES, strict=True) == []
+    assert qs["d1"].cls == "described" and qs.by_class()["abstain"][0].id == "a1"
+
+
+def _problems(tmp_path, old, new, strict=True):
+    assert old in GOOD
+    return qrels.check(_load(tmp_path, GOOD.replace(old, new, 1)), PAGES, strict=strict)
+
+
+@pytest.mark.parametrize("old, new, field, message", [
+    ('id = "s1"', 'id = "n1"', "id", "duplicate id"),
+    ('class = "needle"', 'class = "needel"', "class", "is not one of"),
+    ('text = "tables"', 'text = "  "', "text", "empty"),
+    ('judgments = []', 'judgments = [{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }]', "judgments", "abstain query has no judgments"),
+    ('judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]', "judgments = []", "judgments", "at least one judgment"),
+    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }', "judgments", "at least 2 documents"),
+    ('gain = 3, evidence = "sets page margins"', 'gain = 4, evidence = "sets page margins"', "judgments[1].gain", "not in 1..3"),
+    ('doc = "a.pdf", page = 1, gain = 3, evidence = "sets', 'doc = "zzz.pdf", page = 1, gain = 3, evidence = "sets', "judgments[1].doc", "not in the corpus"),
+    ('page = 1, gain = 3, evidence = "sets page margins"', 'page = 3, gain = 3, evidence = "sets page margins"', "judgments[1].page", "out of range"),
+    (', evidence = "sets page margins"', "", "judgments[1].evidence", "missing"),
+    ('evidence = "sets page margins"', 'evidence = "sets the page margins"', "judgments[1].evidence", "not found on a.pdf#1"),
+    ('text = "the white border around my printed sheet is too wide"', 'text = "geometry package margins"', "text", "shares 100%"),
+    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }, { doc = "b.pdf", page = 1, gain = 2, evidence = "above tables" }', "judgments", "judged twice"),
+])
+def test_every_rule_has_a_failing_example(tmp_path, old, new, field, message):
+    problems = _problems(tmp_path, old, new)
+    assert any(p.field == field and message in p.message for p in problems), problems
+
+
+def test_strict_only_rules_pass_without_strict(tmp_path):
+    assert _problems(tmp_path, 'evidence = "sets page margins"', 'evidence = "nowhere"', strict=False) == []
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[[query]\nid=1", "not valid TOML"),
+    ('[[query]]\nid = "x"\ntext = "t"', "query 'x': field 'class' is missing"),
+    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = "3", gain = 1 }]',
+     "query 'x': judgments\\[1\\].page is missing or not a int"),
+    ('[[query]]\nclass = "needle"\ntext = "t"', "query #1: field 'id'"),
+    ("[set]\nname='x'", "no \\[\\[query\\]\\] entries"),
+])
+def test_malformed_files_name_the_query_and_field(tmp_path, text, message):
+    with pytest.raises(QrelsError, match=message):
+        _load(tmp_path, text)
+
+
+def test_a_file_without_header_or_evidence_loads(tmp_path):
+    qs = _load(tmp_path, '[[query]]\nid = "q"\nclass = "needle"\ntext = "margins"\n'
+                         'judgments = [{ doc = "a.pdf", page = 1, gain = 2 }]\n')
+    assert qs.corpus is None and qs.name == "q"
+    assert qrels.check(qs, PAGES) == []
+    assert [p.field for p in qrels.check(qs, PAGES, strict=True)] == ["judgments[1].evidence"]
+
+
+def test_evidence_survives_extraction_differences():
+    page = "The ﬁrst option con-\ntrols  the\nMargins of the page."
+    assert contains(page, "first option controls the margins")
+    assert contains(page, "con-trols")
+    assert not contains(page, "second option")
+
+
+def test_trec_export_import_round_trip(tmp_path):
+    qs = _load(tmp_path, GOOD)
+    page, doc = qrels.to_trec(qs, "page"), qrels.to_trec(qs, "doc")
+    assert "n1 0 a.pdf#1 3\n" in page and "s1 0 b.pdf 1\n" in doc
+    back = qrels.from_trec(page, qrels.topics_tsv(qs), name="tiny", corpus="tiny")
+    strip = lambda q: (q.id, q.cls, q.text, sorted((j.doc, j.page, j.gain) for j in q.judgments))  # noqa: E731
+    assert [strip(q) for q in back.queries] == [strip(q) for q in qs.queries]
+    again = tmp_path / "again.toml"
+    again.write_text(qrels.to_toml(back))
+    assert [strip(q) for q in qrels.load(again).queries] == [strip(q) for q in qs.queries]
+
+
+def test_import_infers_classes_without_a_class_column():
+    qs = qrels.from_trec("q1 0 a.pdf#1 2\nq2 0 a.pdf#1 1\nq2 0 b.pdf#2 1\n", "q1\tone\nq2\ttwo\nq3\tthree\n")
+    assert [q.cls for q in qs.queries] == ["needle", "spread", "abstain"]
+    with pytest.raises(QrelsError, match="missing from the topics file: q9"):
+        qrels.from_trec("q9 0 a.pdf#1 2\n", "q1\tone\n")
+    with pytest.raises(QrelsError, match="line 1: query 'q1'"):
+        qrels.from_trec("q1 0 a.pdf 2\n", "q1\tone\n")
+
+
+def test_cli_check_export_import(isolated, capsys):
+    d = isolated / "docs"
+    d.mkdir()
+    for name, texts in PAGES.items():
+        make_pdf(d / name, texts)
+    q = isolated / "q.toml"
+    q.write_text(GOOD)
+    assert main(["qrels", "check", str(q), "--docs", str(d), "--strict"]) == 0
+    assert "described d1: overlap" in capsys.readouterr().out
+    q.write_text(GOOD.replace('page = 2, gain = 2', 'page = 9, gain = 2'))
+    assert main(["qrels", "check", str(q), "--docs", str(d)]) == 1
+    assert "s1: judgments[1].page: 9 is out of range for a.pdf (1..2)" in capsys.readouterr().out
+    q.write_text(GOOD)
+    assert main(["qrels", "export", str(q), "--out", str(isolated / "t")]) == 0
+    assert main(["qrels", "import", str(isolated / "t.page.qrels"), str(isolated / "t.topics.tsv"),
+                 "--out", str(isolated / "back.toml")]) == 0
+    assert len(qrels.load(isolated / "back.toml").queries) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, minimum", [("latex", 15), ("rmanuals", 6)])
+def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, minimum):
+    from evalkit.dirs import REPO_ROOT
+    from evalkit.pages import PageStore
+
+    for k, v in real_env.items():
+        monkeypatch.setenv(k, v)
+    c = corpus.load(name)
+    corpus.fetch(c)
+    with PageStore() as store:
+        ing = store.ingest(c, progress=False)
+        qs = qrels.load(REPO_ROOT / "qrels" / f"{name}.toml")
+        assert qrels.check(qs, store.corpus_texts(ing.corpus), strict=True) == []
+    assert all(len(v) >= minimum for v in qs.by_class().values())
+    assert len(qs.queries) >= (100 if name == "latex" else 40)
+    assert all(j.evidence for q in qs.queries for j in q.judgments)
+    assert all("distractor" in q.notes.lower() for q in qs.by_class()["trap"])

@@ -1,0 +1,171 @@
+import json
+import math
+
+import pandas as pd
+import pytest
+import pytrec_eval
+
+from evalkit import arms, qrels
+from evalkit import run as runner
+from evalkit.cli import main
+from evalkit.records import Hit, Result
+from evalkit.results import Results
+
+QUERIES = '''
+[set]
+name = "small-set"
+[[query]]
+id = "q1"
+class = "needle"
+text = "How do I put extra space between rows of a table?"
+judgments = [{ doc = "booktabs.pdf", page = 6, gain = 3 }, { doc = "ctable.pdf", page = 5, gain = 1 }]
+[[query]]
+id = "q2"
+class = "spread"
+text = "define a new float type"
+judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 2 }]
+[[query]]
+id = "q3"
+class = "abstain"
+text = "How do I draw a gantt chart with pgfgantt?"
+judgments = []
+[[query]]
+id = "q4"
+class = "described"
+text = "zzzqx qqqzzv"
+judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 2 }]
+'''
+
+
+@pytest.fixture
+def qset(tmp_path):
+    p = tmp_path / "small.toml"
+    p.write_text(QUERIES)
+    return qrels.load(p)
+
+
+class Flaky(arms.Arm):
+    """Answers from global-index, but dies after ``fail_after`` searches: an interrupted run."""
+    name = "flaky"
+    defaults = {"fail_after": -1}
+    calls: list = []
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.inner = arms.make("global-index", corpus, store)
+
+    def search(self, query, k):
+        Flaky.calls.append(query)
+        if 0 <= self.params["fail_after"] < len(Flaky.calls):
+            raise KeyboardInterrupt
+        return self.inner.search(query, k)
+
+
+@pytest.fixture
+def with_flaky(monkeypatch):
+    real = arms.registry
+    monkeypatch.setattr(arms, "registry", lambda: {**real(), "flaky": Flaky})
+    Flaky.calls = []
+
+
+def test_run_writes_a_self_describing_results_directory(small, qset, tmp_path):
+    c, store = small
+    out = runner.run(c, store, qset, ["keyword", "global-index"], tmp_path / "res", progress=False)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "complete" and [a["label"] for a in m["arms"]] == ["keyword", "global-index"]
+    assert m["corpus"]["digest"] == c.digest() and m["qrels"]["digest"] == qset.digest
+    assert m["environment"]["sqlite"] and m["environment"]["packages"]["pymupdf"]
+    frame = pd.read_parquet(out / "per_query.parquet")
+    assert len(frame) == 8 and set(frame.columns) >= {"nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "outcome", "latency_s", "ties@10"}
+    abstain = frame[frame["class"] == "abstain"]
+    assert abstain["nDCG@10"].isna().all() and (abstain["outcome"] == "answered_abstain").all()
+    # q4 matches nothing: an empty answer scores 0 and counts as a (wrongful) refusal, it is not dropped
+    q4 = frame[frame["query"] == "q4"]
+    assert (q4["nDCG@10"] == 0).all() and (q4["outcome"] == "wrongful_refusal").all()
+    summary = pd.read_csv(out / "summary.csv")
+    alls = summary[summary["class"] == "all"].set_index("arm")
+    answerable = frame[(frame["class"] != "abstain")].groupby("arm")["nDCG@10"].mean()
+    assert alls.loc["keyword", "nDCG@10"] == pytest.approx(answerable["keyword"])
+    assert alls.loc["keyword", "wrongful_refusal_rate"] == pytest.approx(1 / 3)
+    assert alls.loc["keyword", "correct_refusal_rate"] == 0
+
+
+def test_trec_files_score_identically_in_pytrec_eval(small, qset, tmp_path):
+    c, store = small
+    out = runner.run(c, store, qset, ["keyword", "hybrid"], tmp_path / "res", progress=False)
+    qd: dict = {}
+    for line in qrels.to_trec(qset, "page").splitlines():
+        qid, _, pid, gain = line.split()
+        qd.setdefault(qid, {})[pid] = int(gain)
+    frame = pd.read_parquet(out / "per_query.parquet")
+    for label, fname in [(a["label"], a["file"]) for a in json.loads((out / "manifest.json").read_text())["arms"]]:
+        run: dict = {}
+        prev: dict = {}
+        for line in (out / "runs" / f"{fname}.trec").read_text().splitlines():
+            qid, _, pid, rank, score, tag = line.split()
+            assert float(score) < prev.get(qid, math.inf)  # strictly decreasing
+            prev[qid] = float(score)
+            run.setdefault(qid, {})[pid] = float(score)
+        trec = pytrec_eval.RelevanceEvaluator(qd, {"ndcg_cut_10", "recip_rank", "recall_10"}).evaluate(run)
+        ours = frame[frame["arm"] == label].set_index("query")
+        for qid, m in trec.items():
+            assert m["ndcg_cut_10"] == pytest.approx(ours.loc[qid, "nDCG@10"], abs=1e-9)
+            assert m["recip_rank"] == pytest.approx(ours.loc[qid, "RR"], abs=1e-9)
+            assert m["recall_10"] == pytest.approx(ours.loc[qid, "Recall@10"], abs=1e-9)
+
+
+def test_trec_lines_keep_the_arms_order_through_trec_eval():
+    hits = (Hit("a.pdf", 1, 0.5), Hit("b.pdf", 1, 0.5), Hit("c.pdf", 2, 0.5 - 1e-9))
+    lines = runner.trec_lines("q", hits, "t")
+    assert [line.split()[2:5] for line in lines] == [["a.pdf#1", "1", "3"], ["b.pdf#1", "2", "2"], ["c.pdf#2", "3", "1"]]
+    run = {"q": {ln.split()[2]: float(ln.split()[4]) for ln in lines}}
+    # trec_eval would put b before a on the raw tie (id descending), and c's tiny gap collapses at its precision
+    assert pytrec_eval.RelevanceEvaluator({"q": {"a.pdf#1": 1}}, {"recip_rank"}).evaluate(run)["q"]["recip_rank"] == 1.0
+
+
+def test_an_interrupted_run_resumes_without_recomputing_or_losing(small, qset, tmp_path, with_flaky):
+    c, store = small
+    out = tmp_path / "res"
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(c, store, qset, ["keyword", "flaky(fail_after=2)"], out, progress=False)
+    assert (out / "runs" / "keyword.jsonl").read_text().count("\n") == 4
+    partial = out / "runs" / "flaky(fail_after=2).jsonl"
+    assert partial.read_text().count("\n") == 2
+    with open(partial, "a") as f:
+        f.write('{"query": "q3", "hits": [["x')  # a line cut short by the interruption
+    with pytest.raises(runner.RunError, match="--resume"):
+        runner.run(c, store, qset, ["keyword", "flaky(fail_after=2)"], out, progress=False)
+    with pytest.raises(runner.RunError, match="specs differs"):
+        runner.run(c, store, qset, ["keyword"], out, resume=True, progress=False)
+    Flaky.calls = []
+    # same specs; the arm no longer fails because only the 2 missing queries are asked
+    runner.run(c, store, qset, ["keyword", "flaky(fail_after=2)"], out, resume=True, progress=False)
+    assert Flaky.calls == ["How do I draw a gantt chart with pgfgantt?", "zzzqx qqqzzv"]
+    res = Results.load(out)
+    assert res.manifest["status"] == "complete" and len(res.per_query) == 8
+    assert partial.read_text().count("\n") == 4
+
+
+def test_cli_run_on_any_folder_with_a_headerless_query_file(small, tmp_path, capsys):
+    c, _ = small
+    q = tmp_path / "plain.toml"
+    q.write_text("[[query]]" + QUERIES.split("[[query]]", 1)[1])  # no [set] header
+    out = tmp_path / "res"
+    cache = small[1].path
+    assert main(["run", "--docs", str(c.root), "--cache", str(cache), "--qrels", str(q), "--arms",
+                 "keyword,global-index", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "nDCG@10 page" in printed and "global-index" in printed
+    assert main(["summary", str(out), "--by", "class"]) == 0
+    table = capsys.readouterr().out
+    assert "needle" in table and "abstain" in table and "n/a" in table
+    assert main(["summary", str(tmp_path / "nothing")]) == 2
+
+
+def test_cli_run_rejects_qrels_that_do_not_fit(small, tmp_path, capsys):
+    c, store = small
+    q = tmp_path / "bad.toml"
+    q.write_text('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "nope.pdf", page = 1, gain = 1 }]\n')
+    assert main(["run", "--docs", str(c.root), "--cache", str(store.path), "--qrels", str(q), "--arms", "keyword",
+                 "--out", str(tmp_path / "r")]) == 2
+    assert "'nope.pdf' is not in the corpus" in capsys.readouterr().err
