@@ -23,13 +23,22 @@ $(VENV)/.installed: pyproject.toml
 test: $(VENV)/.installed
 	$(BIN)/pytest -q
 
+ARMS ?= keyword,global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)
+
+# The whole benchmark: fetch and verify the corpus, run every built-in arm over its query set (resuming
+# whatever an earlier run finished; every cache is reused), then execute the report notebook into HTML.
 report: $(VENV)/.installed
 	$(BIN)/evalkit corpus fetch $(CORPUS)
 	$(BIN)/evalkit corpus verify $(CORPUS)
 	$(BIN)/evalkit corpus stats $(CORPUS)
+	$(BIN)/evalkit qrels check qrels/$(CORPUS).toml --strict > /dev/null
+	$(BIN)/evalkit run --corpus $(CORPUS) --qrels qrels/$(CORPUS).toml --arms '$(ARMS)' --out results/$(CORPUS) --resume
+	$(BIN)/evalkit report results/$(CORPUS)
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/extraction.py --corpus $(CORPUS)
+	$(BIN)/python benchmarks/arms.py --corpus $(CORPUS) --qrels qrels/$(CORPUS).toml --embed
+	$(BIN)/python benchmarks/measures.py --queries 10000
 
 clean-venv:
 	rm -rf $(VENV)

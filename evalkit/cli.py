@@ -9,7 +9,7 @@ from . import corpus as corpora
 from . import arms, qrels
 from . import run as runner
 from .results import Results
-from .text import snippet
+from .text import snippet, split_top
 from .corpus import CorpusError
 from .pages import Ingest, PageStore
 
@@ -151,7 +151,7 @@ def cmd_qrels_pool(args) -> int:
     _qrels_corpus(args, qs)
     ingest, store = open_corpus(args)
     docs = {d.name: d for d in ingest.corpus.documents}
-    built = [arms.make(spec, ingest.corpus, store) for spec in arms.split_top(args.arms, ",")]
+    built = [arms.make(spec, ingest.corpus, store) for spec in split_top(args.arms, ",")]
     unjudged_total = 0
     for q in qs.queries:
         judged = {(j.doc, j.page) for j in q.judgments}
@@ -202,7 +202,7 @@ def cmd_run(args) -> int:
                          "see `evalkit qrels check`")
     name = qs.name if qs.name == ingest.corpus.name else f"{ingest.corpus.name}-{qs.name}"
     out = args.out or Path("results") / name
-    runner.run(ingest.corpus, store, qs, arms.split_top(args.arms, ","), out, k=args.k, resume=args.resume,
+    runner.run(ingest.corpus, store, qs, split_top(args.arms, ","), out, k=args.k, resume=args.resume,
                qrels_path=str(args.qrels))
     print(Results.load(out).table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print(f"results: {out}")
@@ -215,6 +215,22 @@ def cmd_summary(args) -> int:
     print(f"{res.manifest['corpus']['name']} × {res.manifest['qrels']['name']} "
           f"({res.manifest['qrels']['queries']} queries, {res.manifest.get('status', '?')})")
     print(table.to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from nbclient.exceptions import CellExecutionError
+
+    from . import report
+
+    try:
+        html = report.render(args.results, out_html=args.out, pair=args.pair)
+    except ValueError as e:  # --pair names an arm the run does not have
+        raise UsageError(str(e)) from None
+    except CellExecutionError as e:  # names the failing cell, its code and the error
+        print(f"evalkit: the report notebook failed: {e}", file=sys.stderr)
+        return 1
+    print(f"report:   {html}\nnotebook: {args.results / 'report.ipynb'}\nfigures:  {args.results / 'figures'}")
     return 0
 
 
@@ -292,6 +308,12 @@ def parser() -> argparse.ArgumentParser:
     sm.add_argument("results", type=Path)
     sm.add_argument("--by", choices=["class"], help="one row per arm and class")
     sm.set_defaults(func=cmd_summary)
+
+    rp = sub.add_parser("report", help="execute the report notebook on a results directory: HTML, notebook, figures")
+    rp.add_argument("results", type=Path)
+    rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
+    rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the run's first two)")
+    rp.set_defaults(func=cmd_report)
     return p
 
 

@@ -39,7 +39,8 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
     """Open (creating) the cache database in WAL mode."""
     path = Path(path or default_path())
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=60, isolation_level=None)
+    # SQLite is built serialized (threadsafe=1), so one connection may serve an arm's worker threads.
+    db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.executescript(SCHEMA)

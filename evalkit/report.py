@@ -7,6 +7,7 @@ every arm its colour, so an arm looks the same in every figure of a report.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import re
@@ -19,12 +20,13 @@ from matplotlib import pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
 
-from . import arms as _arms
 from . import dirs, stats
 from . import qrels as _qrels
 from .records import CLASSES
 from .results import DEFINITIONS, HEADLINE, Results
+from .text import split_top
 
 NOTEBOOK = dirs.REPO_ROOT / "notebooks" / "report.ipynb"
 # Figures the report saves (figures/<name>.png); "deltas" needs two arms.
@@ -64,7 +66,7 @@ def resolve_pair(results: Results, pair: Sequence[str] | str | None = None) -> t
     ``None`` when the run has a single arm. Unknown labels raise ValueError listing the run's arms."""
     if pair is None:
         return tuple(results.arms[:2]) if len(results.arms) >= 2 else None
-    names = _arms.split_top(pair, ",") if isinstance(pair, str) else list(pair)
+    names = split_top(pair, ",") if isinstance(pair, str) else list(pair)
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"pair must name two different arms, got {pair!r}")
     for n in names:
@@ -117,7 +119,9 @@ def query_set(results: Results) -> _qrels.QuerySet | None:
 
 
 def gains(results: Results) -> dict[int, str]:
-    """The gain legend of the run's query file if it can be read, else :data:`evalkit.qrels.DEFAULT_GAINS`."""
+    """The gain legend the run recorded, else its query file's, else :data:`evalkit.qrels.DEFAULT_GAINS`."""
+    if recorded := results.manifest.get("qrels", {}).get("gains"):
+        return {int(g): d for g, d in recorded.items()}
     path = qrels_file(results)
     if path is not None:
         try:
@@ -299,8 +303,9 @@ def provenance(results: Results) -> dict[str, pd.DataFrame]:
 # ---- figures ------------------------------------------------------------------------------------------------
 
 def _grouped_bars(ax: Axes, values: pd.DataFrame, colours: dict[str, str], low: pd.DataFrame | None = None,
-                  high: pd.DataFrame | None = None) -> None:
-    """Bars for ``values`` (rows: groups on the x axis, columns: arms), one colour per arm, CI whiskers."""
+                  high: pd.DataFrame | None = None, fmt: str | None = None, label_below: float = 0.0) -> None:
+    """Bars for ``values`` (rows: groups on the x axis, columns: arms), one colour per arm, CI whiskers
+    from ``low`` / ``high``; values up to ``label_below`` are written on their bars with ``fmt``."""
     n_groups, n_arms = values.shape
     width = 0.8 / max(n_arms, 1)
     x = np.arange(n_groups)
@@ -310,9 +315,14 @@ def _grouped_bars(ax: Axes, values: pd.DataFrame, colours: dict[str, str], low: 
         yerr = None
         if low is not None and high is not None:
             lo, hi = low[arm].to_numpy(dtype=float), high[arm].to_numpy(dtype=float)
-            yerr = np.vstack([np.nan_to_num(v - lo), np.nan_to_num(hi - v)])
-        ax.bar(pos, np.nan_to_num(v), width * 0.92, color=colours[arm], label=arm, yerr=yerr,
-               error_kw={"elinewidth": 1, "capsize": 2.5, "ecolor": "#333333"} if yerr is not None else None)
+            yerr = np.vstack([v - lo, hi - v])  # NaN (one query: no interval) draws no whisker
+        # the edge keeps a bar of height 0 visible as a coloured line on the axis
+        bars = ax.bar(pos, np.nan_to_num(v), width * 0.92, color=colours[arm], edgecolor=colours[arm],
+                      linewidth=1.2, label=arm, yerr=yerr,
+                      error_kw={"elinewidth": 1, "capsize": 2.5, "ecolor": "#333333"} if yerr is not None else None)
+        # short bars (a 0 looks like a missing bar) get their value written on them
+        ax.bar_label(bars, labels=["n/a" if math.isnan(x) else "0" if x == 0 else (fmt or "{:g}").format(x)
+                                   if x <= label_below else "" for x in v], fontsize=7, padding=2, color="#333333")
     ax.set_xticks(x)
     ax.grid(axis="y", color="#dddddd", linewidth=0.8)
     ax.set_axisbelow(True)
@@ -334,7 +344,8 @@ def plot_class_bars(results: Results, measure: str = "nDCG@10", ax: Axes | None 
     _grouped_bars(ax, piv["mean"], colours, piv["low"], piv["high"])
     n = piv["n"].max(axis=1)
     ax.set_xticklabels([f"{c}\n(n={int(n[c])})" for c in order])
-    ax.set_ylim(0, 1.0)
+    ax.set_ylim(0, 1.06)
+    ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_ylabel(f"mean {MEASURE_LABELS.get(measure, measure)}")
     ax.set_title(f"{MEASURE_LABELS.get(measure, measure)} by query class (whiskers: 95% bootstrap CI)",
                  loc="left", fontsize=11)
@@ -345,22 +356,18 @@ def fig_class_bars(results: Results, measures: Sequence[str] = ("nDCG@10", "nDCG
                    colours: dict[str, str] | None = None) -> Figure:
     """:func:`plot_class_bars` for page- and document-level nDCG@10, one panel each, one legend."""
     colours = colours or arm_colours(results.arms)
-    fig, axes = plt.subplots(len(measures), 1, figsize=(10, 3.6 * len(measures)), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(measures), 1, figsize=(10, 3.6 * len(measures) + 0.6), sharex=True, squeeze=False,
+                             layout="constrained")
     for ax, m in zip(axes[:, 0], measures):
         plot_class_bars(results, m, ax=ax, colours=colours)
     _arm_legend(fig, results.arms, colours)
-    fig.tight_layout(rect=(0, 0, 1, _legend_top(len(results.arms))))
     return fig
 
 
-def _legend_top(n_arms: int) -> float:
-    return 1 - 0.05 * math.ceil(n_arms / 4)
-
-
 def _arm_legend(fig: Figure, arms: Sequence[str], colours: dict[str, str]) -> None:
-    handles = [Patch(color=colours[a], label=a) for a in arms]
-    fig.legend(handles=handles, loc="upper center", ncol=min(len(arms), 4), frameon=False,
-               bbox_to_anchor=(0.5, 1.0), title="arm", title_fontsize=9)
+    handles = [Patch(color=colours[a], label=wrap_label(a)) for a in arms]
+    # "outside": constrained layout makes room for the legend, however many lines its labels take
+    fig.legend(handles=handles, loc="outside upper center", ncol=min(len(arms), 4), frameon=False)
 
 
 def plot_deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10", ax: Axes | None = None,
@@ -373,10 +380,15 @@ def plot_deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10",
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 3.6))
     x = np.arange(len(d))
-    ax.bar(x, d["delta"], width=1.0, color=[CLASS_COLOURS.get(c, "#999999") for c in d["class"]],
-           edgecolor="white", linewidth=0.3)
+    col = np.array([CLASS_COLOURS.get(c, "#999999") for c in d["class"]])
+    ax.bar(x, d["delta"], width=1.0, color=col, edgecolor="white", linewidth=0.3)
     ax.axhline(0, color="#333333", linewidth=0.8)
     better, worse = int((d["delta"] > 0).sum()), int((d["delta"] < 0).sum())
+    same = (d["delta"] == 0).to_numpy()
+    ax.scatter(x[same], np.zeros(same.sum()), s=9, color=col[same], zorder=3, linewidths=0)  # unchanged: a dot
+    if same.any():
+        ax.annotate(f"{int(same.sum())} unchanged", ((better + len(d) - worse - 1) / 2, 0), xytext=(0, 5),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=8, color="#555555")
     cmp = results.compare(a, b, measure)
     ax.set_title(f"{MEASURE_LABELS.get(measure, measure)}: {b}  −  {a}\n"
                  f"{better} better, {len(d) - better - worse} unchanged, {worse} worse; mean Δ {cmp.mean_delta:+.3f} "
@@ -411,11 +423,22 @@ def fig_deltas(results: Results, pair: Sequence[str], measures: Sequence[str] = 
     return fig
 
 
-def _colour_arm_labels(ax: Axes, colours: dict[str, str]) -> None:
-    for t in ax.get_yticklabels():
-        if t.get_text() in colours:
-            t.set_color(colours[t.get_text()])
-            t.set_fontweight("bold")
+def wrap_label(label: str, width: int = 30) -> str:
+    """An arm label broken over lines at its top-level parameters when longer than ``width``, so a long
+    spec like ``hybrid(keyword=keyword(idf_scope=corpus),depth=50)`` does not squeeze a figure."""
+    name, paren, rest = label.partition("(")
+    if len(label) <= width or not paren or not rest.endswith(")"):
+        return label
+    params = split_top(rest[:-1], ",")
+    return f"{name}(\n  " + ",\n  ".join(params) + ")"
+
+
+def _arm_ticklabels(ax: Axes, arms: Sequence[str], colours: dict[str, str]) -> None:
+    """Arm names as y tick labels, in their colours."""
+    ax.set_yticklabels([wrap_label(a) for a in arms])
+    for t, a in zip(ax.get_yticklabels(), arms):
+        t.set_color(colours[a])
+        t.set_fontweight("bold")
 
 
 def plot_latency(results: Results, ax: Axes | None = None, colours: dict[str, str] | None = None) -> Axes:
@@ -428,8 +451,10 @@ def plot_latency(results: Results, ax: Axes | None = None, colours: dict[str, st
     pq = results.per_query
     data = [pq.loc[pq["arm"] == a, "latency_s"].to_numpy(dtype=float) * 1000 for a in arms]
     y = np.arange(len(arms))[::-1]  # first arm on top
-    box = ax.boxplot(data, positions=y, vert=False, widths=0.55, showfliers=False, patch_artist=True,
-                     medianprops={"color": "#222222", "linewidth": 1.5})
+    horizontal = ({"orientation": "horizontal"} if "orientation" in inspect.signature(ax.boxplot).parameters
+                  else {"vert": False})  # matplotlib >= 3.10 deprecates vert
+    box = ax.boxplot(data, positions=y, widths=0.55, showfliers=False, patch_artist=True,
+                     medianprops={"color": "#222222", "linewidth": 1.5}, **horizontal)
     for patch, a in zip(box["boxes"], arms):
         patch.set_facecolor(colours[a])
         patch.set_alpha(0.35)
@@ -442,9 +467,11 @@ def plot_latency(results: Results, ax: Axes | None = None, colours: dict[str, st
     log = len(pos) > 0 and pos.max() / pos.min() > 10
     if log:
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(y)
-    ax.set_yticklabels(arms)
-    _colour_arm_labels(ax, colours)
+    _arm_ticklabels(ax, arms, colours)
     ax.set_xlabel("latency per query (ms" + (", log scale)" if log else ")"))
     ax.set_title("Search latency per query (warm, index built): box = quartiles, | = median", loc="left",
                  fontsize=11)
@@ -466,46 +493,50 @@ def fig_latency(results: Results, colours: dict[str, str] | None = None) -> Figu
     return fig
 
 
-def _stacked(ax: Axes, counts: pd.DataFrame, outcomes: Sequence[str], colours: dict[str, str]) -> None:
+def _stacked(ax: Axes, counts: pd.DataFrame, outcomes: Sequence[str]) -> None:
     arms = list(counts.index)
     y = np.arange(len(arms))[::-1]
     left = np.zeros(len(arms))
+    total = counts[list(outcomes)].sum(axis=1).to_numpy(dtype=float)
     for o in outcomes:
         v = counts[o].to_numpy(dtype=float)
-        ax.barh(y, v, left=left, color=OUTCOME_COLOURS[o], label=OUTCOME_LABELS[o], height=0.6,
-                edgecolor="white")
-        total = counts[list(outcomes)].sum(axis=1).to_numpy(dtype=float)
+        ax.barh(y, v, left=left, color=OUTCOME_COLOURS[o], height=0.6, edgecolor="white")
         for yi, l, n, t in zip(y, left, v, total):
-            if n > 0:
-                ax.text(l + n / 2, yi, f"{int(n)} ({n / t:.0%})", ha="center", va="center", fontsize=8)
+            if n > 0:  # the outcome's name where the segment has room for it
+                text = f"{OUTCOME_LABELS[o]}: {int(n)} ({n / t:.0%})" if n / t >= 0.4 else f"{int(n)}"
+                ax.text(l + n / 2, yi, text, ha="center", va="center", fontsize=8)
         left += v
     ax.set_yticks(y)
-    ax.set_yticklabels(arms)
     ax.set_xlabel("queries")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
 
 
 def fig_refusals(results: Results, colours: dict[str, str] | None = None) -> Figure:
     """Refusal outcomes per arm, as stacked counts: abstain queries (refusing is right) and answerable
-    queries (answering is right), side by side."""
+    queries (answering is right), side by side; green is the right call, red the wrong one."""
     colours = colours or arm_colours(results.arms)
     counts = refusal_counts(results)
     n_abs = int(counts[["correct_refusal", "answered_abstain"]].sum(axis=1).max()) if len(counts) else 0
     n_ans = int(counts[["answered", "wrongful_refusal"]].sum(axis=1).max()) if len(counts) else 0
-    fig, axes = plt.subplots(1, 2, figsize=(11, 1.4 + 0.5 * len(results.arms)), sharey=True)
+    height = 1.9 + 0.5 * len(results.arms)
+    fig, axes = plt.subplots(1, 2, figsize=(11, height), sharey=True)
     panels = ((axes[0], ("correct_refusal", "answered_abstain"), f"abstain queries (n={n_abs}): refusing is right"),
               (axes[1], ("answered", "wrongful_refusal"), f"answerable queries (n={n_ans}): answering is right"))
     for ax, outcomes, title in panels:
-        _stacked(ax, counts, outcomes, colours)
+        _stacked(ax, counts, outcomes)
         ax.set_title(title, loc="left", fontsize=10)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3 - 0.02 * len(results.arms)), ncol=2,
-                  frameon=False, fontsize=8)
         if not counts[list(outcomes)].to_numpy().sum():
             ax.text(0.5, 0.5, "no such queries in this run", transform=ax.transAxes, ha="center", color="#777777")
-    _colour_arm_labels(axes[0], colours)
+    _arm_ticklabels(axes[0], list(counts.index), colours)
+    fig.legend(handles=[Patch(color=OUTCOME_COLOURS["correct_refusal"],
+                              label="right call: refused an abstain query / answered an answerable one"),
+                        Patch(color=OUTCOME_COLOURS["answered_abstain"],
+                              label="wrong call: answered an abstain query / refused an answerable one")],
+               loc="lower center", ncol=2, frameon=False, fontsize=8)
     fig.suptitle("Refusal outcomes per arm (an empty result counts as a refusal)", x=0.01, ha="left", fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.45 / height, 1, 1))
     return fig
 
 
@@ -515,20 +546,21 @@ def fig_ties(results: Results, colours: dict[str, str] | None = None) -> Figure:
     colours = colours or arm_colours(results.arms)
     t = tie_audit(results)
     order = list(dict.fromkeys(t["class"]))
-    fig, axes = plt.subplots(2, 1, figsize=(10, 6.8), sharex=True)
-    for ax, col, ylabel, top in ((axes[0], "mean ties@10", "mean tied items in top 10", 10),
-                                 (axes[1], "share with a tie", "share of queries", 1)):
+    fig, axes = plt.subplots(2, 1, figsize=(10, 7.2), sharex=True, layout="constrained")
+    for ax, col, ylabel, top, fmt in ((axes[0], "mean ties@10", "mean tied items in top 10", 10, "{:.1f}"),
+                                      (axes[1], "share with a tie", "share of queries", 1, "{:.0%}")):
         piv = t.pivot(index="class", columns="arm", values=col).reindex(index=order, columns=results.arms)
-        _grouped_bars(ax, piv, colours)
-        ax.set_ylim(0, top * 1.02)
+        _grouped_bars(ax, piv, colours, fmt=fmt, label_below=0.15 * top)
+        ax.set_ylim(0, top * 1.1)
         ax.set_ylabel(ylabel)
+        if top == 1:
+            ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     n = t.pivot(index="class", columns="arm", values="queries").reindex(index=order).max(axis=1)
     axes[1].set_xticklabels([f"{c}\n(n={int(n[c])})" for c in order])
     axes[0].set_title("Tied items among the first 10 hits (0-10): their order is the arm's tie-break",
                       loc="left", fontsize=11)
     axes[1].set_title("Queries with any tie in their top 10", loc="left", fontsize=11)
     _arm_legend(fig, results.arms, colours)
-    fig.tight_layout(rect=(0, 0, 1, _legend_top(len(results.arms))))
     return fig
 
 
@@ -579,13 +611,14 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
                            figures=str(figures))
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the kernel's inline backend
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP warning
                             resources={"metadata": {"path": str(res.path)}})
     try:
         client.execute(env=env)
     except CellExecutionError as e:
         index, cell = next(((i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code" and any(
             o.get("output_type") == "error" for o in c.get("outputs", []))), (None, None))
-        where = f"cell {index}" if index is not None else "a cell"
+        where = f"cell {index} (In [{cell.get('execution_count')}])" if cell is not None else "a cell"
         code = "\n".join("    " + line for line in (cell.source if cell else "").splitlines())
         tb = "\n".join(_ANSI.sub("", line) for o in (cell.outputs if cell else [])
                        if o.get("output_type") == "error" for line in o.get("traceback", []))
@@ -593,7 +626,8 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
                                  f"{e.ename}: {e.evalue}\n{code}\n\n{tb}", e.ename, e.evalue) from None
     nbformat.write(nb, res.path / "report.ipynb")
     m = res.manifest
-    exporter = HTMLExporter(template_name="lab", exclude_input=True, embed_images=True)
+    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_output_prompt=True,
+                            embed_images=True)  # a report: outputs only (report.ipynb keeps the code)
     body, _ = exporter.from_notebook_node(
         nb, resources={"metadata": {"name": f"evalkit report: {m['corpus']['name']} × {m['qrels']['name']}"}})
     out = Path(out_html) if out_html else res.path / "report.html"

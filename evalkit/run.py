@@ -101,7 +101,8 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
     manifest_path = out / "manifest.json"
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
-            "qrels": {"name": qs.name, "path": qrels_path, "digest": qs.digest, "queries": len(qs.queries)},
+            "qrels": {"name": qs.name, "path": qrels_path, "digest": qs.digest, "queries": len(qs.queries),
+                      "gains": {str(g): d for g, d in sorted(qs.gains.items(), reverse=True)}},
             "specs": list(specs), "depth": k}
     if manifest_path.exists():
         if not resume:

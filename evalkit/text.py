@@ -51,3 +51,15 @@ def snippet(text: str, query: str, width: int = 160) -> str:
     start = max(0, min(hits) - width // 3) if hits else 0
     out = flat[start:start + width]
     return ("…" if start else "") + out + ("…" if start + width < len(flat) else "")
+
+
+def split_top(text: str, sep: str = ",") -> list[str]:
+    """Split on ``sep`` outside parentheses, so arm specs and labels can be listed and nested:
+    ``"keyword,hybrid(keyword=global-index,depth=5)"`` is two items."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [p.strip() for p in [*parts, text[start:]] if p.strip()]

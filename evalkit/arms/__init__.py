@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from ..corpus import Corpus
 from ..pages import PageStore
 from ..records import Result
+from ..text import split_top
 
 
 class ArmError(ValueError):
@@ -116,19 +117,6 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
             raise ArmError(f"arm {spec!r}: parameter {part.strip()!r} has no '='")
         params[key.strip()] = value.strip()
     return name, params
-
-
-def split_top(text: str, sep: str) -> list[str]:
-    """Split on ``sep`` outside parentheses (so arm specs can be listed and nested)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p for p in (s.strip() for s in parts) if p]
 
 
 def make(spec: str, corpus: Corpus, store: PageStore) -> Arm:

@@ -12,7 +12,7 @@ class GlobalIndexArm(Arm):
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
-        self.index = GlobalIndex(store, corpus)
+        self.global_index = GlobalIndex(store, corpus)
 
     def search(self, query: str, k: int) -> Result:
-        return Result(tuple(Hit(d, p, s) for d, p, s in self.index.bm25(query_terms(query))[:k]))
+        return Result(tuple(Hit(d, p, s) for d, p, s in self.global_index.bm25(query_terms(query))[:k]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import defaultdict
+from functools import lru_cache
 
 from ..corpus import Corpus
 from ..pages import EXTRACTOR, PageStore
@@ -110,6 +111,8 @@ class GlobalIndex:
         self.table = ensure_global_index(store, corpus)
         self.pages = {rowid: (doc, page, sha) for rowid, doc, page, sha in self.db.execute(
             "SELECT rowid, doc, page, sha256 FROM fts_global_pages WHERE name=?", (self.table,))}
+        # the keyword arm and a hybrid over it ask for the same query's content scores: compute them once
+        self._content = lru_cache(maxsize=256)(self._content_scores)
 
     def bm25(self, terms: list[str]) -> list[tuple[str, int, float]]:
         """Every matching page as (doc, page, score), score = -bm25() (higher is better), best first.
@@ -126,6 +129,9 @@ class GlobalIndex:
         return {self.pages[r][0] for (r,) in rows}
 
     def content_scores(self, terms: list[str]) -> dict[str, float]:
+        return self._content(tuple(terms))
+
+    def _content_scores(self, terms: tuple[str, ...]) -> dict[str, float]:
         """The content tie-break: for each matching document, the sum over the query terms it contains of
         ln(1 + N/df_t), N = documents matching the query, df_t = matching documents containing term t.
         A document holding more of the query's rarer words is ahead; its file name plays no part."""

@@ -29,8 +29,11 @@ class SemanticArm(Arm):
         super().__init__(corpus, store, **params)
         p = self.params
         self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"])
-        self.embedder = Embedder(self.spec, batch_size=p["batch_size"])
-        ensure_vectors(store, list(corpus.documents), self.spec, lambda: self.embedder, progress=progress)
+        # Pages are embedded (once) with every core; a query is short and is embedded on one thread, which
+        # also leaves no idle onnxruntime threads spinning against the next SQLite or NumPy call.
+        ensure_vectors(store, list(corpus.documents), self.spec,
+                       lambda: Embedder(self.spec, batch_size=p["batch_size"]), progress=progress)
+        self.embedder = Embedder(self.spec, threads=1)
         self._load()
 
     def _load(self) -> None:

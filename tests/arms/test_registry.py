@@ -5,7 +5,8 @@ import textwrap
 import pytest
 
 from evalkit import arms
-from evalkit.arms import ArmError, parse_spec, split_top
+from evalkit.arms import ArmError, parse_spec
+from evalkit.text import split_top
 
 
 def test_parse_nested_specs():

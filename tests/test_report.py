@@ -1,0 +1,349 @@
+"""The report notebook, rendered headless on a small real results directory, and the helpers behind it."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import matplotlib
+import nbformat
+import numpy as np
+import pytest
+from matplotlib import pyplot as plt
+from matplotlib.colors import to_hex
+from matplotlib.container import BarContainer
+from nbclient.exceptions import CellExecutionError
+
+from evalkit import qrels, report, stats
+from evalkit.results import Results
+from evalkit.run import run
+
+matplotlib.use("Agg")
+
+# Real questions about the ten manuals of the `small` fixture, every class, two abstain queries.
+QUERIES = r'''
+[set]
+name = "report-test"
+corpus = "small"
+[set.gains]
+3 = "answers it"
+2 = "helps"
+1 = "mentions it"
+
+[[query]]
+id = "n1"
+class = "needle"
+text = "How do I put a little extra vertical space before the total row of a table?"
+judgments = [{ doc = "booktabs.pdf", page = 5, gain = 3, evidence = "Occasionally we want to put an extra space between certain rows of a table" },
+             { doc = "ctable.pdf", page = 5, gain = 1 }]
+[[query]]
+id = "n2"
+class = "needle"
+text = "Which preamble command sets double spacing for the whole document?"
+judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 3, evidence = 'The commands \singlespacing, \onehalfspacing, and \doublespacing,' }]
+[[query]]
+id = "n3"
+class = "needle"
+text = "insert the pages of an external PDF document into my document"
+judgments = [{ doc = "pdfpages.pdf", page = 2, gain = 3, evidence = "Inserts pages of an external PDF document." }]
+[[query]]
+id = "n4"
+class = "needle"
+text = "sort numeric citations into ascending order"
+judgments = [{ doc = "cite.pdf", page = 1, gain = 3, evidence = "Citations in a list are sorted into ascending order." }]
+[[query]]
+id = "s1"
+class = "spread"
+text = "define my own new floating environment type, like a Program float"
+judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 3 }]
+[[query]]
+id = "t1"
+class = "trap"
+text = "make each chapter's bibliography a section instead of a chapter"
+judgments = [{ doc = "chapterbib.pdf", page = 3, gain = 3, evidence = "to convert your bibliographies from" }]
+[[query]]
+id = "d1"
+class = "described"
+text = "little pictures side by side inside one figure, each labelled (a), (b) underneath"
+judgments = [{ doc = "subcaption.pdf", page = 4, gain = 2 }]
+[[query]]
+id = "a1"
+class = "abstain"
+text = "How do I draw a Gantt chart with pgfgantt?"
+[[query]]
+id = "a2"
+class = "abstain"
+text = "typeset a chess board diagram from a FEN string"
+'''
+ARMS = ["keyword", "global-index"]
+
+
+@pytest.fixture(scope="module")
+def results_dir(small, tmp_path_factory):
+    """A real results directory: keyword and global-index over the queries above on ten real manuals."""
+    c, store = small
+    d = tmp_path_factory.mktemp("report")
+    path = d / "report-test.toml"
+    path.write_text(QUERIES)
+    qs = qrels.load(path)
+    assert qrels.check(qs, store.corpus_texts(c)) == []
+    return run(c, store, qs, ARMS, d / "results", progress=False, qrels_path=str(path))
+
+
+@pytest.fixture(scope="module")
+def rendered(results_dir):
+    return report.render(results_dir)
+
+
+@pytest.fixture
+def res(results_dir):
+    return Results.load(results_dir)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _bars(ax):
+    """The bar groups of an axes, one per arm (bars with whiskers also add an ErrorbarContainer)."""
+    return [c for c in ax.containers if isinstance(c, BarContainer)]
+
+
+def _copy(results_dir, tmp_path):
+    dest = tmp_path / "copy"
+    shutil.copytree(results_dir, dest, ignore=shutil.ignore_patterns("report.*", "figures"))
+    return dest
+
+
+# ---- render ---------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_render_writes_notebook_html_and_every_figure(rendered, results_dir):
+    assert rendered == results_dir.resolve() / "report.html"
+    for name in report.FIGURES:
+        png = results_dir / "figures" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert png.stat().st_size > 20_000, name
+        h, w = plt.imread(png).shape[:2]
+        assert w >= 900 and h >= 250, (name, w, h)
+    nb = nbformat.read(results_dir / "report.ipynb", as_version=4)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    assert tags.index(["injected-parameters"]) == tags.index(["parameters"]) + 1
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == len(report.FIGURES)
+
+
+@pytest.mark.slow
+def test_html_has_the_headline_table_legends_figures_and_provenance(rendered, res):
+    html = rendered.read_text()
+    tables = re.findall(r"<table.*?</table>", html, re.S)
+    headline = [t for t in tables if "nDCG@10 page" in t and "s/query (median)" in t]
+    assert headline and all(arm in headline[0] for arm in ARMS)
+    assert "nDCG@10 doc" in headline[0] and "GoldDoc@3" in headline[0] and "wrongful refusal" in headline[0]
+    assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) == len(report.FIGURES)  # embedded
+    assert "answers it" in html  # the gain legend of the run's own query file
+    assert "a lexically similar distractor document is wrong" in html  # the class legend
+    assert res.manifest["corpus"]["digest"] in html and res.manifest["qrels"]["digest"] in html
+    assert "<title>evalkit report: small × report-test</title>" in html
+
+
+@pytest.mark.slow
+def test_render_takes_a_pair_and_an_output_file(results_dir, tmp_path):
+    copy = _copy(results_dir, tmp_path)
+    out = report.render(copy, out_html=tmp_path / "out" / "r.html", pair="global-index,keyword")
+    assert out == tmp_path / "out" / "r.html" and out.stat().st_size > 100_000
+    assert not (copy / "report.html").exists() and (copy / "report.ipynb").exists()
+    nb = nbformat.read(copy / "report.ipynb", as_version=4)
+    injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert "pair = ['global-index', 'keyword']" in injected.source
+    assert (copy / "figures" / "deltas.png").stat().st_size > 20_000
+
+
+@pytest.mark.slow
+def test_a_failing_cell_fails_render_naming_the_cell_and_the_problem(results_dir, tmp_path):
+    bad = _copy(results_dir, tmp_path)
+    (bad / "per_query.parquet").write_bytes(b"not a parquet file")
+    with pytest.raises(CellExecutionError) as e:
+        report.render(bad)
+    message = str(e.value)
+    assert "per_query.parquet" in message and re.search(r"cell \d+ \(In \[\d+\]\) failed", message)
+    assert "res = Results.load(results)" in message  # the failing cell's code
+    assert "\x1b[" not in message  # no terminal colour codes
+    assert not (bad / "report.html").exists() and not (bad / "report.ipynb").exists()
+
+
+@pytest.mark.slow
+def test_render_refuses_a_missing_directory_and_an_unknown_arm(results_dir, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no manifest.json"):
+        report.render(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match=r"'semantic' is not in .*arms: keyword, global-index"):
+        report.render(results_dir, pair="keyword,semantic")
+
+
+def test_inject_parameters_follows_the_parameters_cell_and_replaces_an_earlier_one():
+    nb = nbformat.read(report.NOTEBOOK, as_version=4)
+    n = len(nb.cells)
+    report.inject_parameters(nb, results="/x", pair=None)
+    report.inject_parameters(nb, results="/y", pair=["a", "b"])
+    assert len(nb.cells) == n + 1
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    assert nb.cells[at + 1].metadata["tags"] == ["injected-parameters"]
+    assert nb.cells[at + 1].source == "# Parameters\nresults = '/y'\npair = ['a', 'b']\n"
+    nb.cells[at].metadata["tags"] = []
+    with pytest.raises(ValueError, match="no cell tagged 'parameters'"):
+        report.inject_parameters(nb, results="/z")
+
+
+def test_the_report_notebook_uses_only_evalkit_pandas_and_matplotlib():
+    nb = nbformat.read(report.NOTEBOOK, as_version=4)
+    assert not any(c.outputs for c in nb.cells if c.cell_type == "code")  # a template, saved clean
+    imports = {m for c in nb.cells if c.cell_type == "code"
+               for m in re.findall(r"^\s*(?:from|import)\s+([\w.]+)", c.source, re.M)}
+    assert imports and all(m.split(".")[0] in {"evalkit", "pandas", "matplotlib"} for m in imports), imports
+
+
+def test_getting_started_is_saved_executed_without_errors_or_machine_paths():
+    nb = nbformat.read(report.NOTEBOOK.with_name("getting-started.ipynb"), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count for c in code)
+    outputs = [o for c in code for o in c.outputs]
+    assert outputs and not [o for o in outputs if o.output_type == "error"]
+    text = json.dumps([o for c in code for o in c.outputs])
+    assert "global-index" in text and "nDCG@10 page" in text
+    assert not re.search(r"/(tmp|home|root|Users|work)/", text), "outputs must not show this machine's paths"
+
+
+# ---- helpers --------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_arm_colours_are_stable_distinct_and_used_by_every_figure(res):
+    c = report.arm_colours(res.arms)
+    assert c == report.arm_colours(list(res.arms)) == {"keyword": report.PALETTE[0], "global-index": report.PALETTE[1]}
+    many = report.arm_colours([f"arm{i}" for i in range(len(report.PALETTE))])
+    assert len(set(many.values())) == len(report.PALETTE)
+    figs = [report.fig_class_bars(res), report.fig_ties(res)]
+    for fig in figs:
+        legend = {t.get_text(): to_hex(h.get_facecolor()) for t, h in zip(fig.legends[0].get_texts(),
+                                                                          fig.legends[0].legend_handles)}
+        assert legend == {a: to_hex(v) for a, v in c.items()}
+        for ax in fig.axes:
+            for container, arm in zip(_bars(ax), res.arms, strict=True):
+                assert {to_hex(p.get_facecolor()) for p in container.patches} == {to_hex(c[arm])}
+    ax = report.fig_latency(res).axes[0]
+    assert {t.get_text(): to_hex(t.get_color()) for t in ax.get_yticklabels()} == {a: to_hex(v) for a, v in c.items()}
+
+
+def test_long_arm_labels_wrap_at_their_parameters():
+    assert report.wrap_label("keyword") == "keyword"
+    assert report.wrap_label("hybrid(keyword=keyword(idf_scope=corpus),depth=50)") == \
+        "hybrid(\n  keyword=keyword(idf_scope=corpus),\n  depth=50)"
+
+
+@pytest.mark.slow
+def test_class_bars_are_class_means_with_bootstrap_ci_whiskers(res):
+    ax = report.plot_class_bars(res, "nDCG@10(doc)")
+    ci = report.class_ci(res, "nDCG@10(doc)")
+    answerable = res.per_query[res.per_query["class"] != "abstain"]
+    classes = ["needle", "spread", "trap", "described", report.ALL]
+    assert list(ci["class"].unique()) == classes
+    assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()] == classes
+    for container, arm in zip(_bars(ax), res.arms, strict=True):
+        assert container.errorbar is not None  # every bar has a CI whisker
+        rows = ci[ci["arm"] == arm].set_index("class").loc[classes]
+        assert np.allclose([p.get_height() for p in container.patches], rows["mean"])
+        whiskers = container.errorbar.lines[2][0].get_segments()
+        assert len(whiskers) == len(classes)
+        for seg, (cls, row) in zip(whiskers, rows.iterrows()):
+            if row["n"] < 2:  # one query: no spread to resample, no whisker
+                assert len(seg) == 0, cls
+            else:
+                assert [seg[0][1], seg[1][1]] == pytest.approx([row["low"], row["high"]]), cls
+        every = answerable.loc[answerable["arm"] == arm, "nDCG@10(doc)"]
+        assert rows.loc[report.ALL, "n"] == len(every) == 7
+        assert rows.loc[report.ALL, ["mean", "low", "high"]].tolist() == pytest.approx(stats.bootstrap_ci(every))
+    assert ci.loc[ci["class"] == "needle", "n"].tolist() == [4, 4]
+    table = report.class_ci_table(res)
+    assert table.loc["keyword", ("nDCG@10 doc", "needle")].count("[") == 1
+    assert table.loc["keyword", ("nDCG@10 doc", "spread")].count("[") == 0  # n = 1: a mean, no interval
+
+
+@pytest.mark.slow
+def test_deltas_are_second_minus_first_over_answerable_queries(res):
+    d = report.deltas(res, ("keyword", "global-index"), "nDCG@10")
+    assert len(d) == 7 and "abstain" not in set(d["class"])
+    assert np.allclose(d["delta"], d["global-index"] - d["keyword"])
+    assert list(d["delta"]) == sorted(d["delta"], reverse=True)
+    assert d.loc["n2", "text"].startswith("Which preamble command")  # texts from the unchanged query file
+    ax = report.plot_deltas(res, ("keyword", "global-index"))
+    assert len(ax.patches) == 7
+    assert "global-index  −  keyword" in ax.get_title(loc="left")
+    changes = report.biggest_changes(res, ("keyword", "global-index"), n=2)
+    assert len(changes) <= 4 and set(changes.index.get_level_values("change")) <= {"better", "worse"}
+    for change, row in changes.iterrows():
+        assert (row["delta"] > 0) == (change[0] == "better")
+
+
+@pytest.mark.slow
+def test_resolve_pair(res):
+    assert report.resolve_pair(res) == ("keyword", "global-index")
+    assert report.resolve_pair(res, "global-index,keyword") == ("global-index", "keyword")
+    assert report.resolve_pair(res, ["global-index", "keyword"]) == ("global-index", "keyword")
+    with pytest.raises(ValueError, match="two different arms"):
+        report.resolve_pair(res, "keyword,keyword")
+    with pytest.raises(ValueError, match="two different arms"):
+        report.resolve_pair(res, "keyword")
+
+
+@pytest.mark.slow
+def test_refusals_latency_and_tie_audit_count_what_the_table_says(res):
+    counts = report.refusal_counts(res)
+    assert list(counts.index) == res.arms and counts.sum(axis=1).tolist() == [9, 9]
+    assert (counts[["correct_refusal", "answered_abstain"]].sum(axis=1) == 2).all()
+    fig = report.fig_refusals(res)
+    assert "abstain queries (n=2)" in fig.axes[0].get_title(loc="left")
+    assert "answerable queries (n=7)" in fig.axes[1].get_title(loc="left")
+    ties = report.tie_audit(res).set_index(["arm", "class"])
+    pq = res.per_query
+    for arm in res.arms:
+        a = pq[pq["arm"] == arm]
+        assert ties.loc[(arm, "all"), "mean ties@10"] == pytest.approx(a["ties@10"].mean())
+        assert ties.loc[(arm, "all"), "share with a tie"] == pytest.approx((a["ties@10"] > 0).mean())
+    assert report.tie_table(res).shape == (2, 12)  # 2 statistics x (5 classes + all)
+    ax = report.plot_latency(res)
+    ms = pq["latency_s"] * 1000
+    assert ax.get_xscale() == ("log" if ms.max() / ms.min() > 10 else "linear")
+    assert "ms" in ax.get_xlabel()
+
+
+@pytest.mark.slow
+def test_legends_and_provenance_come_from_the_run(res, results_dir, tmp_path):
+    text = report.legend(res)
+    assert "**3**: answers it" in text and "**abstain** (2)" in text and "nDCG@10 page" in text
+    prov = report.provenance(res)
+    assert list(prov["arms"].index) == res.arms and "build s" in prov["arms"].columns
+    assert prov["run"].loc["corpus digest", "value"] == res.manifest["corpus"]["digest"]
+    assert prov["environment"].loc["sqlite", "value"] == res.manifest["environment"]["sqlite"]
+    # without its query file, the run's recorded gain legend still shows, and the report says what is missing
+    copy = _copy(results_dir, tmp_path)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["qrels"]["path"] = str(tmp_path / "gone.toml")
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    moved = Results.load(copy)
+    assert report.gains(moved) == report.gains(res) != qrels.DEFAULT_GAINS
+    assert "was not found" in report.legend(moved) and report.query_set(moved) is None
+    # a manifest without a gain legend (and no query file) falls back to the default one
+    del manifest["qrels"]["gains"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert report.gains(Results.load(copy)) == qrels.DEFAULT_GAINS
+    assert "text" not in report.deltas(moved, ("keyword", "global-index")).columns
+
+
+@pytest.mark.slow
+def test_figures_are_saved_only_with_a_directory(res, tmp_path):
+    fig = report.fig_latency(res)
+    assert report.save(fig, "latency", None) is None
+    path = report.save(fig, "latency", report.figures_dir(res, tmp_path / "figs"))
+    assert path == tmp_path / "figs" / "latency.png" and path.stat().st_size > 10_000
