@@ -195,10 +195,7 @@ def _fetch_deb(package: str, docs: list[tuple[Document, str]], root: Path) -> No
     name, _, version = package.partition("=")
     deb = next(iter(sorted(debs.glob(f"{name}_{version.replace(':', '%3a')}_*.deb"))), None) if version else None
     if deb is None:
-        run = subprocess.run(["apt-get", "download", package], cwd=debs, capture_output=True, text=True)
-        if run.returncode != 0:
-            raise CorpusError(f"apt-get download {package} failed: {run.stderr.strip() or run.stdout.strip()}")
-        deb = max(debs.glob(f"{name}_*.deb"), key=os.path.getmtime)
+        deb = _apt_download(package, debs)
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         run = subprocess.run(["dpkg-deb", "-x", str(deb), tmp], capture_output=True, text=True)
         if run.returncode != 0:
@@ -208,6 +205,22 @@ def _fetch_deb(package: str, docs: list[tuple[Document, str]], root: Path) -> No
             if not src.exists():
                 raise CorpusError(f"{d.name}: {inner} is not in {deb.name}")
             _install(src.resolve(), root / d.name, d)
+
+
+def _apt_download(package: str, folder: Path) -> Path:
+    """``apt-get download`` (no root needed); on a machine whose package lists were never fetched, and only
+    when running as root, ``apt-get update`` once and try again."""
+    def download() -> subprocess.CompletedProcess:
+        return subprocess.run(["apt-get", "download", package], cwd=folder, capture_output=True, text=True)
+
+    run = download()
+    if run.returncode != 0 and hasattr(os, "geteuid") and os.geteuid() == 0:
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True)
+        run = download()
+    if run.returncode != 0:
+        raise CorpusError(f"apt-get download {package} failed: {run.stderr.strip() or run.stdout.strip()}")
+    name = package.partition("=")[0]
+    return max(folder.glob(f"{name}_*.deb"), key=os.path.getmtime)
 
 
 def _install(src: Path, dest: Path, doc: Document) -> None:
