@@ -148,6 +148,14 @@ def test_cli_check_export_import(isolated, capsys):
     assert main(["qrels", "import", str(isolated / "t.page.qrels"), str(isolated / "t.topics.tsv"),
                  "--out", str(isolated / "back.toml")]) == 0
     assert len(qrels.load(isolated / "back.toml").queries) == 4
+    q.write_text(GOOD + '[[query]]\nid = "p1"\nclass = "needle"\ntext = "tables"\n'
+                        'judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]\n')
+    capsys.readouterr()
+    assert main(["qrels", "pool", str(q), "--docs", str(d), "--arms", "keyword,global-index", "--depth", "5"]) == 0
+    pooled = capsys.readouterr().out
+    # p1 judged only a.pdf#2; both arms also retrieve b.pdf#1 ("above tables"), which the judge should read
+    assert "p1 [needle] tables\n    b.pdf#1  (keyword@" in pooled and "global-index@" in pooled
+    assert pooled.rstrip().endswith("1 unjudged page(s) in the top 5 of 2 arm(s)")
 
 
 @pytest.mark.slow

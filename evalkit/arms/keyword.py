@@ -41,7 +41,10 @@ class KeywordArm(Arm):
         expr = match_expression(terms)
         out = {}
         db = self.store.db
+        matching = self.global_index.content_scores(terms)  # documents holding a query word (cached)
         for doc, table in self.tables.items():
+            if doc not in matching:
+                continue
             rows = db.execute(f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? "
                               f"ORDER BY bm25({table}), rowid LIMIT {int(k)}", (expr,)).fetchall()
             if rows:
