@@ -18,7 +18,8 @@ from .lexical import GlobalIndex, query_terms
 
 class HybridArm(Arm):
     name = "hybrid"
-    defaults = {"keyword": "keyword", "semantic": "semantic", "depth": 100, "rrf_k": 60}
+    # the semantic input embeds the query on one core while the keyword input runs on the other
+    defaults = {"keyword": "keyword", "semantic": "semantic(query_threads=1)", "depth": 100, "rrf_k": 60}
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)

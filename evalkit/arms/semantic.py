@@ -19,8 +19,9 @@ from . import Arm
 class SemanticArm(Arm):
     name = "semantic"
     defaults = {"model": "BAAI/bge-small-en-v1.5", "model_dir": "", "max_tokens": 256, "window": 160,
-                "batch_size": 16}
-    unlabelled = frozenset({"model_dir", "batch_size"})  # where the weights are and how fast: not what is measured
+                "batch_size": 16, "query_threads": 0}
+    # where the weights are and how fast they run: not what is measured
+    unlabelled = frozenset({"model_dir", "batch_size", "query_threads"})
 
     def __init__(self, corpus, store, progress: bool = True, **params):
         for key, env in (("model", "EVALKIT_MODEL"), ("model_dir", "EVALKIT_MODEL_DIR")):
@@ -29,11 +30,11 @@ class SemanticArm(Arm):
         super().__init__(corpus, store, **params)
         p = self.params
         self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"])
-        # Pages are embedded (once) with every core; a query is short and is embedded on one thread, which
-        # also leaves no idle onnxruntime threads spinning against the next SQLite or NumPy call.
         ensure_vectors(store, list(corpus.documents), self.spec,
                        lambda: Embedder(self.spec, batch_size=p["batch_size"]), progress=progress)
-        self.embedder = Embedder(self.spec, threads=1)
+        # query_threads = 0: every core. An arm that runs this one beside other work (hybrid) asks for 1:
+        # onnxruntime's idle worker threads spin, and would take the other core from that work.
+        self.embedder = Embedder(self.spec, threads=p["query_threads"] or None)
         self._load()
 
     def _load(self) -> None:
@@ -60,7 +61,8 @@ class SemanticArm(Arm):
             return Result()
         q = self.embedder.query(query)
         q /= np.linalg.norm(q) or 1.0
-        scores = np.maximum.reduceat(self.matrix @ q, self.starts)
+        # einsum, not BLAS: one pass over the matrix on this thread, with no BLAS threads left spinning
+        scores = np.maximum.reduceat(np.einsum("ij,j->i", self.matrix, q), self.starts)
         order = np.lexsort((self.page_number, self.page_doc_rank, -scores))[:k]
         return Result(tuple(Hit(self.doc_names[self.page_doc_rank[i]], int(self.page_number[i]), float(scores[i]))
                             for i in order))
