@@ -31,7 +31,7 @@ report: $(VENV)/.installed
 	$(BIN)/evalkit corpus fetch $(CORPUS)
 	$(BIN)/evalkit corpus verify $(CORPUS)
 	$(BIN)/evalkit corpus stats $(CORPUS)
-	$(BIN)/evalkit qrels check qrels/$(CORPUS).toml --strict > /dev/null
+	$(BIN)/evalkit qrels check qrels/$(CORPUS).toml --strict
 	$(BIN)/evalkit run --corpus $(CORPUS) --qrels qrels/$(CORPUS).toml --arms '$(ARMS)' --out results/$(CORPUS) --resume
 	$(BIN)/evalkit report results/$(CORPUS)
 

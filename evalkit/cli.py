@@ -114,7 +114,7 @@ def cmd_qrels_check(args) -> int:
     counts = {c: len(v) for c, v in qs.by_class().items()}
     print(f"{args.file}: {len(qs.queries)} queries ({', '.join(f'{c} {n}' for c, n in counts.items())}), "
           f"{sum(len(q.judgments) for q in qs.queries)} judgments, {len(problems)} problem(s)")
-    if args.strict:
+    if args.verbose:
         pages = store.corpus_texts(ingest.corpus)
         for q in qs.queries:
             if q.cls == "described":
@@ -268,6 +268,7 @@ def parser() -> argparse.ArgumentParser:
     ck.add_argument("file", type=Path)
     add_corpus_args(ck, required=False)
     ck.add_argument("--strict", action="store_true", help="require evidence found on its page; limit described overlap")
+    ck.add_argument("-v", "--verbose", action="store_true", help="also print each described query's overlap")
     ck.set_defaults(func=cmd_qrels_check)
     ex = qp.add_parser("export", help="write TREC qrels (page and document level) and a topics file")
     ex.add_argument("file", type=Path)

@@ -138,7 +138,7 @@ def test_cli_check_export_import(isolated, capsys):
         make_pdf(d / name, texts)
     q = isolated / "q.toml"
     q.write_text(GOOD)
-    assert main(["qrels", "check", str(q), "--docs", str(d), "--strict"]) == 0
+    assert main(["qrels", "check", str(q), "--docs", str(d), "--strict", "--verbose"]) == 0
     assert "described d1: overlap" in capsys.readouterr().out
     q.write_text(GOOD.replace('page = 2, gain = 2', 'page = 9, gain = 2'))
     assert main(["qrels", "check", str(q), "--docs", str(d)]) == 1
