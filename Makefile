@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 test: $(VENV)/.installed
 	$(BIN)/pytest -q
 
-ARMS ?= keyword,global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)
+ARMS ?= keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)
 
 # The whole benchmark: fetch and verify the corpus, run every built-in arm over its query set (resuming
 # whatever an earlier run finished; every cache is reused), then execute the report notebook into HTML.

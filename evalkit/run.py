@@ -95,25 +95,27 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
         resume: bool = False, progress: bool = True, qrels_path: str = "") -> Path:
     """Run ``specs`` over ``qs`` and write the results directory ``out``; returns ``out``.
 
-    With ``resume``, a directory from an interrupted run of the same corpus, query set and arms is
-    continued: finished arms and queries are not asked again and nothing recorded is lost."""
+    With ``resume``, a directory from an earlier run of the same corpus, query set and depth is continued:
+    answers already recorded are not asked again and nothing recorded is lost; arms may be added (they
+    run) or left out (their files stay, but the tables and the manifest list only ``specs``)."""
     out = Path(out)
     manifest_path = out / "manifest.json"
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
             "qrels": {"name": qs.name, "path": qrels_path, "digest": qs.digest, "queries": len(qs.queries),
                       "gains": {str(g): d for g, d in sorted(qs.gains.items(), reverse=True)}},
-            "specs": list(specs), "depth": k}
+            "depth": k}
     if manifest_path.exists():
         if not resume:
             raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
         old = json.loads(manifest_path.read_text())
-        for key in ("corpus", "qrels", "specs", "depth"):
+        for key in ("corpus", "qrels", "depth"):
             if old.get(key) != plan[key]:
                 raise RunError(f"cannot resume {out}: its {key} differs from this run's")
-        manifest = old
+        manifest = {**old, "specs": list(specs)}
     else:
-        manifest = {**plan, "evalkit": __version__, "started": _now(), "environment": environment(), "arms": []}
+        manifest = {**plan, "specs": list(specs), "evalkit": __version__, "started": _now(),
+                    "environment": environment(), "arms": []}
     (out / "runs").mkdir(parents=True, exist_ok=True)
     manifest["status"] = "running"
     _write_json(manifest_path, manifest)

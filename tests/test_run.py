@@ -135,8 +135,8 @@ def test_an_interrupted_run_resumes_without_recomputing_or_losing(small, qset, t
         f.write('{"query": "q3", "hits": [["x')  # a line cut short by the interruption
     with pytest.raises(runner.RunError, match="--resume"):
         runner.run(c, store, qset, ["keyword", "flaky(fail_after=2)"], out, progress=False)
-    with pytest.raises(runner.RunError, match="specs differs"):
-        runner.run(c, store, qset, ["keyword"], out, resume=True, progress=False)
+    with pytest.raises(runner.RunError, match="its depth differs"):
+        runner.run(c, store, qset, ["keyword"], out, resume=True, progress=False, k=5)
     Flaky.calls = []
     # same specs; the arm no longer fails because only the 2 missing queries are asked
     runner.run(c, store, qset, ["keyword", "flaky(fail_after=2)"], out, resume=True, progress=False)
@@ -144,6 +144,11 @@ def test_an_interrupted_run_resumes_without_recomputing_or_losing(small, qset, t
     res = Results.load(out)
     assert res.manifest["status"] == "complete" and len(res.per_query) == 8
     assert partial.read_text().count("\n") == 4
+    # resuming with an arm added runs only that arm; one left out leaves the tables
+    Flaky.calls = []
+    runner.run(c, store, qset, ["flaky(fail_after=2)", "global-index"], out, resume=True, progress=False)
+    assert Flaky.calls == [] and Results.load(out).arms == ["flaky(fail_after=2)", "global-index"]
+    assert len(Results.load(out).per_query) == 8 and (out / "runs" / "keyword.trec").exists()
 
 
 def test_cli_run_on_any_folder_with_a_headerless_query_file(small, tmp_path, capsys):

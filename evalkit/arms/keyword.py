@@ -3,8 +3,10 @@
 BM25 scores are not comparable across per-document indexes (each has its own IDF and length statistics);
 ranks are. Each document ranks its own pages; a page at rank r in its document scores 1/(60 + r) (1-based).
 Every document's best page therefore ties at 1/61, and so on down: the order inside each such band is
-decided by content (:meth:`GlobalIndex.content_scores`: documents holding more of the query's rarer
-words first), then by document sha256, never by file name.
+decided by content, then by document sha256, never by file name. ``tiebreak=doc`` (the default) orders a
+band by the document's content score (:meth:`GlobalIndex.content_scores`: documents holding more of the
+query's rarer words first); ``tiebreak=page`` orders it by the same score computed on the band's page
+itself, then by the document's.
 
 ``idf_scope``: ``doc`` ranks pages with each document's own FTS5 statistics (the per-document tool);
 ``corpus`` ranks pages inside each document with corpus-wide statistics (one index, then the same fusion).
@@ -21,12 +23,15 @@ from .lexical import GlobalIndex, ensure_document_indexes, match_expression, que
 
 class KeywordArm(Arm):
     name = "keyword"
-    defaults = {"idf_scope": "doc", "rrf_k": 60}
+    defaults = {"idf_scope": "doc", "tiebreak": "doc", "rrf_k": 60}
+    choices = {"idf_scope": ("doc", "corpus"), "tiebreak": ("doc", "page")}
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
-        if self.params["idf_scope"] not in ("doc", "corpus"):
-            raise ArmError(f"arm 'keyword': parameter 'idf_scope' is 'doc' or 'corpus', not {self.params['idf_scope']!r}")
+        for key, allowed in self.choices.items():
+            if key in self.params and self.params[key] not in allowed:
+                raise ArmError(f"arm {self.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
+                               f"not {self.params[key]!r}")
         self.global_index = GlobalIndex(store, corpus)
         self.tables = ensure_document_indexes(store, corpus) if self.params["idf_scope"] == "doc" else {}
         self.sha = {d.name: d.sha256 for d in corpus.documents}
@@ -57,7 +62,8 @@ class KeywordArm(Arm):
             return Result()
         ranked = self.per_document(terms, k)
         content = self.global_index.content_scores(terms)
+        by_page = self.global_index.page_content_scores(terms) if self.params["tiebreak"] == "page" else {}
         fused = fuse(([(doc, page) for page, _ in pages] for doc, pages in ranked.items()),
-                     tiebreak=lambda dp: (-content.get(dp[0], 0.0), self.sha[dp[0]], dp[1]),
+                     tiebreak=lambda dp: (-by_page.get(dp, 0.0), -content.get(dp[0], 0.0), self.sha[dp[0]], dp[1]),
                      k=self.params["rrf_k"])
         return Result(tuple(Hit(doc, page, score) for (doc, page), score in fused[:k]))

@@ -124,24 +124,30 @@ class GlobalIndex:
         ranked = sorted(((score, self.pages[rowid]) for rowid, score in rows), key=lambda r: (r[0], r[1][2], r[1][1]))
         return [(doc, page, -score) for score, (doc, page, _) in ranked]
 
-    def documents_with(self, term: str) -> set[str]:
-        rows = self.db.execute(f"SELECT rowid FROM {self.table} WHERE {self.table} MATCH ?", (match_expression([term]),))
-        return {self.pages[r][0] for (r,) in rows}
-
     def content_scores(self, terms: list[str]) -> dict[str, float]:
-        return self._content(tuple(terms))
+        """The content tie-break of documents: for each matching document, the sum over the query terms it
+        contains of w_t = ln(1 + N/df_t), N = documents matching the query, df_t = matching documents
+        containing t. A document holding more of the query's rarer words is ahead; its name plays no part."""
+        return self._content(tuple(terms))[0]
 
-    def _content_scores(self, terms: tuple[str, ...]) -> dict[str, float]:
-        """The content tie-break: for each matching document, the sum over the query terms it contains of
-        ln(1 + N/df_t), N = documents matching the query, df_t = matching documents containing term t.
-        A document holding more of the query's rarer words is ahead; its file name plays no part."""
-        having = {t: self.documents_with(t) for t in terms}
-        matching = set().union(*having.values()) if having else set()
-        n = len(matching)
-        scores: dict[str, float] = defaultdict(float)
-        for docs in having.values():
-            if docs:
-                w = math.log(1 + n / len(docs))
-                for d in docs:
-                    scores[d] += w
-        return dict(scores)
+    def page_content_scores(self, terms: list[str]) -> dict[tuple[str, int], float]:
+        """The same sum of w_t, over the query terms each matching *page* contains."""
+        return self._content(tuple(terms))[1]
+
+    def _content_scores(self, terms: tuple[str, ...]) -> tuple[dict[str, float], dict[tuple[str, int], float]]:
+        pages_with = {}
+        for t in terms:
+            rows = self.db.execute(f"SELECT rowid FROM {self.table} WHERE {self.table} MATCH ?", (match_expression([t]),))
+            pages_with[t] = {self.pages[r][:2] for (r,) in rows}
+        docs_with = {t: {d for d, _ in ps} for t, ps in pages_with.items()}
+        n = len(set().union(*docs_with.values())) if docs_with else 0
+        docs: dict[str, float] = defaultdict(float)
+        pages: dict[tuple[str, int], float] = defaultdict(float)
+        for t, ps in pages_with.items():
+            if ps:
+                w = math.log(1 + n / len(docs_with[t]))
+                for d in docs_with[t]:
+                    docs[d] += w
+                for p in ps:
+                    pages[p] += w
+        return dict(docs), dict(pages)

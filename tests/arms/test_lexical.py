@@ -77,3 +77,21 @@ def test_idf_scope_changes_the_statistics(small):
     cor = arms.make("keyword(idf_scope=corpus)", c, store).per_document(query_terms(q), 5)
     assert doc.keys() == cor.keys()
     assert any(doc[d][0][1] != cor[d][0][1] for d in doc)  # same pages may rank, scores differ
+
+
+def test_page_tiebreak_orders_a_band_by_the_page_itself(tmp_path):
+    """Both documents hold both words; only "together.pdf" holds them on one page."""
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    make_pdf(folder / "split.pdf", ["margins are wide", "marginparwidth is narrow"])
+    make_pdf(folder / "together.pdf", ["margins and marginparwidth together", "nothing"])
+    store = PageStore(tmp_path / "s.sqlite")
+    c = store.ingest(corpus.from_dir(folder), progress=False).corpus
+    q = "margins marginparwidth"
+    by_page = arms.make("keyword(tiebreak=page)", c, store)
+    assert by_page.label == "keyword(tiebreak=page)"
+    assert [(h.doc, h.page) for h in by_page.search(q, 1).hits] == [("together.pdf", 1)]
+    # the document-level tie-break sees two documents with both words: the sha256 decides, whichever it is
+    by_doc = arms.make("keyword", c, store).search(q, 10).hits
+    first = min(c.documents, key=lambda d: d.sha256).name
+    assert by_doc[0].doc == first and by_doc[0].score == by_doc[1].score
