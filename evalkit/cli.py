@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from . import corpus as corpora
-from . import arms, qrels
+from . import __version__, arms, qrels
 from . import run as runner
 from .results import Results
 from .text import snippet, split_top
@@ -170,6 +170,16 @@ def cmd_qrels_pool(args) -> int:
     return 0
 
 
+def cmd_arms(args) -> int:
+    builtin = arms.builtin()
+    for name, cls in sorted(arms.registry().items()):
+        origin = "built-in" if name in builtin else f"plug-in {cls.__module__}"
+        params = ", ".join(f"{k}={v!r}" for k, v in cls.defaults.items()) or "no parameters"
+        doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()
+        print(f"{name:<14} {origin}: {params}\n{'':<14} {doc[0] if doc else ''}")
+    return 0
+
+
 # ---- search ---------------------------------------------------------------------------------------------
 
 def cmd_search(args) -> int:
@@ -238,6 +248,7 @@ def cmd_report(args) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evalkit", description=__doc__)
+    p.add_argument("--version", action="version", version=f"evalkit {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     cp = sub.add_parser("corpus", help="fetch, verify, lock and describe corpora").add_subparsers(dest="action", required=True)
@@ -288,6 +299,9 @@ def parser() -> argparse.ArgumentParser:
     po.add_argument("--arms", default="keyword,global-index,semantic", help="comma-separated arm specs")
     po.add_argument("--depth", type=int, default=10)
     po.set_defaults(func=cmd_qrels_pool)
+
+    ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
+    ar.set_defaults(func=cmd_arms)
 
     se = sub.add_parser("search", help="run one arm on one query and print ranked pages with snippets")
     se.add_argument("query")

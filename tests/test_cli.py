@@ -24,3 +24,11 @@ def test_lock_then_verify_exit_codes(isolated, capsys):
     assert main(["corpus", "verify", "mine", "--root", str(d)]) == 1
     assert "changed: a.pdf" in capsys.readouterr().out
     assert main(["corpus", "verify", "unknown"]) == 2
+
+
+def test_arms_lists_every_arm_with_its_parameters(capsys):
+    assert main(["arms"]) == 0
+    out = capsys.readouterr().out
+    for name in ("keyword", "global-index", "score-merge", "semantic", "hybrid"):
+        assert f"\n{name} " in "\n" + out
+    assert "idf_scope='doc'" in out and "built-in" in out
