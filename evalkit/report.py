@@ -283,7 +283,8 @@ def provenance(results: Results) -> dict[str, pd.DataFrame]:
         "arm": a["label"], "spec": a.get("spec"), "implementation": a.get("class"),
         "params": ", ".join(f"{k}={v}" for k, v in a.get("params", {}).items()) or "(none)",
         "build s": a.get("build_seconds"),
-        "model": (f"{a['model'].get('name')} ({a['model'].get('weights')})" if a.get("model") else ""),
+        "model": "; ".join(f"{mo.get('name')} ({mo.get('weights')}, {mo.get('max_tokens')} tokens, "
+                           f"window {mo.get('window')})" for mo in a.get("models", [])),
     } for a in m.get("arms", [])]).set_index("arm")
     if not arms["model"].astype(bool).any():
         arms = arms.drop(columns="model")

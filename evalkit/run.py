@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from . import __version__, arms, measures
 from .corpus import Corpus
+from .embeddings import ModelSpec
 from .pages import PageStore
 from .qrels import QuerySet
 from .records import CLASSES, Hit, Query, Result, page_id
@@ -62,6 +63,17 @@ def environment() -> dict:
             "sqlite": sqlite3.sqlite_version, "evalkit": __version__, "packages": versions,
             "machine": {"platform": platform.platform(), "processor": platform.machine(),
                         "cpus": os.cpu_count(), "memory_bytes": mem}}
+
+
+def model_ids(arm: arms.Arm) -> list[dict]:
+    """The embedding models behind an arm and the arms it is built from (a hybrid's semantic input)."""
+    found = []
+    for obj in (arm, *(v for v in vars(arm).values() if isinstance(v, arms.Arm))):
+        spec = getattr(obj, "spec", None)
+        if isinstance(spec, ModelSpec):
+            found.append({"arm": obj.label, "name": spec.model, "weights": spec.weights_id(),
+                          "max_tokens": spec.max_tokens, "window": spec.window, "cache_key": spec.key})
+    return found
 
 
 def _now() -> str:
@@ -127,8 +139,8 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
         info = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
                 "class": f"{type(arm).__module__}.{type(arm).__qualname__}",
                 "build_seconds": round(time.perf_counter() - t0, 3)}
-        if hasattr(arm, "spec") and hasattr(arm.spec, "weights_id"):
-            info["model"] = {"name": arm.spec.model, "weights": arm.spec.weights_id(), "key": arm.spec.key}
+        if models := model_ids(arm):
+            info["models"] = models
         built[spec] = {**built.get(spec, {}), **info}
         manifest["arms"] = [built[s] for s in specs if s in built]
         _write_json(manifest_path, manifest)

@@ -98,6 +98,8 @@ def test_trec_files_score_identically_in_pytrec_eval(small, qset, tmp_path):
         qid, _, pid, gain = line.split()
         qd.setdefault(qid, {})[pid] = int(gain)
     frame = pd.read_parquet(out / "per_query.parquet")
+    hybrid = json.loads((out / "manifest.json").read_text())["arms"][1]
+    assert hybrid["models"][0]["weights"].startswith("sha256:8199be6f") and hybrid["models"][0]["window"] == 160
     for label, fname in [(a["label"], a["file"]) for a in json.loads((out / "manifest.json").read_text())["arms"]]:
         run: dict = {}
         prev: dict = {}
