@@ -110,6 +110,8 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
     With ``resume``, a directory from an earlier run of the same corpus, query set and depth is continued:
     answers already recorded are not asked again and nothing recorded is lost; arms may be added (they
     run) or left out (their files stay, but the tables and the manifest list only ``specs``)."""
+    for spec in specs:  # a misspelt arm stops the run before anything is written
+        arms.validate(spec)
     out = Path(out)
     manifest_path = out / "manifest.json"
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),

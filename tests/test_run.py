@@ -116,6 +116,13 @@ def test_trec_files_score_identically_in_pytrec_eval(small, qset, tmp_path):
             assert m["recall_10"] == pytest.approx(ours.loc[qid, "Recall@10"], abs=1e-9)
 
 
+def test_a_misspelt_arm_stops_the_run_before_anything_is_written(small, qset, tmp_path):
+    c, store = small
+    with pytest.raises(arms.ArmError, match="no parameter 'idf'"):
+        runner.run(c, store, qset, ["global-index", "keyword(idf=doc)"], tmp_path / "res", progress=False)
+    assert not (tmp_path / "res").exists()
+
+
 def test_trec_lines_keep_the_arms_order_through_trec_eval():
     hits = (Hit("a.pdf", 1, 0.5), Hit("b.pdf", 1, 0.5), Hit("c.pdf", 2, 0.5 - 1e-9))
     lines = runner.trec_lines("q", hits, "t")

@@ -39,15 +39,26 @@ class Arm:
     name: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     unlabelled: ClassVar[frozenset[str]] = frozenset()  # parameters that cannot change results (paths, speed)
+    choices: ClassVar[dict[str, tuple]] = {}  # parameters with a closed set of values
 
     def __init__(self, corpus: Corpus, store: PageStore, **params: Any):
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise ArmError(f"arm {self.name!r} has no parameter {unknown[0]!r} "
-                           f"(parameters: {', '.join(self.defaults) or 'none'})")
-        self.params = {k: _coerce(self.name, k, self.defaults[k], params.get(k, self.defaults[k]))
-                       for k in self.defaults}
+        self.params = self.resolve(params)
         self.corpus, self.store = corpus, store
+
+    @classmethod
+    def resolve(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """All parameters, defaults filled in and values coerced to the defaults' types; unknown names and
+        values outside ``choices`` raise ArmError naming the arm and the parameter."""
+        unknown = sorted(set(params) - set(cls.defaults))
+        if unknown:
+            raise ArmError(f"arm {cls.name!r} has no parameter {unknown[0]!r} "
+                           f"(parameters: {', '.join(cls.defaults) or 'none'})")
+        resolved = {k: _coerce(cls.name, k, cls.defaults[k], params.get(k, cls.defaults[k])) for k in cls.defaults}
+        for key, allowed in cls.choices.items():
+            if key in resolved and resolved[key] not in allowed:
+                raise ArmError(f"arm {cls.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
+                               f"not {resolved[key]!r}")
+        return resolved
 
     @property
     def label(self) -> str:
@@ -119,10 +130,18 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name, params
 
 
-def make(spec: str, corpus: Corpus, store: PageStore) -> Arm:
-    """Build the arm named by ``spec`` (``name`` or ``name(key=value,...)``) over a corpus."""
+def validate(spec: str) -> tuple[type[Arm], dict[str, str]]:
+    """The arm class and raw parameters of ``spec``, checked without building anything (so a run can
+    refuse a misspelt arm before it starts)."""
     name, params = parse_spec(spec)
     arms = registry()
     if name not in arms:
         raise ArmError(f"unknown arm {name!r} (known: {', '.join(sorted(arms))})")
-    return arms[name](corpus, store, **params)
+    arms[name].resolve(params)
+    return arms[name], params
+
+
+def make(spec: str, corpus: Corpus, store: PageStore) -> Arm:
+    """Build the arm named by ``spec`` (``name`` or ``name(key=value,...)``) over a corpus."""
+    cls, params = validate(spec)
+    return cls(corpus, store, **params)

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 from ..fusion import fuse
 from ..records import Hit, Result
-from . import Arm, ArmError
+from . import Arm
 from .lexical import GlobalIndex, ensure_document_indexes, match_expression, query_terms
 
 
@@ -28,10 +28,6 @@ class KeywordArm(Arm):
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
-        for key, allowed in self.choices.items():
-            if key in self.params and self.params[key] not in allowed:
-                raise ArmError(f"arm {self.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
-                               f"not {self.params[key]!r}")
         self.global_index = GlobalIndex(store, corpus)
         self.tables = ensure_document_indexes(store, corpus) if self.params["idf_scope"] == "doc" else {}
         self.sha = {d.name: d.sha256 for d in corpus.documents}
