@@ -28,6 +28,7 @@ from .pages import EXTRACTOR, PageStore
 from .records import Document
 
 PACKAGED = "packaged"
+PAGES_PER_STEP = 32  # pages embedded per call: the progress bar's step
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 VECTOR_SCHEMA = """
@@ -154,19 +155,19 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
     bar = tqdm(total=sum(d.pages for d in todo), unit="page", desc=f"embed {spec.model}", disable=not progress,
                file=sys.stderr)
     for d in todo:
-        rows, texts = [], []
-        for page, text in enumerate(store.texts(d), 1):
-            for chunk, w in enumerate(windows(text, spec.window)):
-                rows.append((page, chunk))
-                texts.append(w)
-        vecs = embedder.passages(texts)
+        pages = store.texts(d)
+        rows = []
+        for start in range(0, len(pages), PAGES_PER_STEP):  # progress moves inside a long document too
+            chunk = [(p, c, w) for p, text in enumerate(pages[start:start + PAGES_PER_STEP], start + 1)
+                     for c, w in enumerate(windows(text, spec.window))]
+            vecs = embedder.passages([w for _, _, w in chunk])
+            rows += [(key, d.sha256, p, c, v.tobytes()) for (p, c, _), v in zip(chunk, vecs)]
+            bar.update(min(PAGES_PER_STEP, len(pages) - start))
         with db:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM vectors WHERE key=? AND sha256=?", (key, d.sha256))
-            db.executemany("INSERT INTO vectors VALUES (?,?,?,?,?)",
-                           [(key, d.sha256, p, c, v.tobytes()) for (p, c), v in zip(rows, vecs)])
+            db.executemany("INSERT INTO vectors VALUES (?,?,?,?,?)", rows)
             db.execute("INSERT INTO vector_docs VALUES (?, ?)", (key, d.sha256))
-        bar.update(d.pages)
     bar.close()
 
 
