@@ -5,13 +5,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import corpus as corpora
 from . import __version__, arms, qrels
+from . import corpus as corpora
 from . import run as runner
-from .results import Results
-from .text import snippet, split_top
 from .corpus import CorpusError
 from .pages import Ingest, PageStore
+from .results import Results
+from .text import snippet, split_top
 
 
 class UsageError(Exception):
@@ -20,13 +20,13 @@ class UsageError(Exception):
 
 def add_corpus_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     g = p.add_mutually_exclusive_group(required=required)
-    g.add_argument("--corpus", metavar="NAME", help="a corpus from corpora.lock (fetched first)")
+    g.add_argument("--corpus", metavar="NAME", help="a corpus from corpora.lock (after `evalkit corpus fetch NAME`)")
     g.add_argument("--docs", metavar="DIR", type=Path, help="any folder of PDFs")
     p.add_argument("--root", type=Path, help="where a --corpus lives (default: the evalkit data dir)")
     p.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
 
 
-def open_corpus(args: argparse.Namespace, store: PageStore | None = None, quiet: bool = False) -> tuple[Ingest, PageStore]:
+def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, PageStore]:
     """The corpus named by --corpus/--docs, with its pages in the store; unreadable files are reported."""
     c = corpora.load(args.corpus, args.root) if args.corpus else corpora.from_dir(args.docs)
     if args.corpus:
@@ -34,7 +34,7 @@ def open_corpus(args: argparse.Namespace, store: PageStore | None = None, quiet:
         if v.missing or v.changed:
             raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
                               f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
-    store = store or PageStore(args.cache)
+    store = PageStore(args.cache)
     ingest = store.ingest(c, progress=not quiet)
     for name, error in ingest.errors.items():
         print(f"skipped {name}: {error}", file=sys.stderr)
@@ -67,11 +67,9 @@ def cmd_corpus_lock(args) -> int:
         ingest = store.ingest(corpora.from_dir(args.dir, args.name))
         for name, error in ingest.errors.items():
             print(f"not locked {name}: {error}", file=sys.stderr)
-        counts = {d.sha256: d.pages for d in ingest.corpus.documents}
-        unreadable = {d.sha256 for d in corpora.from_dir(args.dir).documents} - set(counts)
-        if unreadable:
+        if ingest.errors:
             raise UsageError(f"{len(ingest.errors)} file(s) in {args.dir} cannot be read; remove them before locking")
-        entry = corpora.lock_dir(args.name, args.dir, counts, args.lock, args.description)
+        entry = corpora.lock_corpus(ingest.corpus, args.lock, args.description)
     print(f"locked {args.name}: {len(entry['document'])} documents, {sum(d['pages'] for d in entry['document'])} pages")
     return 0
 

@@ -244,22 +244,20 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 # ---- lock from a folder -----------------------------------------------------------------------------------
 
-def lock_dir(name: str, root: Path, page_counts: dict[str, int], lock: Path | None = None,
-             description: str | None = None) -> dict:
-    """Write or update the lock entry ``name`` from the PDFs in ``root``; sources already in the lock are
-    kept for unchanged files, new files get a ``file:`` source."""
+def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = None) -> dict:
+    """Write or update the lock entry ``c.name`` from a corpus read from a folder (page counts filled in by
+    the page store). Sources already in the lock are kept for unchanged files; new files get ``file:``."""
     entries = read_lock(lock) if (lock or dirs.lock_path()).exists() else {}
-    old = {d["name"]: d for d in entries.get(name, {}).get("document", [])}
+    old = {d["name"]: d for d in entries.get(c.name, {}).get("document", [])}
     docs = []
-    for d in from_dir(root, name).documents:
+    for d in c.documents:
         prev = old.get(d.name, {})
         source = prev["source"] if prev.get("sha256") == d.sha256 and "source" in prev else d.source
-        docs.append({"name": d.name, "sha256": d.sha256, "bytes": d.bytes, "pages": page_counts[d.sha256],
-                     "source": source})
-    entry = {k: v for k, v in entries.get(name, {}).items() if k != "document"}
+        docs.append({"name": d.name, "sha256": d.sha256, "bytes": d.bytes, "pages": d.pages, "source": source})
+    entry = {k: v for k, v in entries.get(c.name, {}).items() if k != "document"}
     if description is not None:
         entry["description"] = description
     entry["document"] = docs
-    entries[name] = entry
+    entries[c.name] = entry
     write_lock(entries, lock)
     return entry

@@ -4,6 +4,7 @@ import pytest
 
 from evalkit import corpus
 from evalkit.corpus import CorpusError
+from evalkit.pages import PageStore
 
 from .conftest import make_pdf
 
@@ -16,33 +17,36 @@ def _folder(tmp_path: Path) -> Path:
     return src
 
 
+def _lock(src: Path, name: str = "mine", **kw) -> dict:
+    with PageStore() as store:
+        return corpus.lock_corpus(store.ingest(corpus.from_dir(src, name), progress=False).corpus, **kw)
+
+
 def test_lock_round_trip(isolated):
     src = _folder(isolated)
-    c = corpus.from_dir(src, "mine")
-    counts = {d.sha256: n for d, n in zip(c.documents, (2, 1))}
-    corpus.lock_dir("mine", src, counts, description="two tiny PDFs")
+    _lock(src, description="two tiny PDFs")
     loaded = corpus.load("mine", root=src)
-    assert [(d.name, d.sha256, d.pages) for d in loaded.documents] == [
-        (d.name, d.sha256, counts[d.sha256]) for d in c.documents]
+    assert [(d.name, d.pages) for d in loaded.documents] == [("alpha.pdf", 2), ("beta.pdf", 1)]
+    assert [d.sha256 for d in loaded.documents] == [d.sha256 for d in corpus.from_dir(src).documents]
     assert loaded.description == "two tiny PDFs"
     assert all(d.source.startswith("file:") and d.bytes > 0 for d in loaded.documents)
     # updating keeps other corpora and is idempotent
-    corpus.lock_dir("other", src, counts)
-    corpus.lock_dir("mine", src, counts)
+    _lock(src, "other")
+    _lock(src)
     assert set(corpus.read_lock()) == {"mine", "other"}
     assert corpus.load("mine", root=src).documents == loaded.documents
 
 
 def test_unknown_corpus_names_the_known_ones(isolated):
     src = _folder(isolated)
-    corpus.lock_dir("mine", src, {d.sha256: 1 for d in corpus.from_dir(src).documents})
+    _lock(src)
     with pytest.raises(CorpusError, match="'nope' is not in .*known: mine"):
         corpus.load("nope")
 
 
 def test_fetch_then_verify_then_tamper(isolated):
     src = _folder(isolated)
-    corpus.lock_dir("mine", src, {d.sha256: 1 for d in corpus.from_dir(src).documents})
+    _lock(src)
     c = corpus.load("mine")  # default root under the data dir
     assert sorted(corpus.fetch(c)) == ["alpha.pdf", "beta.pdf"]
     assert corpus.verify(c).ok
@@ -60,7 +64,7 @@ def test_fetch_then_verify_then_tamper(isolated):
 
 def test_fetch_rejects_a_source_that_does_not_match_and_leaves_nothing(isolated):
     src = _folder(isolated)
-    corpus.lock_dir("mine", src, {d.sha256: 1 for d in corpus.from_dir(src).documents})
+    _lock(src)
     make_pdf(src / "beta.pdf", ["beta text, edited after locking"])
     c = corpus.load("mine")
     with pytest.raises(CorpusError, match="beta.pdf: sha256 mismatch"):
