@@ -474,7 +474,8 @@ def plot_latency(results: Results, ax: Axes | None = None, colours: dict[str, st
     ax.set_yticks(y)
     _arm_ticklabels(ax, arms, colours)
     ax.set_xlabel("latency per query (ms" + (", log scale)" if log else ")"))
-    ax.set_title("Search latency per query (warm, index built): box = quartiles, | = median", loc="left",
+    ax.set_title("Search latency per query (index built, one pass over the queries): "
+                 "box = quartiles, | = median", loc="left",
                  fontsize=11)
     for yi, v in zip(y, data):
         if len(v):

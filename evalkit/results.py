@@ -23,7 +23,8 @@ DEFINITIONS = {
     "GoldDoc@3": "a gold document (a judged page of gain >= 2) among the first 3 distinct documents",
     "correct refusal": "abstain queries answered with a refusal or nothing, over all abstain queries",
     "wrongful refusal": "answerable queries refused or answered with nothing, over all answerable queries",
-    "s/query (median)": "median wall-clock seconds of one search, warm, index built",
+    "s/query (median)": ("median wall-clock seconds of one search during the run (index built; one pass, "
+                         "so the first query of an arm is included)"),
 }
 
 
