@@ -107,9 +107,11 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
         resume: bool = False, progress: bool = True, qrels_path: str = "") -> Path:
     """Run ``specs`` over ``qs`` and write the results directory ``out``; returns ``out``.
 
-    With ``resume``, a directory from an earlier run of the same corpus, query set and depth is continued:
-    answers already recorded are not asked again and nothing recorded is lost; arms may be added (they
-    run) or left out (their files stay, but the tables and the manifest list only ``specs``)."""
+    With ``resume``, a directory from an earlier run on the same corpus and depth is continued: an answer
+    already recorded for a query with the same text is not asked again and nothing recorded is lost.
+    Judgments may have changed (every measure is recomputed), queries may be added or reworded (only
+    those are asked), and arms may be added (they run) or left out (their files stay, but the tables and
+    the manifest list only ``specs``)."""
     for spec in specs:  # a misspelt arm stops the run before anything is written
         arms.validate(spec)
     out = Path(out)
@@ -123,10 +125,11 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
         if not resume:
             raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
         old = json.loads(manifest_path.read_text())
-        for key in ("corpus", "qrels", "depth"):
+        for key in ("corpus", "depth"):
             if old.get(key) != plan[key]:
-                raise RunError(f"cannot resume {out}: its {key} differs from this run's")
-        manifest = {**old, "specs": list(specs)}
+                raise RunError(f"cannot resume {out}: its {key} differs from this run's "
+                               "(remove the directory or choose another --out)")
+        manifest = {**old, "qrels": plan["qrels"], "specs": list(specs)}
     else:
         manifest = {**plan, "specs": list(specs), "evalkit": __version__, "started": _now(),
                     "environment": environment(), "arms": []}
@@ -163,13 +166,13 @@ def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) ->
     done = _read_jsonl(path)
     if path.exists() and len(done) != len(path.read_text().splitlines()):
         path.write_text("".join(json.dumps(r) + "\n" for r in done.values()))  # drop a half-written line
-    todo = [q for q in qs.queries if q.id not in done]
+    todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     with open(path, "a") as f:
         for q in tqdm(todo, desc=arm.label, unit="query", disable=not progress or not todo, file=sys.stderr):
             t0 = time.perf_counter()
             result = arm.search(q.text, k)
             latency = time.perf_counter() - t0
-            f.write(json.dumps({"query": q.id, "hits": [[h.doc, h.page, h.score] for h in result.hits],
+            f.write(json.dumps({"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
                                 "refused": result.refused, "reason": result.reason, "latency": latency}) + "\n")
             f.flush()
 

@@ -146,6 +146,9 @@ def test_an_interrupted_run_resumes_without_recomputing_or_losing(small, qset, t
         runner.run(c, store, qset, ["keyword", "flaky(fail_after=2)"], out, progress=False)
     with pytest.raises(runner.RunError, match="its depth differs"):
         runner.run(c, store, qset, ["keyword"], out, resume=True, progress=False, k=5)
+    with pytest.raises(runner.RunError, match="its corpus differs"):
+        runner.run(c.__class__(c.name, c.root, c.documents[:-1]), store, qset, ["keyword"], out, resume=True,
+                   progress=False)
     Flaky.calls = []
     # same specs; the arm no longer fails because only the 2 missing queries are asked
     runner.run(c, store, qset, ["keyword", "flaky(fail_after=2)"], out, resume=True, progress=False)
@@ -183,3 +186,20 @@ def test_cli_run_rejects_qrels_that_do_not_fit(small, tmp_path, capsys):
     assert main(["run", "--docs", str(c.root), "--cache", str(store.path), "--qrels", str(q), "--arms", "keyword",
                  "--out", str(tmp_path / "r")]) == 2
     assert "'nope.pdf' is not in the corpus" in capsys.readouterr().err
+
+
+def test_resume_after_the_query_set_changed_asks_only_what_changed(small, qset, tmp_path, with_flaky):
+    c, store = small
+    out = runner.run(c, store, qset, ["flaky"], tmp_path / "res", progress=False)
+    assert len(Flaky.calls) == 4
+    Flaky.calls = []
+    changed = tmp_path / "changed.toml"
+    changed.write_text(QUERIES.replace('gain = 1 }]', 'gain = 2 }]').replace("define a new float type",
+                                                                               "how do I define a new float type"))
+    qs2 = qrels.load(changed)
+    runner.run(c, store, qs2, ["flaky"], out, resume=True, progress=False)
+    assert Flaky.calls == ["how do I define a new float type"]  # judgments changed: nothing re-asked
+    res = Results.load(out)
+    assert res.manifest["qrels"]["digest"] == qs2.digest
+    q1 = qrels.load(changed)["q1"]
+    assert [j.gain for j in q1.judgments] == [3, 2] and len(res.per_query) == 4
