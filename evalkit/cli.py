@@ -106,14 +106,14 @@ def cmd_qrels_check(args) -> int:
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
     ingest, store = open_corpus(args, quiet=True)
-    problems = qrels.check(qs, store.corpus_texts(ingest.corpus), strict=args.strict)
+    pages = store.corpus_texts(ingest.corpus)
+    problems = qrels.check(qs, pages, strict=args.strict)
     for p in problems:
         print(p)
     counts = {c: len(v) for c, v in qs.by_class().items()}
     print(f"{args.file}: {len(qs.queries)} queries ({', '.join(f'{c} {n}' for c, n in counts.items())}), "
           f"{sum(len(q.judgments) for q in qs.queries)} judgments, {len(problems)} problem(s)")
     if args.verbose:
-        pages = store.corpus_texts(ingest.corpus)
         for q in qs.queries:
             if q.cls == "described":
                 share, shared = qrels.described_overlap(q, pages)

@@ -143,12 +143,6 @@ class PageStore:
         """Document name -> its page texts, for every readable document of the corpus."""
         return {d.name: self.texts(d) for d in corpus.documents}
 
-    def pages(self, corpus: Corpus):
-        """Every page of the corpus as Page records, documents in name order."""
-        for d in corpus.documents:
-            for number, text in enumerate(self.texts(d), 1):
-                yield Page(d.name, number, text)
-
     def stats(self, corpus: Corpus) -> dict[str, int]:
         """Documents, pages, characters and pages with no extractable text (scanned) of a corpus."""
         shas = [d.sha256 for d in corpus.documents]

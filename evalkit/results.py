@@ -9,7 +9,6 @@ from pathlib import Path
 import pandas as pd
 
 from . import stats
-from .qrels import CLASS_LEGEND
 from .run import summarize
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
@@ -53,10 +52,6 @@ class Results:
     def arms(self) -> list[str]:
         return [a["label"] for a in self.manifest["arms"]]
 
-    def summary(self, by_class: bool = False) -> pd.DataFrame:
-        s = summarize(self.per_query, by_class=by_class)
-        return s if by_class else s[s["class"] == "all"].drop(columns="class")
-
     def table(self, by_class: bool = False) -> pd.DataFrame:
         """The comparison table: one row per arm (per class with ``by_class``), headline columns only."""
         s = summarize(self.per_query, by_class=by_class)
@@ -79,10 +74,6 @@ class Results:
         f = f[f["class"] != "abstain"]
         wide = f.pivot(index="query", columns="arm", values=measure)
         return stats.paired_compare(wide[base].to_numpy(), wide[other].to_numpy(), **kw)
-
-    @staticmethod
-    def legends() -> str:
-        return ("Classes: " + "; ".join(f"{c}: {d}" for c, d in CLASS_LEGEND.items()))
 
     def _repr_html_(self) -> str:
         return (f"<p><b>{self.manifest['corpus']['name']}</b> × <b>{self.manifest['qrels']['name']}</b> "

@@ -87,15 +87,19 @@ def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
 
 
 def _read_jsonl(path: Path) -> dict[str, dict]:
-    """Answers recorded so far; a line cut short by an interruption is dropped (and asked again)."""
+    """Answers recorded so far, the latest per query; a line cut short by an interruption is dropped
+    (and asked again)."""
+    return _parse_jsonl(path.read_text().splitlines() if path.exists() else [])
+
+
+def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
     done = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            done[rec["query"]] = rec
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        done[rec["query"]] = rec
     return done
 
 
@@ -163,9 +167,10 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
 
 
 def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) -> None:
-    done = _read_jsonl(path)
-    if path.exists() and len(done) != len(path.read_text().splitlines()):
-        path.write_text("".join(json.dumps(r) + "\n" for r in done.values()))  # drop a half-written line
+    lines = path.read_text().splitlines() if path.exists() else []
+    done = _parse_jsonl(lines)
+    if len(done) != len(lines):  # drop a half-written line (and answers superseded by a re-asked query)
+        path.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     with open(path, "a") as f:
         for q in tqdm(todo, desc=arm.label, unit="query", disable=not progress or not todo, file=sys.stderr):
