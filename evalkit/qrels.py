@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .measures import doc_qrels, page_qrels
-from .records import CLASSES, Judgment, Query, page_id, split_page_id
+from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words
 
 CLASS_LEGEND = {
@@ -89,7 +89,11 @@ def load(path: Path | str) -> QuerySet:
                 if not isinstance(jd.get(key), typ) or isinstance(jd.get(key), bool):
                     raise QrelsError(f"{where}: judgments[{j}].{key} is missing or not a {typ.__name__}")
             judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
-        queries.append(Query(qid, q["class"], q["text"], tuple(judgments), str(q.get("notes", ""))))
+        for key in ("notes", "distractor", "kind"):
+            if not isinstance(q.get(key, ""), str):
+                raise QrelsError(f"{where}: field {key!r} is not a string")
+        queries.append(Query(qid, q["class"], q["text"], tuple(judgments), q.get("notes", ""),
+                             q.get("distractor", ""), q.get("kind", "")))
     if not queries:
         raise QrelsError(f"{path}: no [[query]] entries")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
@@ -113,21 +117,27 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
             bad("class", f"{q.cls!r} is not one of {', '.join(CLASSES)}")
         if not q.text.strip():
             bad("text", "empty")
+        if q.kind and (q.cls != "abstain" or q.kind not in ABSTAIN_KINDS):
+            bad("kind", f"{q.kind!r}: only abstain queries have a kind, one of {', '.join(ABSTAIN_KINDS)}")
+        if q.distractor:
+            if q.cls != "trap":
+                bad("distractor", "only trap queries name a distractor")
+            elif pages is not None and q.distractor not in pages:
+                bad("distractor", f"{q.distractor!r} is not in the corpus")
         if q.cls == "abstain":
-            if q.judgments:
-                bad("judgments", "an abstain query has no judgments (nothing in the corpus answers it)")
-            continue
-        if not q.judgments:
-            bad("judgments", f"a {q.cls} query needs at least one judgment")
-        if q.cls == "spread" and len({j.doc for j in q.judgments}) < 2:
-            bad("judgments", "a spread query needs judged pages in at least 2 documents")
+            if q.relevant:
+                bad("judgments", "an abstain query has no relevant judgments (nothing in the corpus answers it)")
+        elif not q.relevant:
+            bad("judgments", f"a {q.cls} query needs at least one judgment with gain > 0")
+        if q.cls == "spread" and len({j.doc for j in q.relevant}) < 2:
+            bad("judgments", "a spread query needs relevant pages in at least 2 documents")
         keys = [(j.doc, j.page) for j in q.judgments]
         if len(set(keys)) != len(keys):
             bad("judgments", "a page is judged twice")
         for n, j in enumerate(q.judgments, 1):
             fld = f"judgments[{n}]"
-            if not 1 <= j.gain <= 3:
-                bad(f"{fld}.gain", f"{j.gain} is not in 1..3")
+            if not 0 <= j.gain <= 3:
+                bad(f"{fld}.gain", f"{j.gain} is not in 0..3 (0 = read, does not answer)")
             if pages is None:
                 continue
             if j.doc not in pages:
@@ -136,9 +146,9 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
             if not 1 <= j.page <= len(pages[j.doc]):
                 bad(f"{fld}.page", f"{j.page} is out of range for {j.doc} (1..{len(pages[j.doc])})")
                 continue
-            if strict and not j.evidence.strip():
-                bad(f"{fld}.evidence", "missing (required with --strict)")
-            elif strict and not contains(pages[j.doc][j.page - 1], j.evidence):
+            if strict and j.gain > 0 and not j.evidence.strip():
+                bad(f"{fld}.evidence", "missing (required with --strict for gain > 0)")
+            elif strict and j.evidence.strip() and not contains(pages[j.doc][j.page - 1], j.evidence):
                 bad(f"{fld}.evidence", f"not found on {page_id(j.doc, j.page)}: {j.evidence!r}")
         if strict and q.cls == "described" and pages is not None:
             share, shared = described_overlap(q, pages)
@@ -155,7 +165,7 @@ def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, set
     answers it, and a union would grow with every extra page judged, penalising complete judgments."""
     words = content_words(q.text)
     best: tuple[float, set[str]] = (0.0, set())
-    for j in q.judgments:
+    for j in q.relevant:
         if words and j.doc in pages and 1 <= j.page <= len(pages[j.doc]):
             shared = words & content_words(pages[j.doc][j.page - 1])
             best = max(best, (len(shared) / len(words), shared), key=lambda b: b[0])
@@ -178,7 +188,8 @@ def topics_tsv(qs: QuerySet) -> str:
 
 def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus: str | None = None) -> QuerySet:
     """A query set from page-level TREC qrels and a topics file (``id<TAB>text`` or ``id<TAB>class<TAB>text``).
-    Without a class column, a query with no relevant pages is abstain, one document needle, else spread."""
+    Without a class column, a query with no relevant pages is abstain, one document needle, else spread.
+    Gain-0 lines are kept: they are judged non-relevant pages."""
     judged: dict[str, list[Judgment]] = defaultdict(list)
     for n, line in enumerate(qrels_text.splitlines(), 1):
         if not line.strip():
@@ -192,8 +203,7 @@ def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus:
             g = int(gain)
         except ValueError:
             raise QrelsError(f"qrels line {n}: query {qid!r}: {pid!r} is not '<doc>#<page>' or gain not an integer") from None
-        if g > 0:
-            judged[qid].append(Judgment(doc, page, g))
+        judged[qid].append(Judgment(doc, page, g))
     queries = []
     for n, line in enumerate(topics_text.splitlines(), 1):
         if not line.strip():
@@ -201,7 +211,7 @@ def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus:
         parts = line.split("\t")
         if len(parts) == 2:
             qid, text = parts
-            docs = {j.doc for j in judged.get(qid, ())}
+            docs = {j.doc for j in judged.get(qid, ()) if j.gain > 0}
             cls = "abstain" if not docs else "needle" if len(docs) == 1 else "spread"
         elif len(parts) == 3:
             qid, cls, text = parts
@@ -225,7 +235,6 @@ def to_toml(qs: QuerySet) -> str:
         d = {"id": q.id, "class": q.cls, "text": q.text,
              "judgments": [{"doc": j.doc, "page": j.page, "gain": j.gain,
                             **({"evidence": j.evidence} if j.evidence else {})} for j in q.judgments]}
-        if q.notes:
-            d["notes"] = q.notes
+        d.update({key: v for key in ("notes", "distractor", "kind") if (v := getattr(q, key))})
         queries.append(d)
     return tomli_w.dumps({"set": header, "query": queries})

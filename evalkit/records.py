@@ -42,19 +42,35 @@ def split_page_id(pid: str) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Judgment:
+    """A judged page. ``gain`` 0 records a page that was read and does not answer (judged non-relevant),
+    so pooled pages found wanting are told apart from pages nobody read."""
+
     doc: str
     page: int
     gain: int
     evidence: str = ""
 
 
+ABSTAIN_KINDS = ("absent-name", "uncovered-need", "near-miss", "off-domain")
+
+
 @dataclass(frozen=True)
 class Query:
+    """A graded query. ``distractor`` (traps) names the lexically similar document that does not answer;
+    ``kind`` (abstain) says why nothing answers, one of :data:`ABSTAIN_KINDS`."""
+
     id: str
     cls: str
     text: str
     judgments: tuple[Judgment, ...] = ()
     notes: str = ""
+    distractor: str = ""
+    kind: str = ""
+
+    @property
+    def relevant(self) -> tuple[Judgment, ...]:
+        """The judgments with gain > 0 (trec_eval's relevance level 1)."""
+        return tuple(j for j in self.judgments if j.gain > 0)
 
     @property
     def answerable(self) -> bool:

@@ -62,20 +62,36 @@ def _problems(tmp_path, old, new, strict=True):
     ('id = "s1"', 'id = "n1"', "id", "duplicate id"),
     ('class = "needle"', 'class = "needel"', "class", "is not one of"),
     ('text = "tables"', 'text = "  "', "text", "empty"),
-    ('judgments = []', 'judgments = [{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }]', "judgments", "abstain query has no judgments"),
-    ('judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]', "judgments = []", "judgments", "at least one judgment"),
+    ('judgments = []', 'judgments = [{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }]', "judgments", "abstain query has no relevant judgments"),
+    ('judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]', "judgments = []", "judgments", "at least one judgment with gain > 0"),
     ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }', "judgments", "at least 2 documents"),
-    ('gain = 3, evidence = "sets page margins"', 'gain = 4, evidence = "sets page margins"', "judgments[1].gain", "not in 1..3"),
+    ('gain = 3, evidence = "sets page margins"', 'gain = 4, evidence = "sets page margins"', "judgments[1].gain", "not in 0..3"),
     ('doc = "a.pdf", page = 1, gain = 3, evidence = "sets', 'doc = "zzz.pdf", page = 1, gain = 3, evidence = "sets', "judgments[1].doc", "not in the corpus"),
     ('page = 1, gain = 3, evidence = "sets page margins"', 'page = 3, gain = 3, evidence = "sets page margins"', "judgments[1].page", "out of range"),
     (', evidence = "sets page margins"', "", "judgments[1].evidence", "missing"),
     ('evidence = "sets page margins"', 'evidence = "sets the page margins"', "judgments[1].evidence", "not found on a.pdf#1"),
     ('text = "the white border around my printed sheet is too wide"', 'text = "geometry package margins"', "text", "shares 100%"),
     ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }, { doc = "b.pdf", page = 1, gain = 2, evidence = "above tables" }', "judgments", "judged twice"),
+    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "b.pdf", page = 1, gain = 0 }', "judgments", "at least 2 documents"),
+    ('class = "abstain"', 'class = "abstain"\nkind = "unsure"', "kind", "only abstain queries have a kind"),
+    ('class = "needle"', 'class = "needle"\nkind = "near-miss"', "kind", "only abstain queries have a kind"),
+    ('class = "needle"', 'class = "needle"\ndistractor = "b.pdf"', "distractor", "only trap queries"),
 ])
 def test_every_rule_has_a_failing_example(tmp_path, old, new, field, message):
     problems = _problems(tmp_path, old, new)
     assert any(p.field == field and message in p.message for p in problems), problems
+
+
+def test_judged_non_relevant_pages_are_kept(tmp_path):
+    """Gain 0 is a page read and found wanting: allowed anywhere (abstain too), evidence optional, and
+    exported to TREC qrels as trec_eval expects."""
+    qs = _load(tmp_path, GOOD.replace('judgments = []', 'kind = "near-miss"\njudgments = [{ doc = "a.pdf", page = 2, gain = 0 }]')
+               .replace('class = "needle"', 'class = "trap"\ndistractor = "b.pdf"'))
+    assert qrels.check(qs, PAGES, strict=True) == []
+    assert (qs["a1"].kind, qs["n1"].distractor, qs["a1"].relevant) == ("near-miss", "b.pdf", ())
+    assert "a1 0 a.pdf#2 0\n" in qrels.to_trec(qs)
+    again = _load(tmp_path, qrels.to_toml(qs))
+    assert again.queries == qs.queries
 
 
 def test_strict_only_rules_pass_without_strict(tmp_path):
