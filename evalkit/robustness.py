@@ -127,7 +127,7 @@ class Robustness:
         return {"arm": self.arm, "spec": self.spec, "permutations": self.permutations, "seed": self.seed,
                 "depth": self.depth, "corpus": self.corpus, "qrels": self.qrels,
                 "queries": len(self.runs[0]), "answerable": len(self.answerable(0)), "measures": out,
-                f"rankings_changed@{TOP}": len(ranked), "rankings_changed_queries": ranked}
+                "rankings_changed": {"top": TOP, "queries": len(ranked), "ids": ranked}}
 
     def table(self) -> pd.DataFrame:
         """One row per measure: original mean, min and max over renamings, the largest shift, and how many

@@ -140,6 +140,7 @@ def test_cli_writes_the_json_the_gate_reads_and_prints_the_table(small, qs_path,
         assert {"original", "min", "max", "max_abs_shift"} <= set(v)
         assert all(isinstance(v[k], float) for k in ("original", "min", "max", "max_abs_shift"))
     assert data["answerable"] == 4 and data["queries"] == 5
+    assert data["rankings_changed"] == {"top": 10, "queries": 0, "ids": []}
     printed = capsys.readouterr().out
     assert "max |shift|" in printed and "nDCG@10(doc)" in printed and str(out / "robustness.json") in printed
 
