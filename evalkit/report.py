@@ -601,13 +601,14 @@ def inject_parameters(nb, **params):
 def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Sequence[str] | str | None = None,
            notebook: str | Path | None = None, timeout: int = 600, kernel_name: str = "python3") -> Path:
     """Execute the report notebook on ``results_dir`` and write ``<results>/report.ipynb``, the HTML report
-    (``out_html``, default ``<results>/report.html``, figures embedded) and ``<results>/figures/*.png``;
+    (``out_html``, default ``<results>/report.html``, self-contained: figures embedded, no script, style
+    or font from elsewhere, so it opens offline) and ``<results>/figures/*.png``;
     returns the HTML's path. A failing cell raises nbclient's CellExecutionError naming the cell and the
     error; nothing is written then."""
     import nbformat
+    from jinja2 import DictLoader
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
-    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
     res = Results.load(Path(results_dir).resolve())

@@ -66,6 +66,10 @@ def answers(arm: arms.Arm, qs: QuerySet, k: int, original: dict[str, str], progr
     out = {}
     for q in tqdm(qs.queries, desc=desc or arm.label, unit="query", disable=not progress, file=sys.stderr):
         r = arm.search(q.text, k)
+        unknown = sorted({h.doc for h in r.hits} - set(original))
+        if unknown:  # e.g. names remembered from another build: the arm depends on names by construction
+            raise ValueError(f"arm {arm.label!r} answered query {q.id!r} with document {unknown[0]!r}, which the "
+                             f"corpus it was built on does not hold")
         out[q.id] = replace(r, hits=tuple(Hit(original[h.doc], h.page, h.score) for h in r.hits))
     return out
 

@@ -58,10 +58,19 @@ class ByName(KeywordArm):
         return Result(tuple(Hit(doc, page, score) for (doc, page), score in fused[:k]))
 
 
+class Remembered(arms.Arm):
+    """An arm that answers with a file name it knew in advance, whatever corpus it was built on."""
+
+    name = "remembered"
+
+    def search(self, query: str, k: int) -> Result:
+        return Result((Hit("booktabs.pdf", 5, 1.0),))
+
+
 @pytest.fixture
 def with_by_name(monkeypatch):
     real = arms.registry
-    monkeypatch.setattr(arms, "registry", lambda: {**real(), "by-name": ByName})
+    monkeypatch.setattr(arms, "registry", lambda: {**real(), "by-name": ByName, "remembered": Remembered})
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +134,12 @@ def test_a_file_name_tie_break_moves(small, qs_path, with_by_name):
     direct = arms.make("by-name", c, store)
     q = qrels.load(qs_path).queries[0]
     assert r.runs[0].at[q.id, "top"] == tuple(f"{h.doc}#{h.page}" for h in direct.search(q.text, 10).hits)
+
+
+def test_an_arm_answering_with_names_the_corpus_does_not_hold_is_named(small, qs_path, with_by_name):
+    c, store = small
+    with pytest.raises(ValueError, match=r"arm 'remembered' answered query 'n1' with document 'booktabs.pdf', which"):
+        robustness.check(c, store, qrels.load(qs_path), "remembered", permutations=1, progress=False)
 
 
 def test_cli_writes_the_json_the_gate_reads_and_prints_the_table(small, qs_path, tmp_path, capsys):
