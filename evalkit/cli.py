@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, arms, qrels
+from . import __version__, arms, qrels, robustness
 from . import corpus as corpora
 from . import run as runner
 from .corpus import CorpusError
@@ -199,7 +199,9 @@ def cmd_search(args) -> int:
 
 # ---- run and summary -------------------------------------------------------------------------------------
 
-def cmd_run(args) -> int:
+def open_run(args) -> tuple[qrels.QuerySet, Ingest, PageStore, Path]:
+    """The query set of --qrels and the corpus it is run on (refused when the judgments do not fit it), and
+    the default results directory of that pair."""
     qs = qrels.load(args.qrels)
     if args.corpus and qs.corpus and qs.corpus != args.corpus:
         raise UsageError(f"{args.qrels} is a query set for corpus {qs.corpus!r}, not {args.corpus!r}")
@@ -209,11 +211,28 @@ def cmd_run(args) -> int:
         raise UsageError(f"{args.qrels} does not fit this corpus ({len(problems)} problem(s)), e.g. {problems[0]}; "
                          "see `evalkit qrels check`")
     name = qs.name if qs.name == ingest.corpus.name else f"{ingest.corpus.name}-{qs.name}"
-    out = args.out or Path("results") / name
+    return qs, ingest, store, Path("results") / name
+
+
+def cmd_run(args) -> int:
+    qs, ingest, store, results = open_run(args)
+    out = args.out or results
     runner.run(ingest.corpus, store, qs, split_top(args.arms, ","), out, k=args.k, resume=args.resume,
                qrels_path=str(args.qrels))
     print(Results.load(out).table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print(f"results: {out}")
+    return 0
+
+
+def cmd_robustness(args) -> int:
+    qs, ingest, store, results = open_run(args)
+    try:
+        r = robustness.check(ingest.corpus, store, qs, args.arm, args.permutations, args.seed, k=args.k,
+                             names=split_top(args.measures, ","))
+    except ValueError as e:  # a bad arm, measure or permutation count; no answerable query
+        raise UsageError(str(e)) from None
+    print(r.text())
+    print(f"robustness: {r.write(args.out or results / 'robustness' / runner.slug(r.arm))}")
     return 0
 
 
@@ -316,6 +335,18 @@ def parser() -> argparse.ArgumentParser:
     rn.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     rn.add_argument("-k", type=int, default=runner.DEPTH, help="hits kept per query")
     rn.set_defaults(func=cmd_run)
+
+    rb = sub.add_parser("robustness", help="rename every document at random, re-run one arm and report how far "
+                                           "each measure moves (a name-independent arm moves 0)")
+    add_corpus_args(rb)
+    rb.add_argument("--qrels", required=True, type=Path)
+    rb.add_argument("--arm", required=True, help="an arm spec, e.g. keyword or hybrid(keyword=global-index)")
+    rb.add_argument("--permutations", type=int, default=5, help="random renamings (default: 5)")
+    rb.add_argument("--seed", type=int, default=0)
+    rb.add_argument("--measures", default=",".join(robustness.MEASURES), help="comma-separated measure names")
+    rb.add_argument("--out", type=Path, help="folder for robustness.json (default: results/<corpus>/robustness/<arm>)")
+    rb.add_argument("-k", type=int, default=runner.DEPTH, help="hits kept per query")
+    rb.set_defaults(func=cmd_robustness)
 
     sm = sub.add_parser("summary", help="print the comparison table of a results directory")
     sm.add_argument("results", type=Path)
