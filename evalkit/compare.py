@@ -1,0 +1,275 @@
+"""Two results sides paired query by query, and the paired statistics of every measure and class.
+
+A *side* is one arm of one results directory (``DIR:ARM``, or ``DIR`` when it holds one arm). Pairing is by
+query id and refuses what cannot be paired honestly: another corpus (always), another query set (unless
+the caller allows it: then only the shared queries count and the rest are listed). A query one run has no
+answer for scores 0 -- an empty answer counts, as everywhere in evalkit -- and is listed.
+
+The minimal detectable difference is computed from the standard deviation of the *paired differences*,
+not from the baseline's per-query variance. The test that decides is a paired test, and its power is set by
+the spread of the differences; two arms over the same queries are strongly correlated (query difficulty
+dominates both), so the baseline-only figure, sd_diff = sqrt(2) * sd_base for independent arms, overstates
+the spread several times and would call every slice underpowered. The baseline-only figure is still what
+one has *before* a candidate exists; :func:`evalkit.stats.mdd` takes any standard deviation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import stats
+from .records import CLASSES
+from .results import Results
+
+MEASURES = ("nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "RR")
+ANSWERABLE = tuple(c for c in CLASSES if c != "abstain")
+ALL = "all"
+ENVIRONMENT_KEYS = ("python", "implementation", "sqlite", "packages", "machine")
+
+
+class CompareError(Exception):
+    """Two sides that cannot be compared (missing directory or arm, another corpus or query set); the message
+    names what and where. The command line prints it and exits 2."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One arm of one results directory."""
+
+    results: Results
+    arm: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.results.path}:{self.arm}"
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        pq = self.results.per_query
+        return pq[pq["arm"] == self.arm].set_index("query")
+
+
+def _load(path: Path) -> Results:
+    try:
+        return Results.load(path)
+    except FileNotFoundError as e:
+        raise CompareError(str(e)) from None
+
+
+def _arm(results: Results, arm: str) -> str:
+    """An arm's label from its label or the spec it was run with (``semantic`` finds ``semantic(model=…)``)."""
+    for a in results.manifest["arms"]:
+        if arm in (a["label"], a["spec"]):
+            return a["label"]
+    raise CompareError(f"{results.path} has no arm {arm!r}; it has {', '.join(results.arms)}")
+
+
+def side(spec: str | Path, arm: str | None = None) -> Side:
+    """Parse ``DIR:ARM`` (the first ``:`` after which the rest names an arm of an existing ``DIR``), or ``DIR``
+    alone when that directory holds a single arm; ``arm`` given separately wins."""
+    spec = str(spec)
+    if arm is None and not Path(spec).is_dir():
+        cut = next((i for i, ch in enumerate(spec) if ch == ":" and Path(spec[:i]).is_dir()), None)
+        if cut is not None:
+            spec, arm = spec[:cut], spec[cut + 1:]
+    if not Path(spec).is_dir():
+        raise CompareError(f"{spec}: no such results directory")
+    res = _load(Path(spec))
+    if arm is None:
+        if len(res.arms) != 1:
+            raise CompareError(f"{spec} holds {len(res.arms)} arms ({', '.join(res.arms)}): name one as {spec}:ARM")
+        arm = res.arms[0]
+    return Side(res, _arm(res, arm))
+
+
+@dataclass(frozen=True, eq=False)
+class Pair:
+    """Baseline and candidate, one row per query in ``frame``: ``class`` and, for each side (``base``,
+    ``cand``), every measure, ``outcome`` and ``latency_s`` (column names ``(side, column)``)."""
+
+    base: Side
+    cand: Side
+    frame: pd.DataFrame
+    missing: tuple[tuple[str, str], ...]  # (side label, query id): no answer recorded, scored 0
+    unshared: tuple[str, ...]  # query ids in only one of two different query sets, left out
+    environment: tuple[str, ...]  # how the two runs' environments differ (empty: latencies comparable)
+
+    @property
+    def classes(self) -> list[str]:
+        """The answerable classes present, in evalkit's class order."""
+        present = set(self.frame["class"])
+        return [c for c in ANSWERABLE if c in present]
+
+    def values(self, measure: str, cls: str = ALL) -> tuple[np.ndarray, np.ndarray]:
+        """Paired per-query values of a ranking measure over the answerable queries (or one class)."""
+        f = self.frame[self.frame["class"] != "abstain"] if cls == ALL else self.frame[self.frame["class"] == cls]
+        if (measure not in f["base"].columns) or (measure not in f["cand"].columns):
+            raise CompareError(f"measure {measure!r} is not in both results' per_query.parquet")
+        return f["base"][measure].to_numpy(float), f["cand"][measure].to_numpy(float)
+
+
+def _environment_differences(a: dict, b: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += _environment_differences(va, vb, f"{prefix}{key}.")
+        elif va != vb:
+            out.append(f"{prefix}{key} {va} vs {vb}")
+    return out
+
+
+def _fill(rows: pd.DataFrame, ids: list[str], classes: pd.Series) -> pd.DataFrame:
+    """Rows for queries a run has no answer for: an empty answer (ranking measures 0, NaN on abstain
+    queries; the outcome of answering nothing; no latency)."""
+    filler = pd.DataFrame(index=pd.Index(ids, name="query"), columns=rows.columns)
+    for col in rows.columns:
+        if pd.api.types.is_float_dtype(rows[col]):
+            filler[col] = np.where(classes[ids] == "abstain", math.nan, 0.0)
+    filler["class"] = classes[ids].to_numpy()
+    filler["outcome"] = np.where(classes[ids] == "abstain", "correct_refusal", "wrongful_refusal")
+    filler["latency_s"] = math.nan
+    return pd.concat([rows, filler.astype(rows.dtypes.to_dict())])
+
+
+def pair(base: Side, cand: Side, allow_different_queries: bool = False) -> Pair:
+    """Pair two sides by query id, refusing another corpus and (unless allowed) another query set."""
+    mb, mc = base.results.manifest, cand.results.manifest
+    if mb["corpus"]["digest"] != mc["corpus"]["digest"]:
+        raise CompareError(f"different corpora: {base.results.path} ran on {mb['corpus']['name']} "
+                           f"({mb['corpus']['digest'][:12]}), {cand.results.path} on {mc['corpus']['name']} "
+                           f"({mc['corpus']['digest'][:12]})")
+    same_queries = mb["qrels"]["digest"] == mc["qrels"]["digest"]
+    if not same_queries and not allow_different_queries:
+        raise CompareError(f"different query sets: {base.results.path} used {mb['qrels']['name']} "
+                           f"({mb['qrels']['digest'][:12]}), {cand.results.path} used {mc['qrels']['name']} "
+                           f"({mc['qrels']['digest'][:12]}); pass --allow-different-queries to compare "
+                           "the queries they share")
+    asked_b = set(base.results.per_query["query"])
+    asked_c = set(cand.results.per_query["query"])
+    universe = sorted(asked_b | asked_c if same_queries else asked_b & asked_c)
+    unshared = () if same_queries else tuple(sorted(asked_b ^ asked_c))
+    rb, rc = base.rows, cand.rows
+    classes = pd.concat([base.results.per_query, cand.results.per_query]).drop_duplicates("query").set_index("query")["class"]
+    missing = []
+    sides = {}
+    for key, s, rows in (("base", base, rb), ("cand", cand, rc)):
+        absent = [q for q in universe if q not in rows.index]
+        missing += [(s.label, q) for q in absent]
+        sides[key] = _fill(rows, absent, classes).loc[universe].drop(columns=["arm"])
+    frame = pd.concat(sides, axis=1)
+    frame.insert(0, "class", sides["base"]["class"])
+    env = _environment_differences({k: mb.get("environment", {}).get(k) for k in ENVIRONMENT_KEYS},
+                                   {k: mc.get("environment", {}).get(k) for k in ENVIRONMENT_KEYS})
+    return Pair(base, cand, frame, tuple(missing), unshared, tuple(env))
+
+
+def table(pair: Pair, measures: tuple[str, ...] = MEASURES, confidence: float = 0.95,
+          n_resamples: int = stats.RESAMPLES, seed: int = 0, alpha: float = stats.ALPHA,
+          target_power: float = stats.POWER) -> pd.DataFrame:
+    """One row per measure and slice (``all`` answerable queries, then each answerable class): n, both
+    means, the paired difference with its bootstrap CI, the sign-flip p-value, win/tie/loss and the MDD."""
+    rows = []
+    for m in measures:
+        for cls in [ALL, *pair.classes]:
+            a, b = pair.values(m, cls)
+            c = stats.paired_compare(a, b, confidence=confidence, n_resamples=n_resamples, seed=seed,
+                                     alpha=alpha, target_power=target_power)
+            rows.append({"measure": m, "class": cls, "n": c.n, "base": c.mean_a, "cand": c.mean_b,
+                         "delta": c.mean_delta, "low": c.low, "high": c.high, "p": c.p_value,
+                         "wins": c.wins, "ties": c.ties, "losses": c.losses, "sd_delta": c.sd_delta, "mdd": c.mdd})
+    return pd.DataFrame(rows)
+
+
+def with_holm(frame: pd.DataFrame, by: str = "measure") -> pd.DataFrame:
+    """Add ``p_holm``: Holm over each group of rows sharing ``by`` (the family)."""
+    out = frame.copy()
+    out["p_holm"] = math.nan
+    for _, idx in out.groupby(by, sort=False).groups.items():
+        out.loc[idx, "p_holm"] = stats.holm(out.loc[idx, "p"].to_numpy())
+    return out
+
+
+def refusal_changes(pair: Pair) -> pd.DataFrame:
+    """Both refusal rates side by side with the paired changes behind them and an exact one-sided McNemar
+    p-value that the rate got worse: wrongful refusal over answerable queries (worse = newly refused),
+    correct refusal over abstain queries (worse = no longer refused)."""
+    ob, oc = pair.frame["base"]["outcome"], pair.frame["cand"]["outcome"]
+    rows = []
+    for rate, pool, bad, good in (("wrongful refusal", pair.frame["class"] != "abstain", "wrongful_refusal", "answered"),
+                                  ("correct refusal", pair.frame["class"] == "abstain", "answered_abstain", "correct_refusal")):
+        b, c = ob[pool], oc[pool]
+        worse, better = int(((b == good) & (c == bad)).sum()), int(((b == bad) & (c == good)).sum())
+        n = int(pool.sum())
+        key = "wrongful_refusal" if rate == "wrongful refusal" else "correct_refusal"
+        rows.append({"rate": rate, "n": n,
+                     "base": (b == key).mean() if n else math.nan, "cand": (c == key).mean() if n else math.nan,
+                     "worse": worse, "better": better, "p_worse": stats.mcnemar_p(worse, better)})
+    return pd.DataFrame(rows)
+
+
+def latency(pair: Pair) -> dict:
+    """Median seconds per query of both sides (queries answered by both) and their ratio."""
+    lb, lc = pair.frame["base"]["latency_s"], pair.frame["cand"]["latency_s"]
+    both = lb.notna() & lc.notna()
+    mb, mc = float(lb[both].median()), float(lc[both].median())
+    return {"base": mb, "cand": mc, "ratio": mc / mb if mb > 0 else math.nan, "n": int(both.sum()),
+            "comparable": not pair.environment}
+
+
+# ---- text ----------------------------------------------------------------------------------------------
+
+def _fmt_table(frame: pd.DataFrame) -> str:
+    f = frame.copy()
+    f["Δ"] = f["delta"].map(lambda v: f"{v:+.3f}")
+    f["95% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(f["low"], f["high"])]
+    f["W/T/L"] = [f"{w}/{t}/{l}" for w, t, l in zip(f["wins"], f["ties"], f["losses"])]
+    for col in ("base", "cand", "mdd"):
+        f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.3f}")
+    for col in ("p", "p_holm"):
+        f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.4f}")
+    cols = ["measure", "class", "n", "base", "cand", "Δ", "95% CI", "p", "p_holm", "W/T/L", "mdd"]
+    return f[cols].rename(columns={"p_holm": "p(Holm)", "mdd": "MDD"}).to_string(index=False)
+
+
+def notes(pair: Pair) -> list[str]:
+    """What a reader must know before trusting the numbers: missing answers, unshared queries, latency."""
+    out = []
+    for label in dict.fromkeys(lbl for lbl, _ in pair.missing):
+        ids = [q for lbl, q in pair.missing if lbl == label]
+        out.append(f"{label} has no answer for {len(ids)} query(ies), scored 0: {', '.join(ids)}")
+    if pair.unshared:
+        out.append(f"different query sets: {len(pair.unshared)} query(ies) not in both left out: {', '.join(pair.unshared)}")
+    if pair.environment:
+        out.append("latencies are not comparable, the runs' environments differ: " + "; ".join(pair.environment))
+    return out
+
+
+def render(pairs: list[Pair], measures: tuple[str, ...] = MEASURES, **kw) -> str:
+    """The text ``evalkit compare`` prints: per candidate, the measure table, refusals, latency and notes;
+    Holm over every row of one measure across all candidates shown (the family is named in the output)."""
+    tables = [table(p, measures, **kw).assign(candidate=p.cand.arm) for p in pairs]
+    full = with_holm(pd.concat(tables, ignore_index=True))
+    out = []
+    for p in pairs:
+        f = full[full["candidate"] == p.cand.arm]
+        lat = latency(p)
+        ref = refusal_changes(p)
+        n_ans = int((p.frame["class"] != "abstain").sum())
+        out += [f"baseline  {p.base.label}", f"candidate {p.cand.label}",
+                f"{n_ans} answerable queries paired by id (abstain queries: refusal rates)", "", _fmt_table(f), ""]
+        out += [f"{r.rate:<17} {r.base:.3f} -> {r.cand:.3f}  over {r.n} queries; {r.worse} worse, {r.better} better "
+                f"(exact McNemar, one-sided p {r.p_worse:.4f})" for r in ref.itertuples()]
+        out.append(f"latency (median s/query) {lat['base']:.4f} -> {lat['cand']:.4f}, ratio {lat['ratio']:.2f}"
+                   + ("" if lat["comparable"] else "  (NOT comparable: see below)"))
+        out += [f"note: {n}" for n in notes(p)]
+        out.append("")
+    n_slices = len(full) // max(1, len(measures))
+    out.append(f"Δ = candidate - baseline; CI: percentile bootstrap; p: two-sided paired sign-flip test, (b+1)/(m+1); "
+               f"p(Holm): Holm over the {n_slices} rows of each measure ({len(pairs)} candidate(s) x slices); "
+               f"MDD: smallest difference detected with 80% power at alpha 0.05, from the paired differences' sd")
+    return "\n".join(out)
