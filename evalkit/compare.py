@@ -88,28 +88,39 @@ def side(spec: str | Path, arm: str | None = None) -> Side:
 
 @dataclass(frozen=True, eq=False)
 class Pair:
-    """Baseline and candidate, one row per query in ``frame``: ``class`` and, for each side (``base``,
-    ``cand``), every measure, ``outcome`` and ``latency_s`` (column names ``(side, column)``)."""
+    """Baseline and candidate, one row per query in the same order in ``base_rows`` and ``cand_rows``
+    (indexed by query id): ``class``, every measure, ``outcome`` and ``latency_s``."""
 
     base: Side
     cand: Side
-    frame: pd.DataFrame
+    base_rows: pd.DataFrame
+    cand_rows: pd.DataFrame
     missing: tuple[tuple[str, str], ...]  # (side label, query id): no answer recorded, scored 0
     unshared: tuple[str, ...]  # query ids in only one of two different query sets, left out
     environment: tuple[str, ...]  # how the two runs' environments differ (empty: latencies comparable)
 
     @property
+    def query_class(self) -> pd.Series:
+        return self.base_rows["class"]
+
+    @property
     def classes(self) -> list[str]:
         """The answerable classes present, in evalkit's class order."""
-        present = set(self.frame["class"])
+        present = set(self.query_class)
         return [c for c in ANSWERABLE if c in present]
+
+    def mask(self, cls: str = ALL) -> pd.Series:
+        """The queries of one class, or every answerable query for ``all``."""
+        return self.query_class != "abstain" if cls == ALL else self.query_class == cls
 
     def values(self, measure: str, cls: str = ALL) -> tuple[np.ndarray, np.ndarray]:
         """Paired per-query values of a ranking measure over the answerable queries (or one class)."""
-        f = self.frame[self.frame["class"] != "abstain"] if cls == ALL else self.frame[self.frame["class"] == cls]
-        if (measure not in f["base"].columns) or (measure not in f["cand"].columns):
+        if measure not in self.base_rows.columns or measure not in self.cand_rows.columns:
             raise CompareError(f"measure {measure!r} is not in both results' per_query.parquet")
-        return f["base"][measure].to_numpy(float), f["cand"][measure].to_numpy(float)
+        m = self.mask(cls)
+        if not m.any():
+            raise CompareError(f"class {cls!r} has no answerable queries in these runs")
+        return self.base_rows[measure][m].to_numpy(float), self.cand_rows[measure][m].to_numpy(float)
 
 
 def _environment_differences(a: dict, b: dict, prefix: str = "") -> list[str]:
@@ -124,16 +135,25 @@ def _environment_differences(a: dict, b: dict, prefix: str = "") -> list[str]:
 
 
 def _fill(rows: pd.DataFrame, ids: list[str], classes: pd.Series) -> pd.DataFrame:
-    """Rows for queries a run has no answer for: an empty answer (ranking measures 0, NaN on abstain
-    queries; the outcome of answering nothing; no latency)."""
-    filler = pd.DataFrame(index=pd.Index(ids, name="query"), columns=rows.columns)
-    for col in rows.columns:
-        if pd.api.types.is_float_dtype(rows[col]):
-            filler[col] = np.where(classes[ids] == "abstain", math.nan, 0.0)
-    filler["class"] = classes[ids].to_numpy()
-    filler["outcome"] = np.where(classes[ids] == "abstain", "correct_refusal", "wrongful_refusal")
-    filler["latency_s"] = math.nan
-    return pd.concat([rows, filler.astype(rows.dtypes.to_dict())])
+    """Rows for queries a run has no answer for, scored as an empty answer: ranking measures 0 (NaN on
+    abstain queries), the refusal outcome of answering nothing, no hits and no latency."""
+    if not ids:
+        return rows
+    cls = classes[ids].to_numpy()
+    abstain = cls == "abstain"
+    filler: dict = {}
+    for col, dtype in rows.dtypes.items():
+        if pd.api.types.is_bool_dtype(dtype):
+            filler[col] = True  # refused
+        elif pd.api.types.is_integer_dtype(dtype):
+            filler[col] = 0
+        elif pd.api.types.is_float_dtype(dtype):
+            filler[col] = np.where(abstain, math.nan, 0.0)
+        else:
+            filler[col] = None
+    filler.update({"class": cls, "outcome": np.where(abstain, "correct_refusal", "wrongful_refusal"),
+                   "latency_s": math.nan})
+    return pd.concat([rows, pd.DataFrame(filler, index=pd.Index(ids, name="query"))])
 
 
 def pair(base: Side, cand: Side, allow_different_queries: bool = False) -> Pair:
@@ -156,16 +176,14 @@ def pair(base: Side, cand: Side, allow_different_queries: bool = False) -> Pair:
     rb, rc = base.rows, cand.rows
     classes = pd.concat([base.results.per_query, cand.results.per_query]).drop_duplicates("query").set_index("query")["class"]
     missing = []
-    sides = {}
-    for key, s, rows in (("base", base, rb), ("cand", cand, rc)):
+    sides = []
+    for s, rows in ((base, rb), (cand, rc)):
         absent = [q for q in universe if q not in rows.index]
         missing += [(s.label, q) for q in absent]
-        sides[key] = _fill(rows, absent, classes).loc[universe].drop(columns=["arm"])
-    frame = pd.concat(sides, axis=1)
-    frame.insert(0, "class", sides["base"]["class"])
+        sides.append(_fill(rows, absent, classes).loc[universe].drop(columns=["arm"]))
     env = _environment_differences({k: mb.get("environment", {}).get(k) for k in ENVIRONMENT_KEYS},
                                    {k: mc.get("environment", {}).get(k) for k in ENVIRONMENT_KEYS})
-    return Pair(base, cand, frame, tuple(missing), unshared, tuple(env))
+    return Pair(base, cand, *sides, tuple(missing), unshared, tuple(env))
 
 
 def table(pair: Pair, measures: tuple[str, ...] = MEASURES, confidence: float = 0.95,
@@ -198,10 +216,10 @@ def refusal_changes(pair: Pair) -> pd.DataFrame:
     """Both refusal rates side by side with the paired changes behind them and an exact one-sided McNemar
     p-value that the rate got worse: wrongful refusal over answerable queries (worse = newly refused),
     correct refusal over abstain queries (worse = no longer refused)."""
-    ob, oc = pair.frame["base"]["outcome"], pair.frame["cand"]["outcome"]
+    ob, oc = pair.base_rows["outcome"], pair.cand_rows["outcome"]
     rows = []
-    for rate, pool, bad, good in (("wrongful refusal", pair.frame["class"] != "abstain", "wrongful_refusal", "answered"),
-                                  ("correct refusal", pair.frame["class"] == "abstain", "answered_abstain", "correct_refusal")):
+    for rate, pool, bad, good in (("wrongful refusal", pair.mask(ALL), "wrongful_refusal", "answered"),
+                                  ("correct refusal", pair.mask("abstain"), "answered_abstain", "correct_refusal")):
         b, c = ob[pool], oc[pool]
         worse, better = int(((b == good) & (c == bad)).sum()), int(((b == bad) & (c == good)).sum())
         n = int(pool.sum())
@@ -214,7 +232,7 @@ def refusal_changes(pair: Pair) -> pd.DataFrame:
 
 def latency(pair: Pair) -> dict:
     """Median seconds per query of both sides (queries answered by both) and their ratio."""
-    lb, lc = pair.frame["base"]["latency_s"], pair.frame["cand"]["latency_s"]
+    lb, lc = pair.base_rows["latency_s"], pair.cand_rows["latency_s"]
     both = lb.notna() & lc.notna()
     mb, mc = float(lb[both].median()), float(lc[both].median())
     return {"base": mb, "cand": mc, "ratio": mc / mb if mb > 0 else math.nan, "n": int(both.sum()),
@@ -259,7 +277,7 @@ def render(pairs: list[Pair], measures: tuple[str, ...] = MEASURES, **kw) -> str
         f = full[full["candidate"] == p.cand.arm]
         lat = latency(p)
         ref = refusal_changes(p)
-        n_ans = int((p.frame["class"] != "abstain").sum())
+        n_ans = int(p.mask(ALL).sum())
         out += [f"baseline  {p.base.label}", f"candidate {p.cand.label}",
                 f"{n_ans} answerable queries paired by id (abstain queries: refusal rates)", "", _fmt_table(f), ""]
         out += [f"{r.rate:<17} {r.base:.3f} -> {r.cand:.3f}  over {r.n} queries; {r.worse} worse, {r.better} better "

@@ -163,7 +163,7 @@ def evaluate(baseline: compare.Side, candidate: compare.Side, rules_path: Path |
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
-                   query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.frame),
+                   query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
                    outcomes=outcomes, notes=tuple(compare.notes(pair)))
 
 

@@ -99,7 +99,7 @@ class Context:
     def row(self, measure: str, cls: str) -> pd.Series:
         t = self.table(measure)
         if cls not in t.index:
-            raise compare.CompareError(f"class {cls!r} has no answerable queries in these runs")
+            self.pair.values(measure, cls)  # raises, naming the class without queries
         return t.loc[cls]
 
 
@@ -249,17 +249,17 @@ class LostQueries(Rule):
         return f"lost-queries {self.measure} <= {self.max_queries}"
 
     def evaluate(self, ctx: Context) -> Outcome:
-        f = ctx.pair.frame[ctx.pair.frame["class"] != "abstain"]
-        b, c = f["base"][self.measure], f["cand"][self.measure]
-        lost, gained = f.index[(b == 1) & (c == 0)], f.index[(b == 0) & (c == 1)]
+        p = ctx.pair
+        b, c = (r[self.measure][p.mask()] for r in (p.base_rows, p.cand_rows))
+        lost, gained = b.index[(b == 1) & (c == 0)], b.index[(b == 0) & (c == 1)]
         ok = len(lost) <= self.max_queries
-        by_class = f["class"][lost]
+        by_class = p.query_class[lost]
         details = [Detail(c, "lost", f"{len(ids)}: {', '.join(ids)}")
                    for c in compare.ANSWERABLE if len(ids := list(by_class.index[by_class == c]))]
-        summary = (f"{len(lost)} queries lost it, {len(gained)} gained it (of {len(f)}); "
+        summary = (f"{len(lost)} queries lost it, {len(gained)} gained it (of {len(b)}); "
                    f"at most {self.max_queries} may be lost")
         return self.outcome("pass" if ok else "fail", summary, details, lost=list(lost), gained=list(gained),
-                            n=len(f), max_queries=self.max_queries)
+                            n=len(b), max_queries=self.max_queries)
 
 
 @dataclass(frozen=True, kw_only=True)
