@@ -98,6 +98,7 @@ class Pair:
     missing: tuple[tuple[str, str], ...]  # (side label, query id): no answer recorded, scored 0
     unshared: tuple[str, ...]  # query ids in only one of two different query sets, left out
     environment: tuple[str, ...]  # how the two runs' environments differ (empty: latencies comparable)
+    depths: tuple[int, int] = (0, 0)  # hits kept per query by each run
 
     @property
     def query_class(self) -> pd.Series:
@@ -183,7 +184,7 @@ def pair(base: Side, cand: Side, allow_different_queries: bool = False) -> Pair:
         sides.append(_fill(rows, absent, classes).loc[universe].drop(columns=["arm"]))
     env = _environment_differences({k: mb.get("environment", {}).get(k) for k in ENVIRONMENT_KEYS},
                                    {k: mc.get("environment", {}).get(k) for k in ENVIRONMENT_KEYS})
-    return Pair(base, cand, *sides, tuple(missing), unshared, tuple(env))
+    return Pair(base, cand, *sides, tuple(missing), unshared, tuple(env), (mb.get("depth", 0), mc.get("depth", 0)))
 
 
 def table(pair: Pair, measures: tuple[str, ...] = MEASURES, confidence: float = 0.95,
@@ -262,6 +263,9 @@ def notes(pair: Pair) -> list[str]:
         out.append(f"{label} has no answer for {len(ids)} query(ies), scored 0: {', '.join(ids)}")
     if pair.unshared:
         out.append(f"different query sets: {len(pair.unshared)} query(ies) not in both left out: {', '.join(pair.unshared)}")
+    if pair.depths[0] != pair.depths[1]:
+        out.append(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query: measures that look "
+                   "deeper than the shorter run (RR, Recall and Success beyond it) are not comparable")
     if pair.environment:
         out.append("latencies are not comparable, the runs' environments differ: " + "; ".join(pair.environment))
     return out
@@ -287,7 +291,9 @@ def render(pairs: list[Pair], measures: tuple[str, ...] = MEASURES, **kw) -> str
         out += [f"note: {n}" for n in notes(p)]
         out.append("")
     n_slices = len(full) // max(1, len(measures))
-    out.append(f"Δ = candidate - baseline; CI: percentile bootstrap; p: two-sided paired sign-flip test, (b+1)/(m+1); "
-               f"p(Holm): Holm over the {n_slices} rows of each measure ({len(pairs)} candidate(s) x slices); "
-               f"MDD: smallest difference detected with 80% power at alpha 0.05, from the paired differences' sd")
+    alpha, power = kw.get("alpha", stats.ALPHA), kw.get("target_power", stats.POWER)
+    conf = kw.get("confidence", 0.95)
+    out += [f"Δ = candidate - baseline per query; {conf:.0%} CI: percentile bootstrap; p: two-sided paired sign-flip test,",
+            f"(b+1)/(m+1); p(Holm): Holm over the {n_slices} rows of each measure ({len(pairs)} candidate(s) x slices);",
+            f"MDD: the smallest true Δ detected with {power:.0%} power at alpha {alpha:g}, from the sd of the paired Δ"]
     return "\n".join(out)

@@ -256,7 +256,7 @@ class LostQueries(Rule):
         by_class = p.query_class[lost]
         details = [Detail(c, "lost", f"{len(ids)}: {', '.join(ids)}")
                    for c in compare.ANSWERABLE if len(ids := list(by_class.index[by_class == c]))]
-        summary = (f"{len(lost)} queries lost it, {len(gained)} gained it (of {len(b)}); "
+        summary = (f"lost by {len(lost)} of {len(b)} queries, gained by {len(gained)}; "
                    f"at most {self.max_queries} may be lost")
         return self.outcome("pass" if ok else "fail", summary, details, lost=list(lost), gained=list(gained),
                             n=len(b), max_queries=self.max_queries)

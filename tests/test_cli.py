@@ -1,4 +1,5 @@
 import json
+import shlex
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalkit import qrels
-from evalkit.cli import main
+from evalkit.cli import main, parser
 from evalkit.run import run
 
 from .conftest import make_pdf
@@ -169,3 +170,22 @@ def test_gate_on_latex_fails_score_merge_against_keyword_and_passes_keyword_agai
     assert "trap" in headline.split("class-drop")[1]  # the class that failed is named
     assert main(["gate", "--baseline", f"{r}:keyword", "--candidate", f"{r}:keyword", "--rules", GATE]) == 0
     assert "evalkit gate: PASS (exit 0)" in capsys.readouterr().out
+
+
+def test_the_example_workflow_runs_real_evalkit_commands():
+    yaml = pytest.importorskip("yaml")
+    job = yaml.safe_load((ROOT / "examples" / "github-actions.yml").read_text())["jobs"]["gate"]
+    env = {**job["env"], "GITHUB_STEP_SUMMARY": "summary.md"}
+    commands = [line.strip().rstrip("\\") for step in job["steps"] if "run" in step
+                for line in step["run"].replace("\\\n", " ").splitlines() if line.strip().startswith(".venv/bin/evalkit")]
+    assert [c.split()[1] for c in commands] == ["corpus", "corpus", "qrels", "run", "gate"]
+    for c in commands:
+        args = parser().parse_args([_expand(a, env) for a in shlex.split(c)[1:]])  # every option exists
+    assert args.func.__name__ == "cmd_gate" and args.rules == Path("gate.toml") and (ROOT / args.rules).exists()
+    assert args.candidate == "results/pr:keyword" and args.markdown == Path("summary.md")
+
+
+def _expand(arg: str, env: dict) -> str:
+    for k, v in env.items():
+        arg = arg.replace(f"${k}", v)
+    return arg

@@ -101,6 +101,10 @@ def test_different_environments_make_latencies_incomparable(two_arms, tmp_path):
     assert p.environment == ("packages.numpy 2.4.6 vs 2.0.0", "python 3.11.7 vs 3.12.1")
     assert compare.latency(p)["comparable"] is False
     assert any("latencies are not comparable" in n and "python" in n for n in compare.notes(p))
+    m = other / "manifest.json"
+    m.write_text(m.read_text().replace('"depth": 100', '"depth": 10'))
+    p = compare.pair(compare.side(f"{two_arms}:a"), compare.side(other))
+    assert p.depths == (100, 10) and any("kept 100 and 10 hits per query" in n for n in compare.notes(p))
 
 
 def test_refusal_changes_are_paired_counts_with_an_exact_test(tmp_path):
