@@ -263,11 +263,11 @@ def cmd_compare(args) -> int:
 
 
 def cmd_gate(args) -> int:
-    verdict = gate.evaluate(compare.side(args.baseline), compare.side(args.candidate), args.rules,
-                            args.allow_different_queries)
+    candidate = compare.side(args.candidate)
+    verdict = gate.evaluate(compare.side(args.baseline), candidate, args.rules, args.allow_different_queries)
     print(verdict.text())
     outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown),
-               (Path(compare.side(args.candidate).results.path) / gate.GATE_FILE, verdict.to_json)]
+               (candidate.results.path / gate.GATE_FILE, verdict.to_json)]  # for the report
     for path, render in outputs:
         if path:
             try:

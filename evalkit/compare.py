@@ -262,7 +262,8 @@ def notes(pair: Pair) -> list[str]:
         ids = [q for lbl, q in pair.missing if lbl == label]
         out.append(f"{label} has no answer for {len(ids)} query(ies), scored 0: {', '.join(ids)}")
     if pair.unshared:
-        out.append(f"different query sets: {len(pair.unshared)} query(ies) not in both left out: {', '.join(pair.unshared)}")
+        out.append(f"different query sets: {len(pair.unshared)} query(ies) not in both left out: {', '.join(pair.unshared)}; "
+                   "each shared query counts as its own run judged it")
     if pair.depths[0] != pair.depths[1]:
         out.append(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query: measures that look "
                    "deeper than the shorter run (RR, Recall and Success beyond it) are not comparable")

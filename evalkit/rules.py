@@ -159,7 +159,9 @@ class NonInferiority(Rule):
     cls: str = compare.ALL
 
     def __post_init__(self):
-        _check_measure(self.measure), _check_class(self.cls), _nonnegative(self, "margin")
+        _check_measure(self.measure)
+        _check_class(self.cls)
+        _nonnegative(self, "margin")
 
     def default_title(self) -> str:
         return f"non-inferiority {self.measure} ({self.cls}) > -{self.margin:g}"
@@ -187,7 +189,8 @@ class ClassDrop(Rule):
     classes: tuple[str, ...] = ()  # empty: every answerable class present
 
     def __post_init__(self):
-        _check_measure(self.measure), _nonnegative(self, "max_drop")
+        _check_measure(self.measure)
+        _nonnegative(self, "max_drop")
         for c in self.classes:
             _check_class(c, "classes")
 
@@ -301,7 +304,8 @@ class Floor(Rule):
     cls: str = compare.ALL
 
     def __post_init__(self):
-        _check_measure(self.measure), _check_class(self.cls)
+        _check_measure(self.measure)
+        _check_class(self.cls)
 
     def default_title(self) -> str:
         return f"floor {self.measure} ({self.cls}) >= {self.min:g}"
@@ -356,7 +360,8 @@ class Robustness(Rule):
     max_shift: float
 
     def __post_init__(self):
-        _check_measure(self.measure), _nonnegative(self, "max_shift")
+        _check_measure(self.measure)
+        _nonnegative(self, "max_shift")
 
     def default_title(self) -> str:
         return f"robustness {self.measure} shift under renaming <= {self.max_shift:g}"
