@@ -3,6 +3,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 from evalkit.stats import Comparison, bootstrap_ci, holm, mcnemar_p, mdd, paired_compare, power, sign_flip_p
@@ -119,6 +121,24 @@ def test_holm_matches_a_hand_computed_case():
     out = holm([0.02, math.nan, 0.04])  # an empty slice does not count towards m
     assert out[0] == pytest.approx(0.04) and math.isnan(out[1]) and out[2] == pytest.approx(0.04)
     assert holm([]).size == 0
+
+
+def _holm_by_definition(p):
+    """Holm as the step-down procedure states it: the largest alpha at which each hypothesis is rejected."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+@given(st.lists(st.floats(0, 1), max_size=12))
+def test_holm_matches_its_definition_and_never_lowers_a_p_value(p):
+    adjusted = holm(p)
+    assert adjusted.tolist() == pytest.approx(_holm_by_definition(p))
+    assert all(a >= x for a, x in zip(adjusted, p))
 
 
 def test_power_is_alpha_at_zero_and_mdd_inverts_it():
