@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, arms, qrels, robustness
+from . import __version__, arms, compare, gate, qrels, robustness
 from . import corpus as corpora
 from . import run as runner
 from .corpus import CorpusError
@@ -261,6 +261,41 @@ def cmd_report(args) -> int:
     return 0
 
 
+# ---- compare and gate ----------------------------------------------------------------------------------
+
+def cmd_compare(args) -> int:
+    if args.baseline:
+        if len(args.sides) != 1:
+            raise UsageError("with --baseline ARM give one results directory: evalkit compare DIR --baseline ARM")
+        base = compare.side(args.sides[0], args.baseline)
+        cands = [compare.side(args.sides[0], a) for a in base.results.arms if a != base.arm]
+    elif len(args.sides) == 2:
+        base, cands = compare.side(args.sides[0]), [compare.side(args.sides[1])]
+    else:
+        raise UsageError("give BASE and CAND (each DIR:ARM, or DIR holding one arm), or DIR --baseline ARM")
+    pairs = [compare.pair(base, c, args.allow_different_queries) for c in cands]
+    for p in pairs:
+        for note in compare.notes(p):
+            print(f"evalkit: warning: {note}", file=sys.stderr)
+    print(compare.render(pairs, tuple(split_top(args.measures, ",")), n_resamples=args.resamples, seed=args.seed))
+    return 0
+
+
+def cmd_gate(args) -> int:
+    candidate = compare.side(args.candidate)
+    verdict = gate.evaluate(compare.side(args.baseline), candidate, args.rules, args.allow_different_queries)
+    print(verdict.text())
+    outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown),
+               (candidate.results.path / gate.GATE_FILE, verdict.to_json)]  # for the report
+    for path, render in outputs:
+        if path:
+            try:
+                Path(path).write_text(render())
+            except OSError as e:
+                raise UsageError(f"cannot write {path}: {e.strerror}") from None
+    return verdict.exit_code
+
+
 # ---- the parser -----------------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
@@ -358,6 +393,27 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
     rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the run's first two)")
     rp.set_defaults(func=cmd_report)
+
+    co = sub.add_parser("compare", help="paired per-query comparison of two arms: Δ, CI, p, Holm, win/tie/loss, MDD")
+    co.add_argument("sides", nargs="+", metavar="SIDE", help="BASE CAND, each DIR:ARM (or DIR holding one arm); or DIR with --baseline")
+    co.add_argument("--baseline", metavar="ARM", help="compare every other arm of DIR against ARM")
+    co.add_argument("--measures", default=",".join(compare.MEASURES), help="comma-separated measures")
+    co.add_argument("--allow-different-queries", action="store_true",
+                    help="compare the queries two different query sets share (the rest are listed)")
+    co.add_argument("--resamples", type=int, default=10_000, help="bootstrap and sign-flip resamples (seeded)")
+    co.add_argument("--seed", type=int, default=0)
+    co.set_defaults(func=cmd_compare)
+
+    ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot tell")
+    ga.add_argument("--baseline", required=True, metavar="DIR:ARM", help="results directory and arm (DIR alone: its only arm)")
+    ga.add_argument("--candidate", required=True, metavar="DIR:ARM")
+    ga.add_argument("--rules", type=Path, default=Path("gate.toml"), help="rules file (default: ./gate.toml)")
+    ga.add_argument("--json", type=Path, metavar="FILE", help="also write the verdict as JSON")
+    ga.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
+    ga.add_argument("--markdown", type=Path, metavar="FILE", help="also write Markdown (e.g. $GITHUB_STEP_SUMMARY)")
+    ga.add_argument("--allow-different-queries", action="store_true",
+                    help="gate on the queries two different query sets share (the rest are listed)")
+    ga.set_defaults(func=cmd_gate)
     return p
 
 
@@ -365,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError) as e:
+    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError,
+            compare.CompareError) as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
 
