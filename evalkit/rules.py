@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 import pandas as pd
 
 from . import compare, measures, stats
+from .run import slug
 
 Status = Literal["pass", "fail", "underpowered", "skipped"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "underpowered", "skipped")
@@ -349,10 +350,15 @@ class Latency(Rule):
 ROBUSTNESS_FILE = "robustness.json"
 
 
+def robustness_report(results: Path, arm: str) -> Path:
+    """Where ``evalkit robustness`` puts an arm's report by default: ``<results>/robustness/<arm>/``."""
+    return results / "robustness" / slug(arm) / ROBUSTNESS_FILE
+
+
 @dataclass(frozen=True, kw_only=True)
 class Robustness(Rule):
     """How far ``measure`` may move when every document is renamed at random (seeded): the largest absolute
-    shift over the permutations in the candidate's ``robustness.json`` (written by ``evalkit robustness``)
+    shift over the permutations in the candidate's :func:`robustness_report` (written by ``evalkit robustness``)
     must be at most ``max_shift``. A ranking that depends on file names is decided by a tie-break."""
 
     type: ClassVar[str] = "robustness"
@@ -368,10 +374,10 @@ class Robustness(Rule):
 
     def evaluate(self, ctx: Context) -> Outcome:
         cand = ctx.pair.cand
-        path = cand.results.path / ROBUSTNESS_FILE
+        path = robustness_report(cand.results.path, cand.arm)
         m = cand.results.manifest
         how = (f"run `evalkit robustness --corpus {m['corpus']['name']} --qrels {m['qrels'].get('path') or 'QRELS'} "
-               f"--arm '{cand.arm}' --out {cand.results.path}` first")
+               f"--arm '{cand.arm}' --out {path.parent}` first")
         if not path.exists():
             raise RulesError(f"rule {self.title!r}: {path} not found: {how}")
         try:

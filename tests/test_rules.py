@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from evalkit import compare, rules, stats
-from evalkit.rules import RulesError
+from evalkit.rules import RulesError, robustness_report
 
 from .conftest import ENVIRONMENT, write_results
 
@@ -164,7 +164,9 @@ def test_latency_is_compared_only_in_the_same_environment(tmp_path):
 
 
 def _robustness(path: Path, arm: str = "cand", shift: float = 0.01) -> None:
-    (path / "robustness.json").write_text(json.dumps({"arm": arm, "permutations": 5, "seed": 0, "measures": {
+    report = robustness_report(path, "cand")
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps({"arm": arm, "permutations": 5, "seed": 0, "measures": {
         "nDCG@10": {"original": 0.5, "min": 0.5 - shift, "max": 0.5, "max_abs_shift": shift}}}))
 
 
@@ -187,7 +189,7 @@ def test_robustness_reads_the_candidates_report(tmp_path):
     _robustness(results)
     with pytest.raises(RulesError, match="has no measure 'RR'"):
         evaluate(tmp_path, text + "\nmeasure = 'RR'", pair)
-    (results / "robustness.json").write_text("{")
+    robustness_report(results, "cand").write_text("{")
     with pytest.raises(RulesError, match="is not a robustness report"):
         evaluate(tmp_path, text, pair)
 
