@@ -75,6 +75,10 @@ def agree(a: QuerySet, b: QuerySet) -> list[Agreement]:
         if qb is None:
             continue
         ga, gb = ({(j.doc, j.page): j.gain for j in q.judgments} for q in (qa, qb))
+        for who, grades in (("A", ga), ("B", gb)):
+            if bad := next(((p, g) for p, g in grades.items() if g not in GRADES), None):
+                raise ValueError(f"{who}'s query {qa.id!r} grades {bad[0][0]}#{bad[0][1]} {bad[1]}, "
+                                 f"outside {GRADES[0]}..{GRADES[-1]}")
         for key in (qa.cls, "all"):
             r = rows.setdefault(key, [0, [], 0, 0])
             r[0] += 1

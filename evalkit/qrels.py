@@ -125,7 +125,8 @@ def load(path: Path | str) -> QuerySet:
 def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False) -> list[Problem]:
     """Every problem of a query set against a corpus's page texts (``pages``: document name -> texts,
     page 1 first). With ``strict``, evidence must be present and found on its page, and described
-    queries must share few content words with their judged pages."""
+    queries must share few content words with their judged pages. The rules that ask whether each class
+    does its job (traps, abstain kinds, wording) need the corpus-wide index: :func:`evalkit.validity.check`."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for q in qs.queries:

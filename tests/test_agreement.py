@@ -112,6 +112,9 @@ def test_cli_agree(isolated, capsys):
     all_row = next(line for line in out.splitlines() if line.startswith("all "))
     assert all_row.split() == ["all", "2", "6", "0.667", f"{1 - 2 / 7:.3f}", f"{1 - 12 / 82:.3f}", "1", "2"]
     assert "A 3    0    0    1    1" in out
+    (isolated / "c.toml").write_text(B.replace("page = 6, gain = 1", "page = 6, gain = 5"))
+    assert main(["qrels", "agree", str(isolated / "a.toml"), str(isolated / "c.toml")]) == 2
+    assert "B's query 'n1' grades a.pdf#6 5, outside 0..3" in capsys.readouterr().err
     (isolated / "c.toml").write_text(A.replace('id = "', 'id = "other-'))
     assert main(["qrels", "agree", str(isolated / "a.toml"), str(isolated / "c.toml")]) == 2
     assert "no query id in common" in capsys.readouterr().err
