@@ -24,7 +24,7 @@ from . import arms
 from .measures import GOLD_GAIN
 from .qrels import SET, Problem, QuerySet
 from .records import Query, page_id
-from .text import STOPWORDS, content_words, words
+from .text import content_words, words
 
 # A ranking of the whole corpus for a query text: (document, page) pairs, best first.
 Ranker = Callable[[str], Sequence[tuple[str, int]]]
@@ -106,7 +106,7 @@ def shared_runs(query: str, page: str, n: int = MIN_RUN) -> list[str]:
     covered = [False] * len(qw)
     for i in range(len(qw) - n + 1):
         run = qw[i:i + n]
-        if tuple(run) in grams and sum(len(w) >= 3 and w not in STOPWORDS for w in run) >= MIN_RUN_CONTENT:
+        if tuple(run) in grams and sum(bool(content_words(w)) for w in run) >= MIN_RUN_CONTENT:
             covered[i:i + n] = [True] * n
     runs, start = [], None
     for i, c in enumerate([*covered, False]):
@@ -141,9 +141,9 @@ def check(qs: QuerySet, pages: dict[str, list[str]], rank: Ranker,
                 bad("distractor", "missing: a trap names its distractor, the lexically similar document that "
                                   "does not answer")
             elif q.distractor in pages and not (t := trap_ranks(q, rank(q.text))).traps:
+                gold_at = f"the best gold page ({t.gold_page}) at {t.gold_rank}" if t.gold_rank else "no gold page"
                 bad("distractor", f"not a trap: corpus-wide BM25 ranks {q.distractor} at best "
-                                  f"{t.distractor_rank or 'nowhere'}, the best gold page ({t.gold_page}) at "
-                                  f"{t.gold_rank}: rewrite the query or reclassify it")
+                                  f"{t.distractor_rank or 'nowhere'}, {gold_at}: rewrite the query or reclassify it")
         if q.cls == "abstain":
             if not q.kind:
                 bad("kind", "missing: an abstain query says why nothing answers "
