@@ -180,18 +180,23 @@ def cmd_qrels_import(args) -> int:
     return 0
 
 
+POOL_ARMS = ["keyword", "global-index", "semantic"]  # `qrels pool`'s arms when neither --arms nor [set] names any
+
+
 def cmd_qrels_pool(args) -> int:
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
     ingest, store = open_corpus(args)
     docs = {d.name: d for d in ingest.corpus.documents}
-    built = [arms.make(spec, ingest.corpus, store) for spec in split_top(args.arms, ",")]
+    specs = split_top(args.arms, ",") if args.arms else list(qs.pool_arms) or POOL_ARMS
+    depth = args.depth or qs.pool_depth or 10
+    built = [arms.make(spec, ingest.corpus, store) for spec in specs]
     unjudged_total = 0
     for q in qs.queries:
         judged = {(j.doc, j.page) for j in q.judgments}
         pooled: dict[tuple[str, int], list[str]] = {}
         for arm in built:
-            for rank, h in enumerate(arm.search(q.text, args.depth).hits, 1):
+            for rank, h in enumerate(arm.search(q.text, depth).hits, 1):
                 if (h.doc, h.page) not in judged:
                     pooled.setdefault((h.doc, h.page), []).append(f"{arm.label}@{rank}")
         if not pooled:
@@ -200,7 +205,7 @@ def cmd_qrels_pool(args) -> int:
         print(f"{q.id} [{q.cls}] {q.text}")
         for (doc, page), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
             print(f"    {doc}#{page}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], page).text, q.text)}")
-    print(f"{unjudged_total} unjudged page(s) in the top {args.depth} of {len(built)} arm(s)")
+    print(f"{unjudged_total} unjudged page(s) in the top {depth} of {len(built)} arm(s)")
     return 0
 
 
@@ -338,8 +343,9 @@ def parser() -> argparse.ArgumentParser:
     po = qp.add_parser("pool", help="list retrieved pages that have no judgment, to complete a query set")
     po.add_argument("file", type=Path)
     add_corpus_args(po, required=False)
-    po.add_argument("--arms", default="keyword,global-index,semantic", help="comma-separated arm specs")
-    po.add_argument("--depth", type=int, default=10)
+    po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
+                                   f"{','.join(POOL_ARMS)})")
+    po.add_argument("--depth", type=int, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.set_defaults(func=cmd_qrels_pool)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")

@@ -196,6 +196,10 @@ def test_cli_check_export_import(isolated, capsys):
     # p1 judged only a.pdf#2; both arms also retrieve b.pdf#1 ("above tables"), which the judge should read
     assert "p1 [needle] tables\n    b.pdf#1  (keyword@" in pooled and "global-index@" in pooled
     assert pooled.rstrip().endswith("1 unjudged page(s) in the top 5 of 2 arm(s)")
+    # without --arms and --depth, the pool recorded in [set] is used
+    q.write_text(q.read_text().replace('corpus = "tiny"', 'corpus = "tiny"\npool_depth = 3\npool_arms = ["global-index"]'))
+    assert main(["qrels", "pool", str(q), "--docs", str(d)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("in the top 3 of 1 arm(s)")
 
 
 @pytest.mark.slow
