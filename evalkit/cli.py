@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, arms, compare, gate, qrels, robustness
+from . import __version__, agreement, arms, compare, gate, qrels, robustness, validity
 from . import corpus as corpora
 from . import run as runner
 from .corpus import CorpusError
@@ -107,18 +107,54 @@ def cmd_qrels_check(args) -> int:
     _qrels_corpus(args, qs)
     ingest, store = open_corpus(args, quiet=True)
     pages = store.corpus_texts(ingest.corpus)
+    vocab = validity.vocabulary(pages)
+    rank = validity.bm25_ranker(ingest.corpus, store) if args.strict or args.verbose else None
     problems = qrels.check(qs, pages, strict=args.strict)
+    if args.strict:
+        problems += validity.check(qs, pages, rank, vocab)
     for p in problems:
         print(p)
-    counts = {c: len(v) for c, v in qs.by_class().items()}
-    print(f"{args.file}: {len(qs.queries)} queries ({', '.join(f'{c} {n}' for c, n in counts.items())}), "
-          f"{sum(len(q.judgments) for q in qs.queries)} judgments, {len(problems)} problem(s)")
+    for q in qs.by_class().get("abstain", []):
+        unknown = validity.unknown_words(q, vocab)
+        print(f"  abstain {q.id} [{q.kind or 'no kind'}]: "
+              + (f"not in the corpus: {' '.join(sorted(unknown))}" if unknown else "every content word is in the corpus"))
     if args.verbose:
         for q in qs.queries:
+            if q.cls == "trap" and q.distractor:
+                print(f"  trap {validity.trap_ranks(q, rank(q.text))}")
             if q.cls == "described":
                 share, shared = qrels.described_overlap(q, pages)
-                print(f"  described {q.id}: overlap {share:.0%} {' '.join(sorted(shared))}")
-    return 1 if problems else 0
+                gold = validity.gold_pages(q)
+                best = next((r for r, p in enumerate(rank(q.text), 1) if p in gold), None)
+                print(f"  described {q.id}: overlap {share:.0%} {' '.join(sorted(shared))}; "
+                      f"BM25 ranks its best gold page at {best or 'nowhere'}")
+    errors = [p for p in problems if not p.warning]
+    counts = {c: len(v) for c, v in qs.by_class().items()}
+    pool = (f"pooled from the top {qs.pool_depth} of {', '.join(qs.pool_arms) or '(arms not recorded)'}"
+            if qs.pool_depth else "pool depth not recorded in [set]")
+    print(f"{args.file}: {len(qs.queries)} queries ({', '.join(f'{c} {n}' for c, n in counts.items())}), "
+          f"{sum(len(q.judgments) for q in qs.queries)} judgments ({pool}), {len(errors)} problem(s), "
+          f"{len(problems) - len(errors)} warning(s)")
+    return 1 if errors else 0
+
+
+def cmd_qrels_agree(args) -> int:
+    a, b = qrels.load(args.a), qrels.load(args.b)
+    ids_a, ids_b = {q.id for q in a.queries}, {q.id for q in b.queries}
+    if not ids_a & ids_b:
+        raise UsageError(f"{args.a} and {args.b} have no query id in common")
+    try:
+        rows = agreement.agree(a, b)
+    except ValueError as e:
+        raise UsageError(f"{args.a} / {args.b}: {e}") from None
+    reworded = sorted(q.id for q in b.queries if q.id in ids_a and a[q.id].text != q.text)
+    print(f"A = {args.a} ({len(ids_a)} queries), B = {args.b} ({len(ids_b)} queries): {len(ids_a & ids_b)} in both, "
+          f"{len(ids_a - ids_b)} only in A, {len(ids_b - ids_a)} only in B"
+          + (f"; worded differently: {', '.join(reworded)}" if reworded else ""))
+    print(agreement.table(rows).to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
+    print("\nall classes: rows = A's gain, columns = B's gain (pages both judged)")
+    print(agreement.confusion_table(rows[-1]).to_string())
+    return 0
 
 
 def cmd_qrels_export(args) -> int:
@@ -144,18 +180,23 @@ def cmd_qrels_import(args) -> int:
     return 0
 
 
+POOL_ARMS = ["keyword", "global-index", "semantic"]  # `qrels pool`'s arms when neither --arms nor [set] names any
+
+
 def cmd_qrels_pool(args) -> int:
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
     ingest, store = open_corpus(args)
     docs = {d.name: d for d in ingest.corpus.documents}
-    built = [arms.make(spec, ingest.corpus, store) for spec in split_top(args.arms, ",")]
+    specs = split_top(args.arms, ",") if args.arms else list(qs.pool_arms) or POOL_ARMS
+    depth = args.depth or qs.pool_depth or 10
+    built = [arms.make(spec, ingest.corpus, store) for spec in specs]
     unjudged_total = 0
     for q in qs.queries:
         judged = {(j.doc, j.page) for j in q.judgments}
         pooled: dict[tuple[str, int], list[str]] = {}
         for arm in built:
-            for rank, h in enumerate(arm.search(q.text, args.depth).hits, 1):
+            for rank, h in enumerate(arm.search(q.text, depth).hits, 1):
                 if (h.doc, h.page) not in judged:
                     pooled.setdefault((h.doc, h.page), []).append(f"{arm.label}@{rank}")
         if not pooled:
@@ -164,7 +205,7 @@ def cmd_qrels_pool(args) -> int:
         print(f"{q.id} [{q.cls}] {q.text}")
         for (doc, page), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
             print(f"    {doc}#{page}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], page).text, q.text)}")
-    print(f"{unjudged_total} unjudged page(s) in the top {args.depth} of {len(built)} arm(s)")
+    print(f"{unjudged_total} unjudged page(s) in the top {depth} of {len(built)} arm(s)")
     return 0
 
 
@@ -330,9 +371,17 @@ def parser() -> argparse.ArgumentParser:
     ck = qp.add_parser("check", help="validate a query file against its corpus; exit 1 on any problem")
     ck.add_argument("file", type=Path)
     add_corpus_args(ck, required=False)
-    ck.add_argument("--strict", action="store_true", help="require evidence found on its page; limit described overlap")
-    ck.add_argument("-v", "--verbose", action="store_true", help="also print each described query's overlap")
+    ck.add_argument("--strict", action="store_true",
+                    help="also require evidence found on its page, limited described overlap, live traps, "
+                         "abstain kinds and mix, and no wording lifted from judged pages (qrels/README.md)")
+    ck.add_argument("-v", "--verbose", action="store_true",
+                    help="also print, per trap, the best distractor and gold ranks under corpus-wide BM25, and per "
+                         "described query its overlap and its best gold rank")
     ck.set_defaults(func=cmd_qrels_check)
+    ag = qp.add_parser("agree", help="assessor agreement of two gradings: weighted kappa, exact agreement, confusion")
+    ag.add_argument("a", type=Path, help="the first assessor's query file")
+    ag.add_argument("b", type=Path, help="the second assessor's query file (e.g. a regraded sample)")
+    ag.set_defaults(func=cmd_qrels_agree)
     ex = qp.add_parser("export", help="write TREC qrels (page and document level) and a topics file")
     ex.add_argument("file", type=Path)
     ex.add_argument("--format", choices=["trec"], default="trec")
@@ -348,8 +397,9 @@ def parser() -> argparse.ArgumentParser:
     po = qp.add_parser("pool", help="list retrieved pages that have no judgment, to complete a query set")
     po.add_argument("file", type=Path)
     add_corpus_args(po, required=False)
-    po.add_argument("--arms", default="keyword,global-index,semantic", help="comma-separated arm specs")
-    po.add_argument("--depth", type=int, default=10)
+    po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
+                                   f"{','.join(POOL_ARMS)})")
+    po.add_argument("--depth", type=int, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.set_defaults(func=cmd_qrels_pool)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")

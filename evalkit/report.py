@@ -165,6 +165,7 @@ def overview(results: Results) -> Markdown:
 
 
 _LOWER_IS_BETTER = {"wrongful refusal", "s/query (median)"}
+_NOT_RANKED = {"Judged@10"}  # describes the judgments under an arm, not the arm: no "best" to bold
 
 
 def headline(results: Results):
@@ -174,7 +175,7 @@ def headline(results: Results):
     fmt["s/query (median)"] = "{:.4f}"
     st = t.style.format(fmt, na_rep="n/a")
     if len(t) > 1:
-        hi = [c for c in t.columns if c not in _LOWER_IS_BETTER]
+        hi = [c for c in t.columns if c not in _LOWER_IS_BETTER | _NOT_RANKED]
         lo = [c for c in t.columns if c in _LOWER_IS_BETTER]
         st = (st.highlight_max(subset=hi, props="font-weight: bold", axis=0)
                 .highlight_min(subset=lo, props="font-weight: bold", axis=0))
