@@ -30,7 +30,7 @@ from .text import split_top
 
 NOTEBOOK = dirs.REPO_ROOT / "notebooks" / "report.ipynb"
 # Figures the report saves (figures/<name>.png); "deltas" needs two arms.
-FIGURES = ("class_bars", "deltas", "latency", "refusals", "ties")
+FIGURES = ("class_bars", "deltas", "latency", "refusals", "refusal_tradeoff", "ties")
 
 # Okabe-Ito (colour-blind safe, yellow left out: unreadable on white), then a few distinct extras.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#7F7F7F", "#8C564B",

@@ -203,10 +203,13 @@ def logistic(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
-    """Weights (intercept first) minimising the log loss plus ``l2``/2 |w|^2 (the intercept unpenalised):
-    a small ridge keeps the weights finite when a development set happens to be separable."""
+    """Weights (intercept first, on the raw scale of ``x``) minimising the log loss plus ``l2``/2 |w|^2 over
+    standardised features (the intercept unpenalised): the ridge keeps the weights finite when a small
+    development set is separable, and standardising makes it shrink every signal alike."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    design = np.column_stack([np.ones(len(x)), x])
+    mean, sd = x.mean(0), x.std(0)
+    sd = np.where(sd > 0, sd, 1.0)
+    design = np.column_stack([np.ones(len(x)), (x - mean) / sd])
 
     def loss(w):
         z = design @ w
@@ -214,7 +217,18 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
         grad = design.T @ (1 / (1 + np.exp(-z)) - y)
         return nll + l2 / 2 * w[1:] @ w[1:], grad + l2 * np.r_[0, w[1:]]
 
-    return minimize(loss, np.zeros(design.shape[1]), jac=True, method="L-BFGS-B").x
+    w = minimize(loss, np.zeros(design.shape[1]), jac=True, method="L-BFGS-B").x
+    return np.r_[w[0] - np.sum(w[1:] * mean / sd), w[1:] / sd]
+
+
+def fit_evidence(policy: "EvidencePolicy", queries, l2: float = 1.0) -> str:
+    """Fit the evidence policy's weights on a development query set (answerable = 1, abstain = 0) and
+    return them as its ``weights`` parameter."""
+    x = np.array([[policy.signals(q.text)[n] for n in SIGNALS] for q in queries])
+    y = np.array([q.answerable for q in queries], dtype=float)
+    if y.all() or not y.any():
+        raise ValueError("fitting needs answerable and abstain queries")
+    return format_weights(fit_logistic(x, y, l2))
 
 
 def agreement(keyword_docs: list[str], semantic_docs: list[str]) -> float:
