@@ -171,7 +171,8 @@ class ScorePolicy(Policy):
 
 
 class SemanticPolicy(Policy):
-    """The cosine similarity of the best page (the semantic arm's top score) against a threshold."""
+    """The cosine similarity of the best page (the semantic arm's top score) against a threshold; a refusal
+    also names the query terms no page contains."""
 
     name = "semantic"
     defaults = {"of": "semantic"}
@@ -179,6 +180,7 @@ class SemanticPolicy(Policy):
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
         self.semantic = make(self.params["of"], corpus, store)
+        self.lexicon = Lexicon(store, corpus)
 
     def best(self, query: str) -> tuple[float, str]:
         hits = self.semantic.search(query, 1).hits
@@ -186,7 +188,9 @@ class SemanticPolicy(Policy):
 
     def assess(self, query: str, result: Result) -> Verdict:
         c, page = self.best(query)
-        return Verdict(c, "best semantic match", f"closest page {page}" if page else "no page")
+        absent = absent_phrase(self.lexicon.absent(query_terms(query)))
+        closest = f"closest page {page}" if page else ""
+        return Verdict(c, "best semantic match", "; ".join(p for p in (absent, closest) if p))
 
 
 # ---- evidence: a fitted combination ----------------------------------------------------------------------
@@ -246,7 +250,6 @@ class EvidencePolicy(SemanticPolicy):
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
-        self.lexicon = Lexicon(store, corpus)
         self.weights = np.array(parse_weights(self.params["weights"]))
 
     def signals(self, query: str) -> dict[str, float]:
