@@ -123,3 +123,18 @@ def test_cli_show_calibrate_and_an_arm_without_confidence(results, capsys):
     assert main(["refusal", str(res.path), "--arm", INNER]) == 2
     assert "records no confidence" in capsys.readouterr().err
     assert main(["refusal", str(res.path), "--arm", "nope"]) == 2
+
+
+@pytest.mark.slow
+def test_the_report_notebook_plots_the_trade_off(results, tmp_path):
+    import shutil
+
+    from evalkit import report
+
+    res, _, _ = results
+    copy = tmp_path / "res"
+    shutil.copytree(res.path, copy)
+    html = report.render(copy)
+    png = copy / "figures" / "refusal_tradeoff.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Refusal trade-off" in html.read_text() and "AUROC" in html.read_text()
