@@ -66,13 +66,25 @@ def environment() -> dict:
 
 
 def model_ids(arm: arms.Arm) -> list[dict]:
-    """The embedding models behind an arm and the arms it is built from (a hybrid's semantic input)."""
-    found = []
-    for obj in (arm, *(v for v in vars(arm).values() if isinstance(v, arms.Arm))):
+    """The embedding models behind an arm and everything it is built from, at any depth (a hybrid's
+    semantic input, an admission wrapper's arm and policy)."""
+    found, seen = [], set()
+
+    def visit(obj: arms.Configurable) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
         spec = getattr(obj, "spec", None)
         if isinstance(spec, ModelSpec):
-            found.append({"arm": obj.label, "name": spec.model, "weights": spec.weights_id(),
-                          "max_tokens": spec.max_tokens, "window": spec.window, "cache_key": spec.key})
+            model = {"arm": obj.label, "name": spec.model, "weights": spec.weights_id(),
+                     "max_tokens": spec.max_tokens, "window": spec.window, "cache_key": spec.key}
+            if model not in found:
+                found.append(model)
+        for v in vars(obj).values():
+            if isinstance(v, arms.Configurable):
+                visit(v)
+
+    visit(arm)
     return found
 
 

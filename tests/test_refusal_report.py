@@ -76,6 +76,9 @@ def test_confidence_is_recorded_for_answers_and_refusals(results):
     rec = [json.loads(line) for line in (res.path / "runs").glob("*threshold*.jsonl").__next__().read_text().splitlines()]
     refused = {r["query"]: r for r in rec if r["refused"]}
     assert "q3" in refused and "best semantic match" in refused["q3"]["reason"] and refused["q3"]["hits"] == []
+    # the embedding model behind the wrapped hybrid and the policy is in the manifest, once
+    models = [a["models"] for a in res.manifest["arms"]]
+    assert all(len(m) == 1 and m[0]["window"] == 160 for m in models)
 
 
 def test_a_refused_query_is_never_dropped_from_a_mean(results):
