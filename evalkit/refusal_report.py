@@ -173,32 +173,28 @@ def fig_tradeoff(results: Results) -> Figure | None:
     by_policy: dict[str, list[str]] = {}
     for arm in arms:
         by_policy.setdefault(record_only(arm_info(results, arm)), []).append(arm)
-    fig, ax = plt.subplots(figsize=(7, 5.5))
+    inner = {parse_spec(p)[1].get("arm", "") for p in by_policy}
+    fig, ax = plt.subplots(figsize=(10, 6))
     for i, (policy, members) in enumerate(by_policy.items()):
         colour = f"C{i % 10}"
         d = confidences(results, policy if policy in arms else members[0])
         curve = refusal.tradeoff(d.confidence, d.answerable)
+        name = parse_spec(policy)[1].get("policy", policy) if len(inner) == 1 else policy
         ax.step(curve["wrongful_refusal"], curve["correct_refusal"], where="post", color=colour,
-                label=f"{_short(policy)} (AUROC {refusal.auroc(d.confidence, d.answerable):.2f})")
+                label=f"{name}  (AUROC {refusal.auroc(d.confidence, d.answerable):.2f})")
         for arm in members:
             own = confidences(results, arm)
             if own.threshold > -math.inf:
                 op = refusal.operating_point(own.refused, own.answerable)
-                ax.plot(op["wrongful_refusal"].value, op["correct_refusal"].value, "o", color=colour, ms=8,
-                        mec="black")
-                ax.annotate(f"t={own.threshold:g}", (op["wrongful_refusal"].value, op["correct_refusal"].value),
-                            textcoords="offset points", xytext=(6, -12), fontsize=8, color=colour)
+                xy = (op["wrongful_refusal"].value, op["correct_refusal"].value)
+                ax.plot(*xy, "o", color=colour, ms=8, mec="black")
+                ax.annotate(f"t={own.threshold:g}", xy, textcoords="offset points", xytext=(6, -12), fontsize=8,
+                            color=colour)
     ax.axvline(0.05, color="grey", lw=0.8, ls=":")
     ax.set(xlabel="wrongful refusal (answerable queries refused)", ylabel="correct refusal (abstain queries refused)",
            xlim=(-0.02, 1.02), ylim=(-0.02, 1.02))
-    ax.set_title("Refusal trade-off over every threshold; dots: the arms' own thresholds", loc="left", fontsize=11)
-    ax.legend(fontsize=8, loc="lower right")
+    where = f" on {next(iter(inner))}" if len(inner) == 1 and "" not in inner else ""
+    ax.set_title(f"Refusal trade-off over every threshold{where}; dots: arms run with a threshold; "
+                 "dotted: 5% wrongful", loc="left", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="policy", title_fontsize=9)
     return fig
-
-
-def _short(label: str) -> str:
-    """``admit(arm=A,policy=P)`` -> ``P on A`` for a legend."""
-    if label.startswith("admit(arm="):
-        _, p = parse_spec(label)
-        return f"{p.get('policy', '?')} on {p.get('arm', '?')}"
-    return label
