@@ -141,3 +141,19 @@ def test_the_report_notebook_plots_the_trade_off(results, tmp_path):
     png = copy / "figures" / "refusal_tradeoff.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Refusal trade-off" in html.read_text() and "AUROC" in html.read_text()
+
+
+def test_cli_fit_prints_an_evidence_policy_that_runs(small, tmp_path, capsys):
+    from evalkit import arms
+
+    c, store = small
+    (tmp_path / "q.toml").write_text(QUERIES)
+    cache = ["--cache", str(store.path)]
+    assert main(["refusal", "fit", "--qrels", str(tmp_path / "q.toml"), "--docs", str(c.root), *cache]) == 0
+    policy = capsys.readouterr().out.strip().splitlines()[-1]
+    assert policy.startswith("evidence(weights=") and policy.count(":") == 4
+    arm = arms.make(f"admit(arm=global-index,policy={policy})", c, store)
+    assert 0 < arm.search("define a new float type", 5).confidence < 1
+    assert main(["refusal", "fit", "--qrels", str(tmp_path / "q.toml"), "--docs", str(c.root), "--policy",
+                 "semantic", *cache]) == 2
+    assert "no weights to fit" in capsys.readouterr().err
