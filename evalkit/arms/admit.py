@@ -13,19 +13,28 @@ import math
 from dataclasses import replace
 
 from ..records import Result
-from . import Arm, ArmError, make
+from . import Arm, ArmError, make, validate
 from .policies import make_policy
+from .policies import validate as validate_policy
 
 
 class AdmitArm(Arm):
     name = "admit"
     defaults = {"arm": "", "policy": "", "threshold": -math.inf}
 
+    @classmethod
+    def resolve(cls, params):
+        """Its own parameters, and the nested arm and policy specs too: a misspelt policy stops a run
+        before anything is written, like a misspelt arm."""
+        resolved = super().resolve(params)
+        for key, check in (("arm", validate), ("policy", validate_policy)):
+            if not resolved[key]:
+                raise ArmError(f"arm 'admit' needs {key}=SPEC, e.g. admit(arm=hybrid,policy=semantic,threshold=0.3)")
+            check(resolved[key])
+        return resolved
+
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
-        for key in ("arm", "policy"):
-            if not self.params[key]:
-                raise ArmError(f"arm 'admit' needs {key}=SPEC, e.g. admit(arm=hybrid,policy=semantic,threshold=0.3)")
         self.inner = make(self.params["arm"], corpus, store)
         self.policy = make_policy(self.params["policy"], corpus, store)
         # canonical names inside the label, so one arm has one label however its spec was written

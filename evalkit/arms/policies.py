@@ -196,9 +196,10 @@ class SemanticPolicy(Policy):
 # ---- evidence: a fitted combination ----------------------------------------------------------------------
 
 SIGNALS = ("semantic", "coverage", "agreement", "familiarity")
-# Fitted on the latex development set (`evalkit refusal fit --corpus latex --qrels qrels/latex.toml`):
-# intercept, then one weight per signal in SIGNALS order.
-LATEX_WEIGHTS = "0:0:0:0:0"
+# The default: fitted on the latex query set of 30 November 2026 (110 queries, 22 abstain) by
+# `evalkit refusal fit --qrels qrels/latex.toml`; intercept, then one weight per signal in SIGNALS order.
+# Refit when the development set changes; a spec that names its weights does not depend on this.
+LATEX_WEIGHTS = "-10.44:13.86:3.476:0.146:7.128"
 
 
 def logistic(x: np.ndarray, weights: np.ndarray) -> np.ndarray:

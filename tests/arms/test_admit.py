@@ -53,6 +53,19 @@ def test_admit_labels_are_canonical_and_bad_specs_are_named(small):
             arms.make(spec, c, store)
 
 
+def test_a_misspelt_policy_stops_a_run_before_anything_is_written(small, tmp_path):
+    from evalkit import qrels
+    from evalkit import run as runner
+
+    c, store = small
+    (tmp_path / "q.toml").write_text('[set]\nname = "q"\n[[query]]\nid = "a"\nclass = "abstain"\ntext = "x"\n'
+                                     'judgments = []\n')
+    with pytest.raises(ArmError, match="unknown policy 'semntic'"):
+        runner.run(c, store, qrels.load(tmp_path / "q.toml"), ["keyword", "admit(arm=keyword,policy=semntic)"],
+                   tmp_path / "res", progress=False)
+    assert not (tmp_path / "res").exists()
+
+
 def test_evidence_signals_are_bounded(small):
     c, store = small
     p = make_policy("evidence", c, store)
@@ -95,3 +108,26 @@ def test_fit_logistic_recovers_the_direction_and_stays_finite():
     assert w[1] > 2 and abs(w[2]) < 1.5
     separable = fit_logistic(np.array([[0.0], [1.0]]), np.array([0.0, 1.0]))
     assert np.all(np.isfinite(separable)) and separable[1] > 0
+
+
+def test_an_installed_plug_in_policy_is_found(small, tmp_path, monkeypatch):
+    """A real installed distribution with an ``evalkit.admission`` entry point, like a plug-in arm."""
+    c, store = small
+    site = tmp_path / "site"
+    (site / "evalkit_policy_demo-0.1.dist-info").mkdir(parents=True)
+    (site / "evalkit_policy_demo.py").write_text(
+        "from evalkit.arms.policies import Policy, Verdict\n"
+        "class Length(Policy):\n"
+        "    name = 'length'\n"
+        "    defaults = {'words': 3}\n"
+        "    def assess(self, query, result):\n"
+        "        return Verdict(len(query.split()) / self.params['words'], 'words per expected')\n")
+    (site / "evalkit_policy_demo-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: evalkit-policy-demo\nVersion: 0.1\n")
+    (site / "evalkit_policy_demo-0.1.dist-info" / "entry_points.txt").write_text(
+        "[evalkit.admission]\nlength = evalkit_policy_demo:Length\n")
+    monkeypatch.syspath_prepend(str(site))
+    arm = arms.make("admit(arm=global-index,policy=length(words=4),threshold=1)", c, store)
+    assert arm.label == "admit(arm=global-index,policy=length(words=4),threshold=1.0)"
+    assert arm.search("booktabs table rules", 5).reason == "words per expected 0.75 < 1"
+    assert not arm.search("booktabs table rules and spacing", 5).refused
