@@ -74,11 +74,11 @@ def main() -> None:
             kinds = {k[len("correct_refusal["):-1]: str(v) for k, v in m.items() if k.startswith("correct_refusal[")}
             rows.append((s, other, p, m, kinds))
 
-    print(f"\n| reported on | tuned on | policy | threshold | correct refusal | wrongful refusal | AUROC | AURC | nAUC |")
+    print("\n| reported on | tuned on | policy | threshold | correct refusal | wrongful refusal | AUROC | AURC | nAUC |")
     print("|---|---|---|---|---|---|---|---|---|")
     for s, other, p, m, kinds in rows:
-        name = "evidence (fitted on " + other + ")" if p.startswith("evidence") else p
-        print(f"| {s} | {other} | `{name}` | {m['threshold']:g} | {m['correct_refusal']} | {m['wrongful_refusal']} "
+        name = f"`evidence` (fitted on {other})" if p.startswith("evidence") else f"`{p}`"
+        print(f"| {s} | {other} | {name} | {m['threshold']:g} | {m['correct_refusal']} | {m['wrongful_refusal']} "
               f"| {m['AUROC']:.3f} | {m['AURC']:.3f} | {m['nAUC']:.3f} |")
         for kind, rate in kinds.items():
             print(f"|  |  | ↳ {kind} | | {rate} | | | | |")

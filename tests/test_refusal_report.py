@@ -1,7 +1,6 @@
 import json
 import math
 
-import pandas as pd
 import pytest
 
 from evalkit import qrels
