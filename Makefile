@@ -10,7 +10,7 @@ export EVALKIT_MODEL_DIR ?= packaged
 
 CORPUS ?= latex
 
-.PHONY: test report bench clean-venv
+.PHONY: test report bench refusal clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,15 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/extraction.py --corpus $(CORPUS)
 	$(BIN)/python benchmarks/arms.py --corpus $(CORPUS) --qrels qrels/$(CORPUS).toml --embed
 	$(BIN)/python benchmarks/measures.py --queries 10000
+
+# Refusal across sets: thresholds chosen on one query set, reported on the other (README, "Refusal"),
+# then the report of each set with one trade-off curve per admission policy.
+refusal: $(VENV)/.installed
+	$(BIN)/evalkit corpus fetch latex
+	$(BIN)/evalkit corpus fetch rmanuals
+	$(BIN)/python benchmarks/refusal.py
+	$(BIN)/evalkit report results/refusal/latex
+	$(BIN)/evalkit report results/refusal/rmanuals
 
 clean-venv:
 	rm -rf $(VENV)

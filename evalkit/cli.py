@@ -337,6 +337,62 @@ def cmd_gate(args) -> int:
     return verdict.exit_code
 
 
+# ---- refusal ---------------------------------------------------------------------------------------------
+
+REFUSAL_ACTIONS = ("show", "calibrate", "fit")
+
+
+def cmd_refusal_show(args) -> int:
+    from . import refusal_report
+
+    try:
+        print(refusal_report.text(Results.load(args.results), args.arm, args.threshold, curve=args.curve))
+    except refusal_report.RefusalError as e:
+        raise UsageError(str(e)) from None
+    return 0
+
+
+def cmd_refusal_calibrate(args) -> int:
+    from . import refusal_report
+
+    res = Results.load(args.results)
+    try:
+        spec, m = refusal_report.calibrated(res, args.arm, args.max_wrongful)
+    except (refusal_report.RefusalError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    print(f"threshold chosen on {res.manifest['qrels']['name']} for wrongful refusal <= {args.max_wrongful:g}; "
+          f"here (self-tuned, optimistic): correct refusal {m['correct_refusal']}, "
+          f"wrongful refusal {m['wrongful_refusal']}")
+    print(spec)
+    return 0
+
+
+def cmd_refusal_fit(args) -> int:
+    from .arms.policies import EvidencePolicy, fit_evidence, make_policy
+
+    qs = qrels.load(args.qrels)
+    args.file = args.qrels
+    _qrels_corpus(args, qs)
+    ingest, store = open_corpus(args, quiet=True)
+    policy = make_policy(args.policy, ingest.corpus, store)
+    if not isinstance(policy, EvidencePolicy):
+        raise UsageError(f"policy {policy.label!r} has no weights to fit (fit the 'evidence' policy)")
+    try:
+        policy.params["weights"] = fit_evidence(policy, qs.queries)
+    except ValueError as e:
+        raise UsageError(f"{args.qrels}: {e}") from None
+    print(f"fitted on {qs.name} ({len(qs.queries)} queries)")
+    print(policy.label)
+    return 0
+
+
+def refusal_argv(argv: list[str]) -> list[str]:
+    """``evalkit refusal RESULTS ...`` is ``evalkit refusal show RESULTS ...``."""
+    if len(argv) >= 2 and argv[0] == "refusal" and argv[1] not in (*REFUSAL_ACTIONS, "-h", "--help"):
+        return [argv[0], "show", *argv[1:]]
+    return argv
+
+
 # ---- the parser -----------------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
@@ -464,11 +520,31 @@ def parser() -> argparse.ArgumentParser:
     ga.add_argument("--allow-different-queries", action="store_true",
                     help="gate on the queries two different query sets share (the rest are listed)")
     ga.set_defaults(func=cmd_gate)
+
+    rf = sub.add_parser("refusal", help="refusal measures of arms that record a confidence; calibrate; fit",
+                        description="evalkit refusal [show] RESULTS --arm SPEC | calibrate RESULTS --arm SPEC "
+                                    "--max-wrongful R | fit --qrels FILE").add_subparsers(dest="action", required=True)
+    sh = rf.add_parser("show", help="correct and wrongful refusal with Wilson intervals, AUROC, AURC, nAUC")
+    sh.add_argument("results", type=Path)
+    sh.add_argument("--arm", required=True, help="an admit(...) arm of the run (its label or spec)")
+    sh.add_argument("--threshold", type=float, help="evaluate this threshold instead of the arm's own")
+    sh.add_argument("--curve", action="store_true", help="also print the trade-off at every threshold")
+    sh.set_defaults(func=cmd_refusal_show)
+    ca = rf.add_parser("calibrate", help="choose a threshold for a target wrongful-refusal rate; print the spec")
+    ca.add_argument("results", type=Path)
+    ca.add_argument("--arm", required=True, help="an admit(...) arm of the run, best run record-only (no threshold)")
+    ca.add_argument("--max-wrongful", type=float, default=0.05, help="highest wrongful-refusal rate allowed")
+    ca.set_defaults(func=cmd_refusal_calibrate)
+    fi = rf.add_parser("fit", help="fit the evidence policy's weights on a development query set; print the policy")
+    fi.add_argument("--qrels", required=True, type=Path)
+    add_corpus_args(fi, required=False)
+    fi.add_argument("--policy", default="evidence", help="an evidence(...) policy spec (its other parameters are kept)")
+    fi.set_defaults(func=cmd_refusal_fit)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(refusal_argv(sys.argv[1:] if argv is None else list(argv)))
     try:
         return args.func(args)
     except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError,

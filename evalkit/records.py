@@ -90,12 +90,15 @@ class Result:
 
     ``hits`` are in the arm's total order; a hit's ``score`` is the arm's primary score, which may tie
     with its neighbours (the order inside a tied band is the arm's tie-break, and is audited as such).
+    ``confidence`` (higher = more sure the corpus answers) is set by an admission policy
+    (:mod:`evalkit.arms.admit`) on answers and refusals alike, so a threshold can be chosen afterwards.
     """
 
     hits: tuple[Hit, ...] = ()
     refused: bool = False
     reason: str = ""
+    confidence: float | None = None
 
     @classmethod
-    def refusal(cls, reason: str) -> "Result":
-        return cls(refused=True, reason=reason)
+    def refusal(cls, reason: str, confidence: float | None = None) -> "Result":
+        return cls(refused=True, reason=reason, confidence=confidence)

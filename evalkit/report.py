@@ -31,6 +31,8 @@ from .text import split_top
 NOTEBOOK = dirs.REPO_ROOT / "notebooks" / "report.ipynb"
 # Figures the report saves (figures/<name>.png); "deltas" needs two arms.
 FIGURES = ("class_bars", "deltas", "latency", "refusals", "ties")
+# Saved only when the run has what they show: "refusal_tradeoff" needs an arm that records confidences.
+OPTIONAL_FIGURES = ("refusal_tradeoff",)
 
 # Okabe-Ito (colour-blind safe, yellow left out: unreadable on white), then a few distinct extras.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#7F7F7F", "#8C564B",
@@ -617,7 +619,7 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
         pair = list(resolve_pair(res, pair))
     figures = res.path / "figures"
     figures.mkdir(exist_ok=True)
-    for name in FIGURES:  # a figure left from an earlier report must not pass for this one's
+    for name in FIGURES + OPTIONAL_FIGURES:  # a figure left from an earlier report must not pass for this one's
         (figures / f"{name}.png").unlink(missing_ok=True)
     source = Path(notebook or NOTEBOOK)
     nb = inject_parameters(nbformat.read(source, as_version=4), results=str(res.path), pair=pair,

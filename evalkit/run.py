@@ -4,7 +4,7 @@
       manifest.json        what ran, on which bytes, with which versions, on which machine
       runs/<arm>.jsonl     the raw answers, one line per query, appended as they come (what --resume reads)
       runs/<arm>.trec      TREC run files, page ids "<doc>#<page>", strictly decreasing scores
-      per_query.parquet    one row per (query, arm): class, measures, outcome, latency, ties
+      per_query.parquet    one row per (query, arm): class, kind, measures, outcome, confidence, latency, ties
       summary.csv          per arm and class
 
 The score column of the .trec files is ``n - rank + 1``: trec_eval re-sorts by score (then by document id,
@@ -66,13 +66,25 @@ def environment() -> dict:
 
 
 def model_ids(arm: arms.Arm) -> list[dict]:
-    """The embedding models behind an arm and the arms it is built from (a hybrid's semantic input)."""
-    found = []
-    for obj in (arm, *(v for v in vars(arm).values() if isinstance(v, arms.Arm))):
+    """The embedding models behind an arm and everything it is built from, at any depth (a hybrid's
+    semantic input, an admission wrapper's arm and policy)."""
+    found, seen = [], set()
+
+    def visit(obj: arms.Configurable) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
         spec = getattr(obj, "spec", None)
         if isinstance(spec, ModelSpec):
-            found.append({"arm": obj.label, "name": spec.model, "weights": spec.weights_id(),
-                          "max_tokens": spec.max_tokens, "window": spec.window, "cache_key": spec.key})
+            model = {"arm": obj.label, "name": spec.model, "weights": spec.weights_id(),
+                     "max_tokens": spec.max_tokens, "window": spec.window, "cache_key": spec.key}
+            if model not in found:
+                found.append(model)
+        for v in vars(obj).values():
+            if isinstance(v, arms.Configurable):
+                visit(v)
+
+    visit(arm)
     return found
 
 
@@ -104,7 +116,7 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
 
 
 def _result(rec: dict) -> Result:
-    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"])
+    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"], rec.get("confidence"))
 
 
 def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
@@ -178,7 +190,8 @@ def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) ->
             result = arm.search(q.text, k)
             latency = time.perf_counter() - t0
             f.write(json.dumps({"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
-                                "refused": result.refused, "reason": result.reason, "latency": latency}) + "\n")
+                                "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
+                                "latency": latency}) + "\n")
             f.flush()
 
 
@@ -193,10 +206,11 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
     for info in arm_infos:
         for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
             result = _result(rec)
-            rows.append({"query": q.id, "class": q.cls, "arm": info["label"],
+            rows.append({"query": q.id, "class": q.cls, "kind": q.kind, "arm": info["label"],
                          **measures.evaluate(q, result),
                          "outcome": measures.refusal_outcome(q, result),
                          "refused": result.refused or not result.hits,
+                         "confidence": math.nan if result.confidence is None else result.confidence,
                          "hits": len(result.hits), "latency_s": rec["latency"],
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
     return pd.DataFrame(rows)

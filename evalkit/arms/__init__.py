@@ -33,9 +33,11 @@ class ArmError(ValueError):
     """An arm name or parameter that cannot be used; the message names the arm and the parameter."""
 
 
-class Arm:
-    """Base class of every arm: parameter declaration, validation and the canonical name."""
+class Configurable:
+    """Parameter declaration, validation and the canonical name: shared by arms and admission policies
+    (:mod:`evalkit.arms.policies`), so both read and print the same spec grammar."""
 
+    kind: ClassVar[str] = "arm"  # what error messages call it
     name: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     unlabelled: ClassVar[frozenset[str]] = frozenset()  # parameters that cannot change results (paths, speed)
@@ -51,22 +53,26 @@ class Arm:
         values outside ``choices`` raise ArmError naming the arm and the parameter."""
         unknown = sorted(set(params) - set(cls.defaults))
         if unknown:
-            raise ArmError(f"arm {cls.name!r} has no parameter {unknown[0]!r} "
+            raise ArmError(f"{cls.kind} {cls.name!r} has no parameter {unknown[0]!r} "
                            f"(parameters: {', '.join(cls.defaults) or 'none'})")
-        resolved = {k: _coerce(cls.name, k, cls.defaults[k], params.get(k, cls.defaults[k])) for k in cls.defaults}
+        resolved = {k: _coerce(cls, k, cls.defaults[k], params.get(k, cls.defaults[k])) for k in cls.defaults}
         for key, allowed in cls.choices.items():
             if key in resolved and resolved[key] not in allowed:
-                raise ArmError(f"arm {cls.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
+                raise ArmError(f"{cls.kind} {cls.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
                                f"not {resolved[key]!r}")
         return resolved
 
     @property
     def label(self) -> str:
-        """The canonical name: the arm's name plus every parameter that differs from its default."""
+        """The canonical name: the name plus every parameter that differs from its default."""
         changed = {k: v for k, v in self.params.items() if v != self.defaults[k] and k not in self.unlabelled}
         if not changed:
             return self.name
         return f"{self.name}({','.join(f'{k}={v}' for k, v in sorted(changed.items()))})"
+
+
+class Arm(Configurable):
+    """Base class of every arm: a :class:`Configurable` that answers ``search(query, k)``."""
 
     def search(self, query: str, k: int) -> Result:  # pragma: no cover - the protocol
         raise NotImplementedError
@@ -75,7 +81,7 @@ class Arm:
         return f"<arm {self.label} on {self.corpus.name}>"
 
 
-def _coerce(arm: str, key: str, default: Any, value: Any) -> Any:
+def _coerce(owner: type[Configurable], key: str, default: Any, value: Any) -> Any:
     if default is None or isinstance(value, type(default)) and not isinstance(value, bool) ^ isinstance(default, bool):
         return value
     try:
@@ -87,17 +93,19 @@ def _coerce(arm: str, key: str, default: Any, value: Any) -> Any:
             raise ValueError
         return type(default)(value)
     except (TypeError, ValueError):
-        raise ArmError(f"arm {arm!r}: parameter {key!r} wants a {type(default).__name__}, got {value!r}") from None
+        raise ArmError(f"{owner.kind} {owner.name!r}: parameter {key!r} wants a {type(default).__name__}, "
+                       f"got {value!r}") from None
 
 
 def builtin() -> dict[str, type[Arm]]:
+    from .admit import AdmitArm
     from .global_index import GlobalIndexArm
     from .hybrid import HybridArm
     from .keyword import KeywordArm
     from .score_merge import ScoreMergeArm
     from .semantic import SemanticArm
 
-    return {a.name: a for a in (KeywordArm, GlobalIndexArm, ScoreMergeArm, SemanticArm, HybridArm)}
+    return {a.name: a for a in (KeywordArm, GlobalIndexArm, ScoreMergeArm, SemanticArm, HybridArm, AdmitArm)}
 
 
 def registry() -> dict[str, type[Arm]]:

@@ -113,6 +113,7 @@ class GlobalIndex:
             "SELECT rowid, doc, page, sha256 FROM fts_global_pages WHERE name=?", (self.table,))}
         # the keyword arm and a hybrid over it ask for the same query's content scores: compute them once
         self._content = lru_cache(maxsize=256)(self._content_scores)
+        self.pages_with = lru_cache(maxsize=1024)(self._pages_with)
 
     def bm25(self, terms: list[str]) -> list[tuple[str, int, float]]:
         """Every matching page as (doc, page, score), score = -bm25() (higher is better), best first.
@@ -134,11 +135,13 @@ class GlobalIndex:
         """The same sum of w_t, over the query terms each matching *page* contains."""
         return self._content(tuple(terms))[1]
 
+    def _pages_with(self, term: str) -> frozenset[tuple[str, int]]:
+        """The (doc, page) pairs whose text holds ``term`` (after the index's stemming); cached per term."""
+        rows = self.db.execute(f"SELECT rowid FROM {self.table} WHERE {self.table} MATCH ?", (match_expression([term]),))
+        return frozenset(self.pages[r][:2] for (r,) in rows)
+
     def _content_scores(self, terms: tuple[str, ...]) -> tuple[dict[str, float], dict[tuple[str, int], float]]:
-        pages_with = {}
-        for t in terms:
-            rows = self.db.execute(f"SELECT rowid FROM {self.table} WHERE {self.table} MATCH ?", (match_expression([t]),))
-            pages_with[t] = {self.pages[r][:2] for (r,) in rows}
+        pages_with = {t: self.pages_with(t) for t in terms}
         docs_with = {t: {d for d, _ in ps} for t, ps in pages_with.items()}
         n = len(set().union(*docs_with.values())) if docs_with else 0
         docs: dict[str, float] = defaultdict(float)
