@@ -365,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError) as e:
+    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError,
+            FileNotFoundError) as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
 

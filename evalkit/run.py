@@ -104,7 +104,7 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
 
 
 def _result(rec: dict) -> Result:
-    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"])
+    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"], rec.get("error", ""))
 
 
 def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
@@ -153,7 +153,13 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
         built[spec] = {**built.get(spec, {}), **info}
         manifest["arms"] = [built[s] for s in specs if s in built]
         _write_json(manifest_path, manifest)
-        _run_arm(arm, qs, out / "runs" / f"{info['file']}.jsonl", k, progress)
+        try:
+            _run_arm(arm, qs, out / "runs" / f"{info['file']}.jsonl", k, progress)
+            if described := arm.describe():
+                built[spec]["describe"] = described
+                _write_json(manifest_path, manifest)
+        finally:
+            arm.close()
         (out / "runs" / f"{info['file']}.trec").write_text("".join(
             line for rec in _ordered(qs, out / "runs" / f"{info['file']}.jsonl")
             for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
@@ -178,7 +184,8 @@ def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) ->
             result = arm.search(q.text, k)
             latency = time.perf_counter() - t0
             f.write(json.dumps({"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
-                                "refused": result.refused, "reason": result.reason, "latency": latency}) + "\n")
+                                "refused": result.refused, "reason": result.reason, "error": result.error,
+                                "latency": latency}) + "\n")
             f.flush()
 
 
@@ -188,7 +195,8 @@ def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
 
 
 def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
-    """One row per (query, arm) with every default measure, the refusal outcome, latency and ties."""
+    """One row per (query, arm) with every default measure, the refusal outcome (or ``error``, with its
+    message), latency and ties."""
     rows = []
     for info in arm_infos:
         for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
@@ -196,15 +204,17 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
             rows.append({"query": q.id, "class": q.cls, "arm": info["label"],
                          **measures.evaluate(q, result),
                          "outcome": measures.refusal_outcome(q, result),
-                         "refused": result.refused or not result.hits,
+                         "refused": not result.error and (result.refused or not result.hits),
+                         "error": result.error,
                          "hits": len(result.hits), "latency_s": rec["latency"],
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
     return pd.DataFrame(rows)
 
 
 def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
-    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only,
-    both refusal rates side by side, latency median / p95 / mean, and the mean tied items at 10."""
+    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only (an
+    errored one scores 0, like an empty answer), both refusal rates side by side, the number of errors,
+    latency median / p95 / mean, and the mean tied items at 10."""
     names = [n for n in measures.DEFAULT if n in frame.columns]
     groups = [("all", frame)]
     if by_class:
@@ -215,7 +225,8 @@ def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
             answerable = a[a["class"] != "abstain"]
             row = {"arm": arm, "class": cls, "queries": len(a)}
             row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
-            row.update(measures.refusal_rates(a["outcome"]))
+            row.update(measures.refusal_rates(a["outcome"], a["class"] == "abstain"))
+            row["errors"] = int((a["outcome"] == "error").sum())
             row.update({f"latency_{k}_s": v for k, v in measures.latency_summary(a["latency_s"]).items()})
             row["ties@10"] = a["ties@10"].mean()
             rows.append(row)
