@@ -355,7 +355,7 @@ class Server:
 
     def close(self, timeout: float = 10.0) -> None:
         """Close the session and end the process (the SDK closes stdin, then terminates, then kills)."""
-        if self._closing is not None and not self.dead:
+        if self._closing is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._closing.set)
         try:
             self._main.result(timeout)

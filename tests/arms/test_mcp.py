@@ -3,9 +3,11 @@
 import json
 import math
 import os
+import re
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from evalkit import arms, corpus, qrels
@@ -61,8 +63,7 @@ page = "n"
 '''
 
 
-@pytest.fixture
-def setup(tmp_path):
+def _setup(tmp_path):
     """A folder of two tiny PDFs (one name with a space), its corpus, and a config naming the test server."""
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -76,15 +77,30 @@ def setup(tmp_path):
 
 
 @pytest.fixture
+def setup(tmp_path):
+    return _setup(tmp_path)
+
+
+@pytest.fixture
 def arm(setup):
+    """An arm of its own, for tests that restart, kill or close its server."""
     c, config, _ = setup
     a = arms.make(f"mcp(config={config},name=test)", c, None)
     yield a
     a.close()
 
 
-def test_hits_are_mapped_in_the_tool_order_after_the_warm_up(arm, setup):
-    _, _, state = setup
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One arm (and its state folder) shared by the tests that only ask queries: a server start is slow."""
+    c, config, state = _setup(tmp_path_factory.mktemp("mcp"))
+    a = arms.make(f"mcp(config={config},name=test)", c, None)
+    yield a, state
+    a.close()
+
+
+def test_hits_are_mapped_in_the_tool_order_after_the_warm_up(shared):
+    arm, state = shared
     assert (state / "warm-calls").read_text() == "2"  # called until it reported done
     r = arm.search("anything", 10)
     assert [(h.doc, h.page, h.score) for h in r.hits] == [("b doc.pdf", 2, 0.9), ("a.pdf", 1, 0.5), ("b doc.pdf", 1, 0.5)]
@@ -93,7 +109,8 @@ def test_hits_are_mapped_in_the_tool_order_after_the_warm_up(arm, setup):
     assert arm.label == "mcp(name=test)"  # the definition names the arm; where the file lives does not
 
 
-def test_refusal_errors_and_unreadable_answers_are_told_apart(arm):
+def test_refusal_errors_and_unreadable_answers_are_told_apart(shared):
+    arm, _ = shared
     refused = arm.search("refuse", 10)
     assert refused.refused and not refused.error and refused.reason == "verdict = 'no evidence'"
     for query, message in (("tool error", "returned an error: .*the index is locked"),
@@ -101,7 +118,7 @@ def test_refusal_errors_and_unreadable_answers_are_told_apart(arm):
                            ("stranger", "elsewhere.pdf.* is not a document of the corpus")):
         r = arm.search(query, 10)
         assert not r.refused and not r.hits
-        assert r.error and __import__("re").search(message, r.error), r.error
+        assert r.error and re.search(message, r.error), r.error
 
 
 def test_text_content_is_read_as_json_and_prose_is_an_error(setup):
@@ -122,14 +139,15 @@ def test_a_timeout_is_an_error_and_the_next_query_is_answered(arm):
     assert len(arm.search("anything", 10).hits) == 3  # a fresh server, not one still busy sleeping
 
 
-def test_a_dead_server_is_restarted_once_then_the_arm_fails(arm, setup):
+def test_a_dead_server_is_restarted_once_then_the_arm_fails(arm):
     assert len(arm.search("crash once", 10).hits) == 3  # died, restarted (and warmed), query asked again
     assert arm.restarts == 1 and arm.describe()["restarts"] == 1
     with pytest.raises(ArmFailure, match="died again after one restart"):
         arm.search("crash", 10)
 
 
-def test_describe_records_the_server_schema_and_transport(arm):
+def test_describe_records_the_server_schema_and_transport(shared):
+    arm, _ = shared
     d = arm.describe()
     assert d["server"]["name"] == "evalkit-test-server" and {"warm", "search"} <= set(d["server"]["tools"])
     assert len(d["server"]["tools_sha256"]) == 64 and len(d["definition_sha256"]) == 64
@@ -208,10 +226,10 @@ judgments = []
     out = runner.run(c, None, qs, [f"mcp(config={config},name=test)"], tmp_path / "res", progress=False)
     recs = {json.loads(line)["query"]: json.loads(line) for line in (out / "runs" / "mcp(name=test).jsonl").open()}
     assert "the index is locked" in recs["err"]["error"] and recs["ok"]["error"] == ""
-    pq = __import__("pandas").read_parquet(out / "per_query.parquet").set_index("query")
+    pq = pd.read_parquet(out / "per_query.parquet").set_index("query")
     assert pq.loc["err", "outcome"] == "error" and pq.loc["err", "nDCG@10"] == 0.0 and not pq.loc["err", "refused"]
     assert pq.loc["no", "outcome"] == "correct_refusal" and pq.loc["err-abstain", "outcome"] == "error"
-    s = __import__("pandas").read_csv(out / "summary.csv").set_index(["arm", "class"]).loc[("mcp(name=test)", "all")]
+    s = pd.read_csv(out / "summary.csv").set_index(["arm", "class"]).loc[("mcp(name=test)", "all")]
     assert s["errors"] == 2
     assert s["correct_refusal_rate"] == 0.5 and s["wrongful_refusal_rate"] == 0.0  # errors stay in denominators
     assert math.isclose(s["nDCG@10"], pq.loc["ok", "nDCG@10"] / 2)  # the errored query scores 0, not dropped
