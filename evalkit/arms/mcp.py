@@ -272,6 +272,7 @@ class Server:
         self.dead = False
         self._closing: asyncio.Event | None = None
         self._ready = threading.Event()
+        self._ended = threading.Event()  # set when the task holding the process has left its contexts
         self._failure: BaseException | None = None
         self._main = asyncio.run_coroutine_threadsafe(self._hold(), self.loop)
         if not self._ready.wait(startup_timeout):
@@ -305,6 +306,7 @@ class Server:
         finally:
             self.dead = True
             self._ready.set()
+            self._ended.set()
 
     def _wait(self, coro, deadline: float):
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -357,10 +359,11 @@ class Server:
         """Close the session and end the process (the SDK closes stdin, then terminates, then kills)."""
         if self._closing is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._closing.set)
-        try:
-            self._main.result(timeout)
-        except Exception:  # noqa: BLE001 - closing: the failure was reported when it happened
-            pass
+        if not self._ended.wait(timeout):
+            # stuck before it could wait for the close (a server that never answers initialize): cancelling
+            # the task runs the SDK's shutdown all the same
+            self._main.cancel()
+            self._ended.wait(timeout)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout)
         self.dead = True

@@ -161,6 +161,32 @@ def test_close_ends_the_process(arm):
     arm.close()  # idempotent (it also runs at exit)
 
 
+def test_a_server_that_never_answers_is_given_up_and_ended(setup, tmp_path):
+    c, _, _ = setup
+    pid_file = tmp_path / "pid"
+    config = tmp_path / "mute.toml"
+    config.write_text(f'''
+[arm.mute]
+command = "{{python}}"
+args = ["-c", "import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"]
+startup_timeout = 3
+search = {{ tool = "search" }}
+''')
+    t0 = time.perf_counter()
+    with pytest.raises(ArmFailure, match="did not start within 3 s"):
+        arms.make(f"mcp(config={config},name=mute)", c, None)
+    assert time.perf_counter() - t0 < 30
+    pid = int(pid_file.read_text())
+    for _ in range(50):  # the SDK's shutdown: stdin closed, then SIGTERM after 2 s
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"server process {pid} is still running")
+
+
 @pytest.mark.parametrize("body, message", [
     ("", "defines no arm 'test'"),
     ("[arm.test]\ncommand = 'x'\n", "needs 'search'"),
