@@ -334,7 +334,7 @@ class Server:
                 raise ServerDied(f"the server closed the connection{self.log_tail()}") from None
             if "timed out" in e.error.message.lower():
                 raise CallTimeout(f"no answer within {timeout:g} s") from None
-            raise
+            raise RuntimeError(f"MCP error {e.error.code}: {e.error.message}") from None
         except CallTimeout:
             raise
         except Exception as e:
@@ -386,15 +386,23 @@ class McpArm(Arm):
     # recorded in the manifest as a digest, with the server's version and tool schema).
     unlabelled = frozenset({"config"})
 
+    @classmethod
+    def resolve(cls, params):
+        """The parameters, and the definition they name loaded and checked, so a run refuses a wrong file or
+        name before any arm runs."""
+        resolved = super().resolve(params)
+        if not resolved["config"] or not resolved["name"]:
+            raise ArmError("arm 'mcp' needs config=FILE and name=DEFINITION, e.g. "
+                           "mcp(config=examples/arms.toml,name=pdf-mcp-keyword)")
+        load_definition(resolved["config"], resolved["name"])
+        return resolved
+
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
         try:
             import mcp  # noqa: F401
         except ImportError:
             raise ArmFailure("arm 'mcp' needs the MCP Python SDK: pip install 'evalkit[mcp]'") from None
-        if not self.params["config"] or not self.params["name"]:
-            raise ArmError("arm 'mcp' needs config=FILE and name=DEFINITION, e.g. "
-                           "mcp(config=examples/arms.toml,name=pdf-mcp-keyword)")
         self.config = Path(self.params["config"]).resolve()
         self.definition = load_definition(self.config, self.params["name"])
         self.documents = {d.name for d in corpus.documents}
@@ -438,7 +446,10 @@ class McpArm(Arm):
             if left <= 0:
                 break
             try:
-                answer = payload_of(self.server.call(call.tool, args, left))
+                raw = self.server.call(call.tool, args, left)
+                if raw.isError:
+                    raise ValueError(" ".join(c.text for c in raw.content if getattr(c, "type", "") == "text"))
+                answer = payload_of(raw)
             except (ServerDied, CallTimeout, ValueError, RuntimeError) as e:
                 raise ArmFailure(f"arm {self.label}: warm-up {call.tool} failed: {e}") from None
             if self.definition.mapping.error and (msg := _get(answer, self.definition.mapping.error)):

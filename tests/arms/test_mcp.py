@@ -202,6 +202,15 @@ def test_bad_definitions_name_the_file_and_key(tmp_path, body, message):
         load_definition(p, "test")
 
 
+def test_a_run_refuses_a_wrong_definition_before_any_arm_runs(setup, tmp_path):
+    c, config, _ = setup
+    with pytest.raises(ArmError, match="defines no arm 'tset'"):
+        runner.run(c, None, None, ["global-index", f"mcp(config={config},name=tset)"], tmp_path / "res")
+    assert not (tmp_path / "res").exists()
+    with pytest.raises(ArmError, match="needs config=FILE and name=DEFINITION"):
+        arms.validate("mcp(name=x)")
+
+
 def test_fill_keeps_types_and_refuses_unknown_placeholders():
     assert fill({"k": "{k}", "q": "find {query}!", "xs": ["{k}"], "n": 3}, {"k": 5, "query": "x"}) == \
         {"k": 5, "q": "find x!", "xs": [5], "n": 3}
