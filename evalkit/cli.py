@@ -547,8 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(refusal_argv(sys.argv[1:] if argv is None else list(argv)))
     try:
         return args.func(args)
-    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError,
-            compare.CompareError) as e:
+    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError,
+            FileNotFoundError, compare.CompareError) as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
 

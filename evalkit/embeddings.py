@@ -67,6 +67,24 @@ def packaged_model_dir() -> Path:
     return folder
 
 
+def packaged_fastembed_cache() -> Path:
+    """A fastembed cache folder (``FASTEMBED_CACHE_PATH``) in which fastembed, offline, finds
+    all-MiniLM-L6-v2 by its name: the packaged model's files laid out as the hub cache of the repository
+    fastembed would download (for tools that take a model name and no folder, such as an MCP server)."""
+    folder = dirs.cache_dir() / "models" / "fastembed-cache"
+    repo = folder / "models--Qdrant--all-MiniLM-L6-v2-onnx"
+    snapshot = repo / "snapshots" / PACKAGED
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for src in packaged_model_dir().iterdir():
+        if not src.name.startswith("."):
+            link = snapshot / src.name
+            if not link.exists():
+                link.symlink_to(src)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(PACKAGED)
+    return folder
+
+
 @lru_cache(maxsize=8)
 def _file_sha256(path: str, size: int, mtime: float) -> str:
     h = hashlib.sha256()

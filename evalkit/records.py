@@ -86,7 +86,8 @@ class Hit:
 
 @dataclass(frozen=True)
 class Result:
-    """An arm's answer to one query: ranked hits, or a refusal with a reason (a refusal is data).
+    """An arm's answer to one query: ranked hits, or a refusal with a reason (a refusal is data), or an
+    error with its message (the arm failed to answer: never a refusal, scored 0 where a ranking is due).
 
     ``hits`` are in the arm's total order; a hit's ``score`` is the arm's primary score, which may tie
     with its neighbours (the order inside a tied band is the arm's tie-break, and is audited as such).
@@ -98,6 +99,7 @@ class Result:
     refused: bool = False
     reason: str = ""
     confidence: float | None = None
+    error: str = ""
 
     @classmethod
     def refusal(cls, reason: str, confidence: float | None = None) -> "Result":

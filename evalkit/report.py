@@ -166,7 +166,7 @@ def overview(results: Results) -> Markdown:
         f"**run** {when} ({m.get('status', '?')}) · **results** `{results.path.name}`")
 
 
-_LOWER_IS_BETTER = {"wrongful refusal", "s/query (median)"}
+_LOWER_IS_BETTER = {"wrongful refusal", "errors", "s/query (median)"}
 _NOT_RANKED = {"Judged@10"}  # describes the judgments under an arm, not the arm: no "best" to bold
 
 
@@ -175,6 +175,7 @@ def headline(results: Results):
     t = results.table()
     fmt = {c: "{:.3f}" for c in t.columns}
     fmt["s/query (median)"] = "{:.4f}"
+    fmt["errors"] = "{:.0f}"
     st = t.style.format(fmt, na_rep="n/a")
     if len(t) > 1:
         hi = [c for c in t.columns if c not in _LOWER_IS_BETTER | _NOT_RANKED]

@@ -116,7 +116,8 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
 
 
 def _result(rec: dict) -> Result:
-    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"], rec.get("confidence"))
+    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
+                  rec.get("confidence"), rec.get("error", ""))
 
 
 def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
@@ -165,7 +166,13 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
         built[spec] = {**built.get(spec, {}), **info}
         manifest["arms"] = [built[s] for s in specs if s in built]
         _write_json(manifest_path, manifest)
-        _run_arm(arm, qs, out / "runs" / f"{info['file']}.jsonl", k, progress)
+        try:
+            _run_arm(arm, qs, out / "runs" / f"{info['file']}.jsonl", k, progress)
+            if described := arm.describe():
+                built[spec]["describe"] = described
+                _write_json(manifest_path, manifest)
+        finally:
+            arm.close()
         (out / "runs" / f"{info['file']}.trec").write_text("".join(
             line for rec in _ordered(qs, out / "runs" / f"{info['file']}.jsonl")
             for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
@@ -191,6 +198,7 @@ def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) ->
             latency = time.perf_counter() - t0
             f.write(json.dumps({"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
                                 "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
+                                "error": result.error,
                                 "latency": latency}) + "\n")
             f.flush()
 
@@ -201,7 +209,8 @@ def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
 
 
 def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
-    """One row per (query, arm) with every default measure, the refusal outcome, latency and ties."""
+    """One row per (query, arm) with every default measure, the refusal outcome (or ``error``, with its
+    message), latency and ties."""
     rows = []
     for info in arm_infos:
         for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
@@ -209,18 +218,20 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
             rows.append({"query": q.id, "class": q.cls, "kind": q.kind, "arm": info["label"],
                          **measures.evaluate(q, result),
                          "outcome": measures.refusal_outcome(q, result),
-                         "refused": result.refused or not result.hits,
+                         "refused": not result.error and (result.refused or not result.hits),
                          "confidence": math.nan if result.confidence is None else result.confidence,
+                         "error": result.error,
                          "hits": len(result.hits), "latency_s": rec["latency"],
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
     return pd.DataFrame(rows)
 
 
 def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
-    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only,
-    both refusal rates side by side, latency median / p95 / mean, and the mean tied items at 10. Audit
-    measures (Judged@10) are averaged over the queries with an answer: answerable ones in ``all`` (the
-    row whose nDCG they qualify), the class's own in a class row (abstain included)."""
+    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only (an
+    errored one scores 0, like an empty answer), both refusal rates side by side, the number of errors,
+    latency median / p95 / mean, and the mean tied items at 10. Audit measures (Judged@10) are averaged over
+    the queries with an answer: answerable ones in ``all`` (the row whose nDCG they qualify), the class's
+    own in a class row (abstain included)."""
     names = [n for n in measures.DEFAULT if n in frame.columns]
     audit = {n for n in names if measures.MEASURES[n].audit}
     groups = [("all", frame)]
@@ -233,7 +244,8 @@ def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
             row = {"arm": arm, "class": cls, "queries": len(a)}
             row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
             row.update({n: (answerable if cls == "all" else a)[n].mean() for n in audit})
-            row.update(measures.refusal_rates(a["outcome"]))
+            row.update(measures.refusal_rates(a["outcome"], a["class"] == "abstain"))
+            row["errors"] = int((a["outcome"] == "error").sum())
             row.update({f"latency_{k}_s": v for k, v in measures.latency_summary(a["latency_s"]).items()})
             row["ties@10"] = a["ties@10"].mean()
             rows.append(row)

@@ -33,6 +33,11 @@ class ArmError(ValueError):
     """An arm name or parameter that cannot be used; the message names the arm and the parameter."""
 
 
+class ArmFailure(RuntimeError):
+    """An arm that cannot go on (its server died twice, its warm-up failed); the run stops with this message
+    and what it recorded so far is kept for ``--resume``."""
+
+
 class Configurable:
     """Parameter declaration, validation and the canonical name: shared by arms and admission policies
     (:mod:`evalkit.arms.policies`), so both read and print the same spec grammar."""
@@ -77,6 +82,14 @@ class Arm(Configurable):
     def search(self, query: str, k: int) -> Result:  # pragma: no cover - the protocol
         raise NotImplementedError
 
+    def describe(self) -> dict:
+        """What the manifest should record about this arm beyond its parameters (an external server's
+        version, say); asked after the arm has answered every query."""
+        return {}
+
+    def close(self) -> None:
+        """Release what the arm holds (processes, threads); the runner calls it when the arm is done."""
+
     def __repr__(self) -> str:
         return f"<arm {self.label} on {self.corpus.name}>"
 
@@ -102,10 +115,12 @@ def builtin() -> dict[str, type[Arm]]:
     from .global_index import GlobalIndexArm
     from .hybrid import HybridArm
     from .keyword import KeywordArm
+    from .mcp import McpArm
     from .score_merge import ScoreMergeArm
     from .semantic import SemanticArm
 
-    return {a.name: a for a in (KeywordArm, GlobalIndexArm, ScoreMergeArm, SemanticArm, HybridArm, AdmitArm)}
+    return {a.name: a for a in (KeywordArm, GlobalIndexArm, ScoreMergeArm, SemanticArm, HybridArm, AdmitArm,
+                                McpArm)}
 
 
 def registry() -> dict[str, type[Arm]]:
