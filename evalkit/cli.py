@@ -147,10 +147,10 @@ def cmd_qrels_agree(args) -> int:
         rows = agreement.agree(a, b)
     except ValueError as e:
         raise UsageError(f"{args.a} / {args.b}: {e}") from None
-    reworded = sorted(q.id for q in b.queries if q.id in ids_a and a[q.id].text != q.text)
+    reworded = agreement.worded_differently(a, b)
     print(f"A = {args.a} ({len(ids_a)} queries), B = {args.b} ({len(ids_b)} queries): {len(ids_a & ids_b)} in both, "
           f"{len(ids_a - ids_b)} only in A, {len(ids_b - ids_a)} only in B"
-          + (f"; worded differently: {', '.join(reworded)}" if reworded else ""))
+          + (f"; not compared, worded differently: {', '.join(reworded)}" if reworded else ""))
     print(agreement.table(rows).to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print("\nall classes: rows = A's gain, columns = B's gain (pages both judged)")
     print(agreement.confusion_table(rows[-1]).to_string())

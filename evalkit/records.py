@@ -1,7 +1,7 @@
 """The plain records that flow between evalkit's stages (all frozen, all hashable)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 CLASSES = ("needle", "spread", "trap", "described", "abstain")
 
@@ -98,8 +98,9 @@ class Result:
     hits: tuple[Hit, ...] = ()
     refused: bool = False
     reason: str = ""
-    confidence: float | None = None
-    error: str = ""
+    # keyword-only: added after the first three, so no positional call can put one in the other's place
+    confidence: float | None = field(default=None, kw_only=True)
+    error: str = field(default="", kw_only=True)
 
     @classmethod
     def refusal(cls, reason: str, confidence: float | None = None) -> "Result":

@@ -117,7 +117,7 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
 
 def _result(rec: dict) -> Result:
     return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
-                  rec.get("confidence"), rec.get("error", ""))
+                  confidence=rec.get("confidence"), error=rec.get("error", ""))
 
 
 def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,

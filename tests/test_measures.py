@@ -169,7 +169,8 @@ def test_an_error_is_neither_a_refusal_nor_an_answer():
     assert M.refusal_outcome(_query(), failed) == "error"
     assert M.refusal_outcome(_query("abstain", ()), failed) == "error"
     assert M.ranking_of(failed) == ()  # hits carried by an error rank nothing
-    assert set(M.evaluate(_query(), failed).values()) == {0.0}  # an errored answerable query scores 0
+    scores = M.evaluate(_query(), failed)  # an errored answerable query scores 0; nothing shown, nothing judged
+    assert {v for n, v in scores.items() if not M.measure(n).audit} == {0.0} and math.isnan(scores["Judged@10"])
     # each error stays in its class's denominator: 1 correct refusal of 2 abstain, 1 wrongful of 4 answerable
     outcomes = ["correct_refusal", "error", "wrongful_refusal", "answered", "error", "error"]
     abstain = [True, True, False, False, False, False]

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -499,7 +499,7 @@ class McpArm(Arm):
         except ValueError as e:
             return Result(error=f"unreadable answer: {e}")
         result = d.mapping.result(payload, self.documents)
-        return Result(result.hits[:k], result.refused, result.reason, result.error)
+        return replace(result, hits=result.hits[:k])
 
     def describe(self) -> dict:
         """The server's name, version and tool-schema digest, the definition's digest, restarts, warm-up
