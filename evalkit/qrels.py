@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import ids
 from .measures import doc_qrels, page_qrels
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words
@@ -178,12 +179,14 @@ def to_trec(qs: QuerySet, level: str = "page") -> str:
     """TREC qrels lines ``qid 0 id gain``; page ids are ``<doc>#<page>``."""
     def conv(q: Query) -> dict[str, int]:
         return page_qrels(q) if level == "page" else doc_qrels(page_qrels(q))
-    return "".join(f"{q.id} 0 {pid} {g}\n" for q in qs.queries for pid, g in sorted(conv(q).items()))
+    def tid(pid: str) -> str:  # document-level keys are plain names
+        return pid if level == "page" else ids.encode(pid)
+    return "".join(f"{ids.encode(q.id)} 0 {tid(pid)} {g}\n" for q in qs.queries for pid, g in sorted(conv(q).items()))
 
 
 def topics_tsv(qs: QuerySet) -> str:
     """``id<TAB>class<TAB>text`` per query: what TREC qrels cannot carry."""
-    return "".join(f"{q.id}\t{q.cls}\t{' '.join(q.text.split())}\n" for q in qs.queries)
+    return "".join(f"{ids.encode(q.id)}\t{q.cls}\t{' '.join(q.text.split())}\n" for q in qs.queries)
 
 
 def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus: str | None = None) -> QuerySet:
@@ -199,6 +202,7 @@ def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus:
             raise QrelsError(f"qrels line {n}: want 'qid iter doc#page gain', got {line!r}")
         qid, _, pid, gain = parts
         try:
+            qid = ids.decode(qid)
             doc, page = split_page_id(pid)
             g = int(gain)
         except ValueError:
@@ -210,11 +214,11 @@ def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus:
             continue
         parts = line.split("\t")
         if len(parts) == 2:
-            qid, text = parts
+            qid, text = ids.decode(parts[0]), parts[1]
             docs = {j.doc for j in judged.get(qid, ()) if j.gain > 0}
             cls = "abstain" if not docs else "needle" if len(docs) == 1 else "spread"
         elif len(parts) == 3:
-            qid, cls, text = parts
+            qid, cls, text = ids.decode(parts[0]), parts[1], parts[2]
         else:
             raise QrelsError(f"topics line {n}: want 'id<TAB>text' or 'id<TAB>class<TAB>text'")
         queries.append(Query(qid, cls, text, tuple(judged.pop(qid, ()))))

@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from . import __version__, arms, measures
+from . import __version__, arms, ids, measures
 from .corpus import Corpus
 from .embeddings import ModelSpec
 from .pages import PageStore
@@ -83,7 +83,7 @@ def _now() -> str:
 def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
     """TREC run lines in the arm's order, scores ``n - rank + 1`` (strictly decreasing integers)."""
     n = len(hits)
-    return [f"{qid} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
+    return [f"{ids.encode(qid)} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
 
 
 def _read_jsonl(path: Path) -> dict[str, dict]:
