@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, arms, qrels
+from . import __version__, arms, qrels, resultsdir
 from . import corpus as corpora
 from . import run as runner
+from .cache import CacheError, damaged
 from .corpus import CorpusError
 from .pages import Ingest, PageStore
+from .pages import default_path as default_cache_path
 from .results import Results
+from .resultsdir import ResultsError
 from .text import snippet, split_top
 
 
@@ -200,6 +204,8 @@ def cmd_search(args) -> int:
 # ---- run and summary -------------------------------------------------------------------------------------
 
 def cmd_run(args) -> int:
+    specs = split_top(args.arms, ",")
+    runner.check_arms(specs, args.k)
     qs = qrels.load(args.qrels)
     if args.corpus and qs.corpus and qs.corpus != args.corpus:
         raise UsageError(f"{args.qrels} is a query set for corpus {qs.corpus!r}, not {args.corpus!r}")
@@ -210,7 +216,7 @@ def cmd_run(args) -> int:
                          "see `evalkit qrels check`")
     name = qs.name if qs.name == ingest.corpus.name else f"{ingest.corpus.name}-{qs.name}"
     out = args.out or Path("results") / name
-    runner.run(ingest.corpus, store, qs, split_top(args.arms, ","), out, k=args.k, resume=args.resume,
+    runner.run(ingest.corpus, store, qs, specs, out, k=args.k, resume=args.resume,
                qrels_path=str(args.qrels))
     print(Results.load(out).table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print(f"results: {out}")
@@ -219,9 +225,10 @@ def cmd_run(args) -> int:
 
 def cmd_summary(args) -> int:
     res = Results.load(args.results)
+    res.manifest  # a damaged manifest is named before the tables are read
     table = res.table(by_class=args.by == "class")
     print(f"{res.manifest['corpus']['name']} × {res.manifest['qrels']['name']} "
-          f"({res.manifest['qrels']['queries']} queries, {res.manifest.get('status', '?')})")
+          f"({res.manifest['qrels']['queries']} queries, {resultsdir.status(res.path, res.manifest)})")
     print(table.to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     return 0
 
@@ -247,6 +254,7 @@ def cmd_report(args) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evalkit", description=__doc__)
     p.add_argument("--version", action="version", version=f"evalkit {__version__}")
+    p.add_argument("--debug", action="store_true", help="let errors through with their Python traceback")
     sub = p.add_subparsers(dest="command", required=True)
 
     cp = sub.add_parser("corpus", help="fetch, verify, lock and describe corpora").add_subparsers(dest="action", required=True)
@@ -295,7 +303,7 @@ def parser() -> argparse.ArgumentParser:
     po.add_argument("file", type=Path)
     add_corpus_args(po, required=False)
     po.add_argument("--arms", default="keyword,global-index,semantic", help="comma-separated arm specs")
-    po.add_argument("--depth", type=int, default=10)
+    po.add_argument("--depth", type=at_least_one, default=10)
     po.set_defaults(func=cmd_qrels_pool)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
@@ -305,7 +313,7 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("query")
     add_corpus_args(se)
     se.add_argument("--arm", default="keyword", help="an arm spec, e.g. hybrid or keyword(idf_scope=corpus)")
-    se.add_argument("-k", type=int, default=10)
+    se.add_argument("-k", type=at_least_one, default=10)
     se.set_defaults(func=cmd_search)
 
     rn = sub.add_parser("run", help="run arms over a query set into a results directory")
@@ -314,7 +322,7 @@ def parser() -> argparse.ArgumentParser:
     rn.add_argument("--arms", default="keyword,global-index,score-merge,semantic,hybrid", help="comma-separated arm specs")
     rn.add_argument("--out", type=Path, help="results directory (default: results/<corpus>)")
     rn.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    rn.add_argument("-k", type=int, default=runner.DEPTH, help="hits kept per query")
+    rn.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
     rn.set_defaults(func=cmd_run)
 
     sm = sub.add_parser("summary", help="print the comparison table of a results directory")
@@ -330,13 +338,44 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def at_least_one(text: str) -> int:
+    """An argparse type for counts such as -k: a negative k would cut hits from the end, 0 keeps none."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+BAD_INPUT = (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, ResultsError, CacheError)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Bad input is one line on stderr and exit 2; anything else is one line and exit 1; ``--debug``
+    lets every exception through with its traceback."""
     args = parser().parse_args(argv)
+    if args.debug:
+        return args.func(args)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError) as e:
+    except BAD_INPUT as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a path that is a folder, unreadable, missing: name it
+        print(f"evalkit: {e.filename}: {e.strerror}" if e.filename else f"evalkit: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as e:  # damage found after the check on open
+        path = getattr(args, "cache", None) or default_cache_path()
+        print(f"evalkit: {damaged(path, e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("evalkit: interrupted (a run continues where it stopped with --resume)", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug: one line, and how to see more
+        print(f"evalkit: unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

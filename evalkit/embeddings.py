@@ -143,12 +143,13 @@ def windows(text: str, size: int) -> list[str]:
 def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embedder_factory,
                    progress: bool = True) -> None:
     """Embed every page window of ``docs`` not yet cached under ``spec.key``. One transaction per document,
-    so an interrupted run resumes where it stopped; a second run embeds nothing."""
+    so an interrupted run resumes where it stopped; a second run embeds nothing; two processes embedding
+    at once each write a document only if the other has not (checked inside the write transaction)."""
     db = store.db
     db.executescript(VECTOR_SCHEMA)
     key = spec.key
     done = {s for (s,) in db.execute("SELECT sha256 FROM vector_docs WHERE key=?", (key,))}
-    todo = [d for d in docs if d.sha256 not in done]
+    todo = list({d.sha256: d for d in docs if d.sha256 not in done}.values())  # identical files: once
     if not todo:
         return
     embedder = embedder_factory()
@@ -165,6 +166,8 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
             bar.update(min(PAGES_PER_STEP, len(pages) - start))
         with db:
             db.execute("BEGIN IMMEDIATE")
+            if db.execute("SELECT 1 FROM vector_docs WHERE key=? AND sha256=?", (key, d.sha256)).fetchone():
+                continue  # another process embedded it meanwhile (same model, same text: same vectors)
             db.execute("DELETE FROM vectors WHERE key=? AND sha256=?", (key, d.sha256))
             db.executemany("INSERT INTO vectors VALUES (?,?,?,?,?)", rows)
             db.execute("INSERT INTO vector_docs VALUES (?, ?)", (key, d.sha256))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pymupdf
 from tqdm import tqdm
 
-from . import dirs
+from . import cache, dirs
 from .corpus import Corpus
 from .records import Document, Page
 
@@ -36,14 +36,19 @@ def default_path() -> Path:
 
 
 def connect(path: Path | None = None) -> sqlite3.Connection:
-    """Open (creating) the cache database in WAL mode."""
+    """Open (creating) the cache database in WAL mode, checked first (:func:`evalkit.cache.check`)."""
     path = Path(path or default_path())
     path.parent.mkdir(parents=True, exist_ok=True)
     # SQLite is built serialized (threadsafe=1), so one connection may serve an arm's worker threads.
     db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.executescript(SCHEMA)
+    try:
+        cache.check(db, path)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(SCHEMA)
+    except sqlite3.DatabaseError as e:
+        db.close()
+        raise cache.damaged(path, e) from None
     return db
 
 

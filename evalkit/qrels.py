@@ -74,15 +74,27 @@ def load(path: Path | str) -> QuerySet:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise QrelsError(f"{path}: not valid TOML: {e}") from None
     header = data.get("set", {})
-    gains = {int(k): str(v) for k, v in header.get("gains", DEFAULT_GAINS).items()}
+    if not isinstance(header, dict):
+        raise QrelsError(f"{path}: [set] is not a table")
+    gains = header.get("gains", DEFAULT_GAINS)
+    if not isinstance(gains, dict) or not all(str(k).lstrip("-").isdigit() for k in gains):
+        raise QrelsError(f"{path}: [set.gains] wants integer keys (\"3\" = \"directly answers\"), got {gains!r}")
+    gains = {int(k): str(v) for k, v in gains.items()}
+    entries = data.get("query", [])
+    if not isinstance(entries, list):
+        raise QrelsError(f"{path}: 'query' must be [[query]] tables, not {type(entries).__name__} {entries!r}")
     queries = []
-    for i, q in enumerate(data.get("query", []), 1):
+    for i, q in enumerate(entries, 1):
+        if not isinstance(q, dict):
+            raise QrelsError(f"{path}: query #{i} is not a table")
         qid = q.get("id")
         where = f"{path}: query {qid!r}" if qid else f"{path}: query #{i}"
         for key, typ in (("id", str), ("class", str), ("text", str)):
             if not isinstance(q.get(key), typ):
                 raise QrelsError(f"{where}: field {key!r} is missing or not a {typ.__name__}")
         judgments = []
+        if not isinstance(q.get("judgments", []), list):
+            raise QrelsError(f"{where}: field 'judgments' is not a list")
         for j, jd in enumerate(q.get("judgments", []), 1):
             if not isinstance(jd, dict):
                 raise QrelsError(f"{where}: judgments[{j}] is not a table")

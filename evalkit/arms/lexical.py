@@ -61,30 +61,37 @@ def ensure_document_indexes(store: PageStore, corpus: Corpus) -> dict[str, str]:
     tables = {}
     for d in corpus.documents:
         name = document_table(d.sha256)
-        if not _settings_ok(db, name):
-            with db:
-                db.execute("BEGIN IMMEDIATE")
+        tables[d.name] = name
+        if _settings_ok(db, name):
+            continue
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            if not _settings_ok(db, name):  # another process may have built it while this one waited
                 db.execute(f"DROP TABLE IF EXISTS {name}")
                 db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='', tokenize='{TOKENIZE}')")
                 db.executemany(f"INSERT INTO {name}(rowid, text) VALUES (?, ?)", enumerate(store.texts(d), 1))
                 db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'document', ?, ?, NULL)",
                            (name, d.sha256, SETTINGS))
-        tables[d.name] = name
     return tables
 
 
 def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
-    """Build (once per corpus digest) the corpus-wide FTS5 table; returns its name."""
+    """Build (once per corpus digest) the corpus-wide FTS5 table; returns its name. The index of an earlier
+    state of the same folder is dropped; folders are told apart by their full path, never by their base
+    name (``a/docs`` and ``b/docs`` keep an index each)."""
     db = store.db
     db.executescript(_REGISTRY)
     digest = corpus.digest()
     name = f"fts_global_{digest[:24]}"
     if _settings_ok(db, name):
         return name
+    folder = str(corpus.root.resolve())
     with db:
         db.execute("BEGIN IMMEDIATE")
+        if _settings_ok(db, name):  # another process built it while this one waited
+            return name
         for (old,) in db.execute("SELECT name FROM fts_indexes WHERE kind='global' AND corpus=? AND name<>?",
-                                 (corpus.name, name)).fetchall():  # a corpus that changed: drop its old index
+                                 (folder, name)).fetchall():  # the same folder, changed: drop its old index
             db.execute(f"DROP TABLE IF EXISTS {old}")
             db.execute("DELETE FROM fts_global_pages WHERE name=?", (old,))
             db.execute("DELETE FROM fts_indexes WHERE name=?", (old,))
@@ -99,7 +106,7 @@ def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
                 rows.append((rowid, text, d.name, d.sha256, page))
             db.executemany(f"INSERT INTO {name}(rowid, text) VALUES (?, ?)", [r[:2] for r in rows])
             db.executemany("INSERT INTO fts_global_pages VALUES (?, ?, ?, ?, ?)", [(name, r[0], *r[2:]) for r in rows])
-        db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'global', ?, ?, ?)", (name, digest, SETTINGS, corpus.name))
+        db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'global', ?, ?, ?)", (name, digest, SETTINGS, folder))
     return name
 
 

@@ -20,6 +20,7 @@ class SemanticArm(Arm):
     name = "semantic"
     defaults = {"model": "BAAI/bge-small-en-v1.5", "model_dir": "", "max_tokens": 256, "window": 160,
                 "batch_size": 16, "query_threads": 0}
+    minimum = {"max_tokens": 1, "window": 0, "batch_size": 1, "query_threads": 0}
     # where the weights are and how fast they run: not what is measured
     unlabelled = frozenset({"model_dir", "batch_size", "query_threads"})
 
