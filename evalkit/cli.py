@@ -42,6 +42,8 @@ def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, 
     ingest = store.ingest(c, progress=not quiet)
     for name, error in ingest.errors.items():
         print(f"skipped {name}: {error}", file=sys.stderr)
+    for name, lost in ingest.problems.items():
+        print(f"{name}: {'; '.join(lost)}", file=sys.stderr)
     return ingest, store
 
 
@@ -88,7 +90,15 @@ def cmd_corpus_stats(args) -> int:
     label = ingest.corpus.name
     print(f"corpus      {label}\ndocuments   {s['documents']}\npages       {s['pages']}\n"
           f"characters  {s['characters']}\nempty pages {s['empty_pages']}  (no extractable text)\n"
-          f"errors      {len(ingest.errors)}")
+          f"errors      {len(ingest.errors)}\npage errors {s['page_errors']}  (unreadable pages, kept empty)\n"
+          f"hidden text {s['hidden_pages']} pages, {s['hidden_characters']} characters  "
+          "(invisible, white or tiny: indexed, but no reader sees it)")
+    if args.hidden:
+        for d in ingest.corpus.documents:
+            report = store.report(d)
+            for page, kinds in report.hidden.items():
+                print(f"  {d.name}#{page}: {', '.join(f'{n} {k}' for k, n in kinds.items())}: "
+                      f"{report.hidden_sample[page]!r}")
     if args.corpus:
         pinned = sum(d.pages for d in corpora.load(args.corpus, args.root).documents)
         print(f"lock pages  {pinned}  ({'matches' if pinned == s['pages'] else 'DOES NOT MATCH'})")
@@ -278,6 +288,7 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--docs", type=Path)
     st.add_argument("--root", type=Path)
     st.add_argument("--cache", type=Path)
+    st.add_argument("--hidden", action="store_true", help="list every page holding hidden text")
     st.set_defaults(func=cmd_corpus_stats, corpus=None)
 
     qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action", required=True)
