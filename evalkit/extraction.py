@@ -47,6 +47,8 @@ class Extraction:
     hidden: dict[int, dict[str, int]] = field(default_factory=dict)  # page -> kind -> characters
     notes: tuple[str, ...] = ()  # repairs and MuPDF warnings
     hidden_sample: dict[int, str] = field(default_factory=dict)  # page -> the start of its hidden text
+    # the failure depends on this machine (time, memory, a crash), not only on the file's bytes
+    transient: bool = False
 
     def to_json(self) -> dict:
         return {"page_errors": self.page_errors, "hidden": self.hidden, "notes": list(self.notes),
@@ -119,7 +121,7 @@ def extract(path: Path) -> Extraction:
                 texts.append(page.get_text("text"))
             except Exception as e:  # noqa: BLE001 - one page's failure costs that page only
                 if _out_of_memory(e):  # the document, not the page, is over its bound
-                    return Extraction(error=TOO_BIG)
+                    return Extraction(error=TOO_BIG, transient=True)
                 texts.append("")
                 errors[number] = _describe(e)
                 continue
@@ -128,6 +130,8 @@ def extract(path: Path) -> Extraction:
                 if kinds:
                     hidden[number], samples[number] = kinds, sample
             except Exception as e:  # noqa: BLE001
+                if _out_of_memory(e):
+                    return Extraction(error=TOO_BIG, transient=True)
                 errors[number] = f"hidden-text check failed: {_describe(e)}"
         notes = []
         if pdf.is_repaired:
@@ -138,7 +142,7 @@ def extract(path: Path) -> Extraction:
     return Extraction(tuple(texts), None, errors, hidden, tuple(notes), samples)
 
 
-TOO_BIG = "skipped: too large (over the memory bound while extracting)"
+TOO_BIG = "too large (over the memory bound while extracting)"
 
 
 def _out_of_memory(e: BaseException) -> bool:
@@ -182,7 +186,7 @@ def _child(path: str, memory_mb: int, conn) -> None:
     try:
         conn.send(extract(Path(path)))
     except MemoryError:
-        conn.send(Extraction(error=TOO_BIG))
+        conn.send(Extraction(error=TOO_BIG, transient=True))
     conn.close()
 
 
@@ -218,7 +222,7 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS,
                     result = conn.recv()
                 except (EOFError, OSError):
                     proc.join()
-                    result = Extraction(error=_died(proc.exitcode))
+                    result = Extraction(error=_died(proc.exitcode), transient=True)
                 conn.close()
                 proc.join()
                 yield i, result
@@ -229,7 +233,7 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS,
                     proc.join()
                     conn.close()
                     del running[conn]
-                    yield i, Extraction(error=f"skipped: too large (took over {seconds:g} s to extract)")
+                    yield i, Extraction(error=f"too large (took over {seconds:g} s to extract)", transient=True)
     finally:
         for conn, (_, proc, _) in running.items():
             proc.kill()
@@ -240,6 +244,6 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS,
 def _died(code: int | None) -> str:
     if code is not None and code < 0:
         if -code == signal.SIGKILL:
-            return "skipped: too large (the extraction process was killed, most likely for memory)"
+            return "too large (the extraction process was killed, most likely for memory)"
         return f"extraction crashed ({signal.Signals(-code).name})"
     return f"extraction process exited with status {code}"

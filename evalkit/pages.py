@@ -16,7 +16,7 @@ from pathlib import Path
 import pymupdf
 from tqdm import tqdm
 
-from . import cache, dirs
+from . import cache, dirs, extraction
 from .corpus import Corpus
 from .extraction import Extraction, extract_all
 from .records import Document, Page
@@ -102,25 +102,29 @@ class PageStore:
         of an earlier file (kept once, so no ranking can depend on which name a copy has). Returns the
         corpus restricted to readable documents, with page counts filled in."""
         first: dict[str, str] = {}
-        copies = {}
+        unstored = {}  # skipped without a row in the store: copies, and failures to try again next time
         for d in corpus.documents:
             if d.sha256 in first:
-                copies[d.name] = f"skipped: byte-identical to {first[d.sha256]} (kept once)"
+                unstored[d.name] = f"byte-identical to {first[d.sha256]} (kept once)"
             first.setdefault(d.sha256, d.name)
-        todo = [d for d in corpus.documents if d.name not in copies and self._known(d.sha256) is None]
+        todo = [d for d in corpus.documents if d.name not in unstored and self._known(d.sha256) is None]
         extracted = []
         if todo:
             workers = workers or min(len(todo), os.cpu_count() or 1)
             bar = tqdm(total=len(todo), unit="doc", desc=f"extract {corpus.name}", disable=not progress,
                        file=sys.stderr)
-            for i, result in extract_all([corpus.path(d) for d in todo], workers):
-                self._save(todo[i].sha256, result)
-                extracted.append(todo[i].name)
+            for i, result in extract_all([corpus.path(d) for d in todo], workers, extraction.SECONDS,
+                                          extraction.MEMORY_MB):
+                if result.transient:  # over a bound or crashed: tried again next time, never cached
+                    unstored[todo[i].name] = result.error
+                else:
+                    self._save(todo[i].sha256, result)
+                    extracted.append(todo[i].name)
                 bar.update()
             bar.close()
-        readable, errors, problems = [], dict(copies), {}
+        readable, errors, problems = [], dict(unstored), {}
         for d in corpus.documents:
-            if d.name in copies:
+            if d.name in unstored:
                 continue
             pages, error = self._known(d.sha256)
             if error:

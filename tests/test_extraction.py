@@ -118,11 +118,26 @@ def test_time_and_memory_bounds_skip_a_document_as_too_large(tmp_path):
     pdf = tmp_path / "dense.pdf"
     doc.save(pdf, deflate=True)
     [(_, slow)] = extract_all([pdf], seconds=0.001)
-    assert slow.error == "skipped: too large (took over 0.001 s to extract)"
+    assert slow.error == "too large (took over 0.001 s to extract)"
     [(_, hungry)] = extract_all([pdf], memory_mb=2)
-    assert hungry.error == "skipped: too large (over the memory bound while extracting)"
+    assert hungry.error == "too large (over the memory bound while extracting)"
     [(_, fine)] = extract_all([pdf])
     assert fine.error is None and len(fine.pages[0]) > 10**6
+
+
+def test_a_document_over_a_bound_is_tried_again_not_cached(isolated, monkeypatch):
+    from evalkit import extraction
+
+    d = isolated / "docs"
+    d.mkdir()
+    make_pdf(d / "a.pdf", ["walrus"])
+    with PageStore() as store:
+        monkeypatch.setattr(extraction, "SECONDS", 0.001)
+        ing = store.ingest(corpus.from_dir(d), progress=False)
+        assert ing.errors == {"a.pdf": "too large (took over 0.001 s to extract)"} and ing.extracted == ()
+        monkeypatch.setattr(extraction, "SECONDS", 60.0)  # a faster machine, or a bound raised
+        ing = store.ingest(corpus.from_dir(d), progress=False)
+        assert ing.errors == {} and ing.extracted == ("a.pdf",)
 
 
 def _children(pid: int) -> set[int]:

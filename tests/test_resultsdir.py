@@ -59,3 +59,63 @@ def test_a_failed_run_is_marked_failed(tiny, capsys, monkeypatch):
     m = json.loads((home / "res" / "manifest.json").read_text())
     assert m["status"] == "failed" and m["error"] == "RuntimeError: the arm fell over"
     assert not resultsdir.held(home / "res")
+
+
+SLOW_RUN = """
+import sys, time
+from evalkit import arms
+from evalkit.cli import main
+
+class Slow(arms.Arm):
+    '''global-index, a quarter second per query: slow enough to be killed in the middle.'''
+    name = "slow"
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.inner = arms.make("global-index", corpus, store)
+
+    def search(self, query, k):
+        time.sleep(0.25)
+        return self.inner.search(query, k)
+
+real = arms.registry
+arms.registry = lambda: {**real(), "slow": Slow}
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_kill_9_then_resume_gives_byte_identical_trec_files(small, tmp_path, capsys):
+    import subprocess
+    import sys
+    import time
+
+    from .test_run import QUERIES
+
+    c, store = small
+    q = tmp_path / "small.toml"
+    q.write_text(QUERIES + "".join(f'\n[[query]]\nid = "x{i}"\nclass = "abstain"\ntext = "gantt chart number {i}"\n'
+                                   for i in range(8)))
+    def run(out, *extra):
+        return subprocess.Popen([sys.executable, "-c", SLOW_RUN, "run", "--docs", str(c.root), "--cache",
+                                 str(store.path), "--qrels", str(q), "--arms", "keyword,slow", "--out", str(out),
+                                 *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    whole = run(tmp_path / "whole")
+    assert whole.wait(timeout=300) == 0, whole.stderr.read()[-2000:]
+    victim = run(tmp_path / "killed")
+    answers = tmp_path / "killed" / "runs" / "slow.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (answers.exists() and answers.read_text().count("\n") >= 3):
+        time.sleep(0.02)
+    victim.kill()  # SIGKILL: no handler runs
+    victim.wait()
+    done = answers.read_text().count("\n")
+    assert 3 <= done < 12, "the run was not killed in the middle"
+    assert main(["summary", str(tmp_path / "killed")]) == 2  # no tables were written yet
+    manifest = json.loads((tmp_path / "killed" / "manifest.json").read_text())
+    assert resultsdir.status(tmp_path / "killed", manifest).startswith("interrupted (killed")
+    resumed = run(tmp_path / "killed", "--resume")
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read()[-2000:]
+    for f in ("keyword.trec", "slow.trec"):
+        assert (tmp_path / "killed" / "runs" / f).read_bytes() == (tmp_path / "whole" / "runs" / f).read_bytes()
+    assert json.loads((tmp_path / "killed" / "manifest.json").read_text())["status"] == "complete"

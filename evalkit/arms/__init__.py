@@ -60,7 +60,7 @@ class Arm:
                 raise ArmError(f"arm {cls.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
                                f"not {resolved[key]!r}")
         for key, low in cls.minimum.items():
-            if resolved[key] < low:
+            if key in resolved and resolved[key] < low:
                 raise ArmError(f"arm {cls.name!r}: parameter {key!r} must be at least {low}, not {resolved[key]!r}")
         return resolved
 
