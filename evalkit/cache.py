@@ -21,7 +21,8 @@ def rebuild_hint(path: Path) -> str:
 
 
 def damaged(path: Path, error: Exception | str) -> CacheError:
-    return CacheError(f"the cache {path} is damaged ({error}); {rebuild_hint(path)}")
+    detail = " ".join(str(error).replace("*", "").split())  # quick_check reports span lines
+    return CacheError(f"the cache {path} is damaged ({detail}); {rebuild_hint(path)}")
 
 
 def check(db: sqlite3.Connection, path: Path) -> None:

@@ -11,8 +11,7 @@ from . import corpus as corpora
 from . import run as runner
 from .cache import CacheError, damaged
 from .corpus import CorpusError
-from .pages import Ingest, PageStore
-from .pages import default_path as default_cache_path
+from .pages import HIDDEN_TEXT, Ingest, PageStore, store_path
 from .results import Results
 from .resultsdir import ResultsError
 from .text import snippet, split_top
@@ -28,6 +27,13 @@ def add_corpus_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     g.add_argument("--docs", metavar="DIR", type=Path, help="any folder of PDFs")
     p.add_argument("--root", type=Path, help="where a --corpus lives (default: the evalkit data dir)")
     p.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
+    add_hidden_text_arg(p)
+
+
+def add_hidden_text_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hidden-text", choices=HIDDEN_TEXT, default="index",
+                   help="index text no reader sees (invisible, white, tiny) like any text, or drop it "
+                        "(visible text only, in a cache of its own: evalkit-visible.sqlite)")
 
 
 def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, PageStore]:
@@ -38,7 +44,7 @@ def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, 
         if v.missing or v.changed:
             raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
                               f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
-    store = PageStore(args.cache)
+    store = PageStore(args.cache, args.hidden_text)
     ingest = store.ingest(c, progress=not quiet)
     for name, error in ingest.errors.items():
         print(f"skipped {name}: {error}", file=sys.stderr)
@@ -289,6 +295,7 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--root", type=Path)
     st.add_argument("--cache", type=Path)
     st.add_argument("--hidden", action="store_true", help="list every page holding hidden text")
+    add_hidden_text_arg(st)
     st.set_defaults(func=cmd_corpus_stats, corpus=None)
 
     qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action", required=True)
@@ -378,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evalkit: {e.filename}: {e.strerror}" if e.filename else f"evalkit: {e}", file=sys.stderr)
         return 2
     except sqlite3.DatabaseError as e:  # damage found after the check on open
-        path = getattr(args, "cache", None) or default_cache_path()
+        path = store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index"))
         print(f"evalkit: {damaged(path, e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -84,6 +84,7 @@ class ModelSpec:
     model_dir: str | None
     max_tokens: int
     window: int
+    extractor: str = EXTRACTOR  # the page text's extractor (the page store's: all text or visible only)
 
     def folder(self) -> Path | None:
         if not self.model_dir:
@@ -105,7 +106,7 @@ class ModelSpec:
 
     @property
     def key(self) -> str:
-        blob = json.dumps([self.model, self.weights_id(), self.max_tokens, self.window, EXTRACTOR])
+        blob = json.dumps([self.model, self.weights_id(), self.max_tokens, self.window, self.extractor])
         return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

@@ -12,7 +12,8 @@ and, when the lock says how many pages it should have, the pages it lost.
 
 Hidden text is text a reader does not see but an index would: invisible (render mode 3 or fully
 transparent), white, or in a font under :data:`TINY_PT` points. It is counted per page so a page shaped
-like a prompt injection can be found (``evalkit corpus stats``); it is indexed like any text.
+like a prompt injection can be found (``evalkit corpus stats``). It is indexed like any text unless the
+page store reads visible text only (``--hidden-text drop``).
 """
 from __future__ import annotations
 
@@ -79,27 +80,36 @@ def _white(color: int) -> bool:
     return all((color >> shift) & 0xFF >= 0xF2 for shift in (16, 8, 0))
 
 
-def hidden_text(page: pymupdf.Page) -> tuple[dict[str, int], str]:
-    """Characters of hidden text on a page, by kind (only kinds that occur), and the start of that text.
-    Only text inside the page is counted: text placed off the page is not extracted, so not indexed."""
+def _hidden_kind(span: dict) -> str | None:
+    return ("invisible" if span.get("alpha", 255) == 0 else "tiny" if span["size"] < TINY_PT
+            else "white" if _white(span["color"]) else None)
+
+
+def hidden_text(page: pymupdf.Page) -> tuple[dict[str, int], str, str]:
+    """Characters of hidden text on a page by kind (only kinds that occur), the start of that text, and
+    the page's text without it (one line per text line). Only text inside the page is counted: text
+    placed off the page is not extracted, so not indexed."""
     found: dict[str, int] = {}
     sample: list[str] = []
+    visible: list[str] = []
     for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
         for line in block.get("lines", ()):
+            kept = []
             for span in line["spans"]:
-                n = len(span["text"].strip())
-                if not n:
-                    continue
-                kind = ("invisible" if span.get("alpha", 255) == 0 else "tiny" if span["size"] < TINY_PT
-                        else "white" if _white(span["color"]) else None)
+                kind = _hidden_kind(span) if span["text"].strip() else None
                 if kind:
-                    found[kind] = found.get(kind, 0) + n
+                    found[kind] = found.get(kind, 0) + len(span["text"].strip())
                     sample.append(span["text"].strip())
-    return found, " ".join(sample)[:SAMPLE]
+                else:
+                    kept.append(span["text"])
+            if kept:
+                visible.append("".join(kept) + "\n")
+    return found, " ".join(sample)[:SAMPLE], "".join(visible)
 
 
-def extract(path: Path) -> Extraction:
-    """Read every page of ``path`` in this process. Never raises: failures are in the result."""
+def extract(path: Path, visible_only: bool = False) -> Extraction:
+    """Read every page of ``path`` in this process. Never raises: failures are in the result. With
+    ``visible_only`` a page with hidden text keeps only its visible text."""
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
         pdf = pymupdf.open(path)
@@ -126,9 +136,11 @@ def extract(path: Path) -> Extraction:
                 errors[number] = _describe(e)
                 continue
             try:
-                kinds, sample = hidden_text(page)
+                kinds, sample, visible = hidden_text(page)
                 if kinds:
                     hidden[number], samples[number] = kinds, sample
+                    if visible_only:
+                        texts[-1] = visible
             except Exception as e:  # noqa: BLE001
                 if _out_of_memory(e):
                     return Extraction(error=TOO_BIG, transient=True)
@@ -175,7 +187,7 @@ def _address_space() -> int:
     return 0
 
 
-def _child(path: str, memory_mb: int, conn) -> None:
+def _child(path: str, memory_mb: int, visible_only: bool, conn) -> None:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     limit = _address_space() + (memory_mb << 20)
@@ -184,7 +196,7 @@ def _child(path: str, memory_mb: int, conn) -> None:
     except (ValueError, OSError):
         pass
     try:
-        conn.send(extract(Path(path)))
+        conn.send(extract(Path(path), visible_only))
     except MemoryError:
         conn.send(Extraction(error=TOO_BIG, transient=True))
     conn.close()
@@ -198,8 +210,8 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
-def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS,
-                memory_mb: int = MEMORY_MB) -> Iterator[tuple[int, Extraction]]:
+def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, memory_mb: int = MEMORY_MB,
+                visible_only: bool = False) -> Iterator[tuple[int, Extraction]]:
     """``(index into paths, extraction)`` for every path, in completion order, at most ``workers`` at once.
     A child over ``seconds`` is killed; one that dies is reported; none outlives this generator."""
     ctx = _context()
@@ -210,7 +222,7 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS,
             while todo and len(running) < max(1, workers):
                 i, path = todo.pop()
                 recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(str(path), memory_mb, send), daemon=True)
+                proc = ctx.Process(target=_child, args=(str(path), memory_mb, visible_only, send), daemon=True)
                 proc.start()
                 send.close()
                 running[recv] = (i, proc, time.monotonic() + seconds)

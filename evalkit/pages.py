@@ -34,11 +34,19 @@ CREATE TABLE IF NOT EXISTS extraction_reports (
 """
 # Version of what extraction_reports hold (page errors, hidden text, repairs): a document extracted by an
 # evalkit that did not write this report is extracted again (same text, so no index or vector changes).
-REPORT = f"{EXTRACTOR}|report-1"
+REPORT_VERSION = "report-1"
+HIDDEN_TEXT = ("index", "drop")  # index hidden text like any text (the default), or read visible text only
 
 
 def default_path() -> Path:
     return dirs.cache_dir() / "evalkit.sqlite"
+
+
+def store_path(path: Path | None, hidden_text: str = "index") -> Path:
+    """The cache file in use: ``path``, else the default one (visible text only has a file of its own)."""
+    if path:
+        return Path(path)
+    return default_path().with_name("evalkit-visible.sqlite") if hidden_text == "drop" else default_path()
 
 
 def connect(path: Path | None = None) -> sqlite3.Connection:
@@ -72,9 +80,16 @@ class Ingest:
 class PageStore:
     """Page texts for any number of corpora, in one SQLite file."""
 
-    def __init__(self, path: Path | None = None):
-        self.path = Path(path or default_path())
+    def __init__(self, path: Path | None = None, hidden_text: str = "index"):
+        """``hidden_text="drop"`` stores visible text only, under its own extractor name (which keys every
+        index and vector built on it), in ``evalkit-visible.sqlite`` unless ``path`` names a file."""
+        if hidden_text not in HIDDEN_TEXT:
+            raise ValueError(f"hidden_text is {' or '.join(HIDDEN_TEXT)}, not {hidden_text!r}")
+        self.visible_only = hidden_text == "drop"
+        self.extractor = EXTRACTOR + ("+visible-only" if self.visible_only else "")
+        self.path = store_path(path, hidden_text)
         self.db = connect(self.path)
+        self._report = f"{self.extractor}|{REPORT_VERSION}"
 
     def close(self) -> None:
         self.db.close()
@@ -88,12 +103,12 @@ class PageStore:
     def _known(self, sha256: str) -> tuple[int, str | None] | None:
         return self.db.execute(
             "SELECT pages, error FROM documents d JOIN extraction_reports r USING (sha256) "
-            "WHERE sha256=? AND d.extractor=? AND r.extractor=?", (sha256, EXTRACTOR, REPORT)).fetchone()
+            "WHERE sha256=? AND d.extractor=? AND r.extractor=?", (sha256, self.extractor, self._report)).fetchone()
 
     def report(self, doc: Document) -> Extraction:
         """What extraction found in one document (page errors, hidden text, repairs); no page texts."""
         row = self.db.execute("SELECT report FROM extraction_reports WHERE sha256=? AND extractor=?",
-                              (doc.sha256, REPORT)).fetchone()
+                              (doc.sha256, self._report)).fetchone()
         return Extraction.from_json((), None, json.loads(row[0]) if row else {})
 
     def ingest(self, corpus: Corpus, workers: int | None = None, progress: bool = True) -> Ingest:
@@ -114,7 +129,7 @@ class PageStore:
             bar = tqdm(total=len(todo), unit="doc", desc=f"extract {corpus.name}", disable=not progress,
                        file=sys.stderr)
             for i, result in extract_all([corpus.path(d) for d in todo], workers, extraction.SECONDS,
-                                          extraction.MEMORY_MB):
+                                          extraction.MEMORY_MB, self.visible_only):
                 if result.transient:  # over a bound or crashed: tried again next time, never cached
                     unstored[todo[i].name] = result.error
                 else:
@@ -143,11 +158,11 @@ class PageStore:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("DELETE FROM pages WHERE sha256=?", (sha256,))
             self.db.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?)",
-                            (sha256, EXTRACTOR, len(result.pages), result.error))
+                            (sha256, self.extractor, len(result.pages), result.error))
             self.db.executemany("INSERT INTO pages VALUES (?,?,?,?,?)",
                                 [(sha256, i, t, len(t), int(not t.strip())) for i, t in enumerate(result.pages, 1)])
             self.db.execute("INSERT OR REPLACE INTO extraction_reports VALUES (?,?,?)",
-                            (sha256, REPORT, json.dumps(result.to_json())))
+                            (sha256, self._report, json.dumps(result.to_json())))
 
     def texts(self, doc: Document) -> list[str]:
         """The page texts of one document, page 1 first."""

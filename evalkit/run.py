@@ -33,7 +33,7 @@ from tqdm import tqdm
 from . import __version__, arms, ids, measures, resultsdir
 from .corpus import Corpus
 from .embeddings import ModelSpec
-from .pages import PageStore
+from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
 from .records import CLASSES, Hit, Query, Result, page_id
 
@@ -133,14 +133,15 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
             "qrels": {"name": qs.name, "path": qrels_path, "digest": qs.digest, "queries": len(qs.queries),
                       "gains": {str(g): d for g, d in sorted(qs.gains.items(), reverse=True)}},
-            "depth": k}
+            "depth": k, "extractor": store.extractor}
     with resultsdir.owned(out) as out:
         manifest_path = out / "manifest.json"
         if manifest_path.exists():
             if not resume:
                 raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
             old = resultsdir.read_json(manifest_path)
-            for key in ("corpus", "depth"):
+            old.setdefault("extractor", EXTRACTOR)  # runs from before it was recorded indexed all text
+            for key in ("corpus", "depth", "extractor"):
                 if old.get(key) != plan[key]:
                     raise RunError(f"cannot resume {out}: its {key} differs from this run's "
                                    "(remove the directory or choose another --out)")

@@ -230,3 +230,21 @@ def test_fuzzed_pdfs_never_crash_or_hang_extraction(latex, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     read, skipped = map(int, run.stdout.split())
     assert read + skipped == n and read > 0
+
+
+def test_hidden_text_is_indexed_or_dropped_as_asked(isolated, capsys):
+    d = isolated / "docs"
+    d.mkdir()
+    with_hidden_text(d / "inject.pdf")
+    make_pdf(d / "other.pdf", ["tables and rules"])
+    assert main(["search", "ignore previous instructions", "--docs", str(d), "--arm", "global-index"]) == 0
+    assert "inject.pdf#1" in capsys.readouterr().out
+    assert main(["search", "ignore previous instructions", "--docs", str(d), "--arm", "global-index",
+                 "--hidden-text", "drop"]) == 0
+    out = capsys.readouterr().out
+    assert "inject.pdf" not in out and "no hits" in out
+    with PageStore(hidden_text="drop") as store:
+        assert store.path.name == "evalkit-visible.sqlite"
+        doc = store.ingest(corpus.from_dir(d), progress=False).corpus.document("inject.pdf")
+        assert store.texts(doc)[0] == "An ordinary visible sentence about tables.\n"
+        assert store.report(doc).hidden[1] == {"white": 29, "invisible": 28, "tiny": 10}  # still reported

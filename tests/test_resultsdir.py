@@ -119,3 +119,10 @@ def test_kill_9_then_resume_gives_byte_identical_trec_files(small, tmp_path, cap
     for f in ("keyword.trec", "slow.trec"):
         assert (tmp_path / "killed" / "runs" / f).read_bytes() == (tmp_path / "whole" / "runs" / f).read_bytes()
     assert json.loads((tmp_path / "killed" / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_resume_refuses_to_mix_all_text_and_visible_text(tiny, capsys):
+    home, argv = tiny
+    assert main(argv) == 0
+    assert main(argv + ["--resume", "--hidden-text", "drop"]) == 2
+    one_line_error(capsys, "its extractor differs")

@@ -30,7 +30,7 @@ class SemanticArm(Arm):
                 params[key] = os.environ[env]
         super().__init__(corpus, store, **params)
         p = self.params
-        self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"])
+        self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"], store.extractor)
         ensure_vectors(store, list(corpus.documents), self.spec,
                        lambda: Embedder(self.spec, batch_size=p["batch_size"]), progress=progress)
         # query_threads = 0: every core. An arm that runs this one beside other work (hybrid) asks for 1:
