@@ -2,8 +2,9 @@
 
 Each document is read in a child process of its own, so a hostile file can cost only that file: MuPDF
 crashing, a page that loops, or a decompression bomb kills or stops the child, never the run. A child
-may grow its address space by ``memory_mb`` (``RLIMIT_AS``) and gets ``seconds`` of wall-clock time; past
-either the document is skipped as too large. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a
+may grow its address space by ``memory_mb`` (``RLIMIT_AS``; a bound, not an exact budget: free heap
+inherited from the parent is used first) and gets ``seconds`` of wall-clock time; past either the document
+is skipped as too large. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a
 killed run leaves no extraction process behind.
 
 Inside a document, a page that fails is recorded as an error for that page, with empty text, and the

@@ -126,3 +126,21 @@ def test_resume_refuses_to_mix_all_text_and_visible_text(tiny, capsys):
     assert main(argv) == 0
     assert main(argv + ["--resume", "--hidden-text", "drop"]) == 2
     one_line_error(capsys, "its extractor differs")
+
+
+class CtrlC(arms.Arm):
+    name = "ctrl-c"
+
+    def search(self, query, k) -> Result:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_exits_130(tiny, capsys, monkeypatch):
+    real = arms.registry
+    monkeypatch.setattr(arms, "registry", lambda: {**real(), "ctrl-c": CtrlC})
+    home, argv = tiny
+    argv[argv.index("keyword")] = "keyword,ctrl-c"
+    assert main(argv) == 130
+    one_line_error(capsys, "interrupted", "--resume")
+    m = json.loads((home / "res" / "manifest.json").read_text())
+    assert m["status"] == "interrupted" and (home / "res" / "runs" / "keyword.trec").exists()
