@@ -136,7 +136,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
             if q.cls != "trap":
                 bad("distractor", "only trap queries name a distractor")
             elif pages is not None and q.distractor not in pages:
-                bad("distractor", f"{q.distractor!r} is not in the corpus")
+                bad("distractor", f"{q.distractor!r} is not in the corpus{_other_form(q.distractor, pages)}")
         if q.cls == "abstain":
             if q.relevant:
                 bad("judgments", "an abstain query has no relevant judgments (nothing in the corpus answers it)")
@@ -154,7 +154,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
             if pages is None:
                 continue
             if j.doc not in pages:
-                bad(f"{fld}.doc", f"{j.doc!r} is not in the corpus")
+                bad(f"{fld}.doc", f"{j.doc!r} is not in the corpus{_other_form(j.doc, pages)}")
                 continue
             if not 1 <= j.page <= len(pages[j.doc]):
                 bad(f"{fld}.page", f"{j.page} is out of range for {j.doc} (1..{len(pages[j.doc])})")
@@ -169,6 +169,12 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
                 bad("text", f"described query shares {share:.0%} of its content words with a judged page "
                             f"(max {DESCRIBED_MAX_OVERLAP:.0%}): {', '.join(sorted(shared))}")
     return problems
+
+
+def _other_form(name: str, pages: dict[str, list[str]]) -> str:
+    """A hint when the corpus has ``name`` in another Unicode form (NFC/NFD), which no one can see."""
+    twins = [n for n in pages if ids.normalization_clashes([name, n])]
+    return f" (the corpus has {twins[0]!r}: the same name in another Unicode form, NFC/NFD)" if twins else ""
 
 
 def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, set[str]]:

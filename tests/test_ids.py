@@ -83,3 +83,13 @@ def test_a_folder_with_nfc_and_nfd_twins_is_refused(isolated, capsys):
     assert main(["corpus", "stats", "--docs", str(docs)]) == 2
     err = capsys.readouterr().err
     assert "Unicode forms" in err and err.count("\n") == 1
+
+
+def test_a_judgment_naming_a_file_in_another_unicode_form_says_so():
+    from evalkit import qrels
+    from evalkit.records import Judgment, Query
+
+    nfd = unicodedata.normalize("NFD", "café.pdf")
+    qs = qrels.QuerySet("s", None, (Query("q", "needle", "coffee", (Judgment("café.pdf", 1, 3),)),))
+    [problem] = qrels.check(qs, {nfd: ["coffee"]})
+    assert "the same name in another Unicode form" in str(problem) and repr(nfd) in str(problem)
