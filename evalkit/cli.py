@@ -254,8 +254,10 @@ def cmd_report(args) -> int:
 
     from . import report
 
+    Results.load(args.results)  # a folder that is not a results directory is named, not created
     try:
-        html = report.render(args.results, out_html=args.out, pair=args.pair)
+        with resultsdir.owned(args.results, "evalkit report"):  # never while a run is writing there
+            html = report.render(args.results, out_html=args.out, pair=args.pair)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error

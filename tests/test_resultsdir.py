@@ -144,3 +144,11 @@ def test_ctrl_c_marks_the_run_interrupted_and_exits_130(tiny, capsys, monkeypatc
     one_line_error(capsys, "interrupted", "--resume")
     m = json.loads((home / "res" / "manifest.json").read_text())
     assert m["status"] == "interrupted" and (home / "res" / "runs" / "keyword.trec").exists()
+
+
+def test_a_report_waits_for_no_run_it_names_the_holder(tiny, capsys):
+    home, argv = tiny
+    assert main(argv) == 0
+    with resultsdir.owned(home / "res", "evalkit run"):
+        assert main(["report", str(home / "res")]) == 2
+        one_line_error(capsys, "is in use by another run", "evalkit run")
