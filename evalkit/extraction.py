@@ -86,14 +86,16 @@ def _hidden_kind(span: dict) -> str | None:
             else "white" if _white(span["color"]) else None)
 
 
-def hidden_text(page: pymupdf.Page) -> tuple[dict[str, int], str, str]:
+def hidden_text(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> tuple[dict[str, int], str, str]:
     """Characters of hidden text on a page by kind (only kinds that occur), the start of that text, and
     the page's text without it (one line per text line). Only text inside the page is counted: text
-    placed off the page is not extracted, so not indexed."""
+    placed off the page is not extracted, so not indexed. ``textpage``: the page's parsed text, reused
+    (parsing the page is most of the cost)."""
     found: dict[str, int] = {}
     sample: list[str] = []
     visible: list[str] = []
-    for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
+    tp = textpage or page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
+    for block in page.get_text("dict", textpage=tp)["blocks"]:
         for line in block.get("lines", ()):
             kept = []
             for span in line["spans"]:
@@ -129,7 +131,8 @@ def extract(path: Path, visible_only: bool = False) -> Extraction:
         for number in range(1, count + 1):
             try:
                 page = pdf.load_page(number - 1)
-                texts.append(page.get_text("text"))
+                textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)  # get_text("text")'s flags
+                texts.append(page.get_text("text", textpage=textpage))
             except Exception as e:  # noqa: BLE001 - one page's failure costs that page only
                 if _out_of_memory(e):  # the document, not the page, is over its bound
                     return Extraction(error=TOO_BIG, transient=True)
@@ -137,7 +140,7 @@ def extract(path: Path, visible_only: bool = False) -> Extraction:
                 errors[number] = _describe(e)
                 continue
             try:
-                kinds, sample, visible = hidden_text(page)
+                kinds, sample, visible = hidden_text(page, textpage)
                 if kinds:
                     hidden[number], samples[number] = kinds, sample
                     if visible_only:
