@@ -61,7 +61,7 @@ def packaged_model_dir() -> Path:
     for name, src in sources.items():
         dest = folder / name
         if not dest.exists() or dest.stat().st_size != src.stat().st_size:
-            tmp = folder / f".{name}.partial"
+            tmp = folder / f".{name}.{os.getpid()}.partial"  # two processes may assemble it at once
             shutil.copyfile(src, tmp)
             os.replace(tmp, dest)
     return folder

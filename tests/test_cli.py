@@ -133,7 +133,8 @@ def test_a_damaged_cache_is_named_with_the_command_that_rebuilds_it(tiny, capsys
     assert main(argv) == 0
     db = home / "cache" / "evalkit.sqlite"
     data = bytearray(db.read_bytes())
-    data[4096 * 3: 4096 * 3 + 2048] = b"\xff" * 2048  # wreck a b-tree page
+    for page in range(1, len(data) // 4096):  # wreck every page but the first (the schema)
+        data[page * 4096 + 100: page * 4096 + 1100] = b"\xff" * 1000
     db.write_bytes(bytes(data))
     for f in ("evalkit.sqlite-wal", "evalkit.sqlite-shm"):
         (home / "cache" / f).unlink(missing_ok=True)
