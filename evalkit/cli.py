@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, arms, compare, gate, qrels, robustness, validity
+from . import __version__, agreement, arms, compare, gate, qrels, resultsdir, robustness, validity
 from . import corpus as corpora
 from . import run as runner
+from .cache import CacheError, damaged
 from .corpus import CorpusError
-from .pages import Ingest, PageStore
+from .pages import HIDDEN_TEXT, Ingest, PageStore, store_path
 from .results import Results
+from .resultsdir import ResultsError
 from .text import snippet, split_top
 
 
@@ -24,6 +27,13 @@ def add_corpus_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     g.add_argument("--docs", metavar="DIR", type=Path, help="any folder of PDFs")
     p.add_argument("--root", type=Path, help="where a --corpus lives (default: the evalkit data dir)")
     p.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
+    add_hidden_text_arg(p)
+
+
+def add_hidden_text_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hidden-text", choices=HIDDEN_TEXT, default="index",
+                   help="index text no reader sees (invisible, white, tiny) like any text, or drop it "
+                        "(visible text only, in a cache of its own: evalkit-visible.sqlite)")
 
 
 def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, PageStore]:
@@ -34,10 +44,12 @@ def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, 
         if v.missing or v.changed:
             raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
                               f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
-    store = PageStore(args.cache)
+    store = PageStore(args.cache, args.hidden_text)
     ingest = store.ingest(c, progress=not quiet)
     for name, error in ingest.errors.items():
         print(f"skipped {name}: {error}", file=sys.stderr)
+    for name, lost in ingest.problems.items():
+        print(f"{name}: {'; '.join(lost)}", file=sys.stderr)
     return ingest, store
 
 
@@ -84,7 +96,15 @@ def cmd_corpus_stats(args) -> int:
     label = ingest.corpus.name
     print(f"corpus      {label}\ndocuments   {s['documents']}\npages       {s['pages']}\n"
           f"characters  {s['characters']}\nempty pages {s['empty_pages']}  (no extractable text)\n"
-          f"errors      {len(ingest.errors)}")
+          f"errors      {len(ingest.errors)}\npage errors {s['page_errors']}  (unreadable pages, kept empty)\n"
+          f"hidden text {s['hidden_pages']} pages, {s['hidden_characters']} characters  "
+          "(invisible, white or tiny: indexed, but no reader sees it)")
+    if args.hidden:
+        for d in ingest.corpus.documents:
+            report = store.report(d)
+            for page, kinds in report.hidden.items():
+                print(f"  {d.name}#{page}: {', '.join(f'{n} {k}' for k, n in kinds.items())}: "
+                      f"{report.hidden_sample[page]!r}")
     if args.corpus:
         pinned = sum(d.pages for d in corpora.load(args.corpus, args.root).documents)
         print(f"lock pages  {pinned}  ({'matches' if pinned == s['pages'] else 'DOES NOT MATCH'})")
@@ -256,9 +276,11 @@ def open_run(args) -> tuple[qrels.QuerySet, Ingest, PageStore, Path]:
 
 
 def cmd_run(args) -> int:
+    specs = split_top(args.arms, ",")
+    runner.check_arms(specs, args.k)
     qs, ingest, store, results = open_run(args)
     out = args.out or results
-    runner.run(ingest.corpus, store, qs, split_top(args.arms, ","), out, k=args.k, resume=args.resume,
+    runner.run(ingest.corpus, store, qs, specs, out, k=args.k, resume=args.resume,
                qrels_path=str(args.qrels))
     print(Results.load(out).table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print(f"results: {out}")
@@ -279,9 +301,10 @@ def cmd_robustness(args) -> int:
 
 def cmd_summary(args) -> int:
     res = Results.load(args.results)
+    res.manifest  # a damaged manifest is named before the tables are read
     table = res.table(by_class=args.by == "class")
     print(f"{res.manifest['corpus']['name']} × {res.manifest['qrels']['name']} "
-          f"({res.manifest['qrels']['queries']} queries, {res.manifest.get('status', '?')})")
+          f"({res.manifest['qrels']['queries']} queries, {resultsdir.status(res.path, res.manifest)})")
     print(table.to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     return 0
 
@@ -291,8 +314,10 @@ def cmd_report(args) -> int:
 
     from . import report
 
+    Results.load(args.results)  # a folder that is not a results directory is named, not created
     try:
-        html = report.render(args.results, out_html=args.out, pair=args.pair)
+        with resultsdir.owned(args.results, "evalkit report"):  # never while a run is writing there
+            html = report.render(args.results, out_html=args.out, pair=args.pair)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error
@@ -398,6 +423,7 @@ def refusal_argv(argv: list[str]) -> list[str]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evalkit", description=__doc__)
     p.add_argument("--version", action="version", version=f"evalkit {__version__}")
+    p.add_argument("--debug", action="store_true", help="let errors through with their Python traceback")
     sub = p.add_subparsers(dest="command", required=True)
 
     cp = sub.add_parser("corpus", help="fetch, verify, lock and describe corpora").add_subparsers(dest="action", required=True)
@@ -421,6 +447,8 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--docs", type=Path)
     st.add_argument("--root", type=Path)
     st.add_argument("--cache", type=Path)
+    st.add_argument("--hidden", action="store_true", help="list every page holding hidden text")
+    add_hidden_text_arg(st)
     st.set_defaults(func=cmd_corpus_stats, corpus=None)
 
     qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action", required=True)
@@ -455,7 +483,7 @@ def parser() -> argparse.ArgumentParser:
     add_corpus_args(po, required=False)
     po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
                                    f"{','.join(POOL_ARMS)})")
-    po.add_argument("--depth", type=int, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
+    po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.set_defaults(func=cmd_qrels_pool)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
@@ -465,7 +493,7 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("query")
     add_corpus_args(se)
     se.add_argument("--arm", default="keyword", help="an arm spec, e.g. hybrid or keyword(idf_scope=corpus)")
-    se.add_argument("-k", type=int, default=10)
+    se.add_argument("-k", type=at_least_one, default=10)
     se.set_defaults(func=cmd_search)
 
     rn = sub.add_parser("run", help="run arms over a query set into a results directory")
@@ -474,7 +502,7 @@ def parser() -> argparse.ArgumentParser:
     rn.add_argument("--arms", default="keyword,global-index,score-merge,semantic,hybrid", help="comma-separated arm specs")
     rn.add_argument("--out", type=Path, help="results directory (default: results/<corpus>)")
     rn.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    rn.add_argument("-k", type=int, default=runner.DEPTH, help="hits kept per query")
+    rn.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
     rn.set_defaults(func=cmd_run)
 
     rb = sub.add_parser("robustness", help="rename every document at random, re-run one arm and report how far "
@@ -543,14 +571,45 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def at_least_one(text: str) -> int:
+    """An argparse type for counts such as -k: a negative k would cut hits from the end, 0 keeps none."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+BAD_INPUT = (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
+             CacheError, compare.CompareError)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Bad input is one line on stderr and exit 2; anything else is one line and exit 1; ``--debug``
+    lets every exception through with its traceback."""
     args = parser().parse_args(refusal_argv(sys.argv[1:] if argv is None else list(argv)))
+    if args.debug:
+        return args.func(args)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError,
-            FileNotFoundError, compare.CompareError) as e:
+    except BAD_INPUT as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a path that is a folder, unreadable, missing: name it
+        print(f"evalkit: {e.filename}: {e.strerror}" if e.filename else f"evalkit: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as e:  # damage found after the check on open
+        path = store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index"))
+        print(f"evalkit: {damaged(path, e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("evalkit: interrupted (a run continues where it stopped with --resume)", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug: one line, and how to see more
+        print(f"evalkit: unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

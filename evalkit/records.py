@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import ids
+
 CLASSES = ("needle", "spread", "trap", "described", "abstain")
 
 
@@ -31,13 +33,14 @@ class Page:
 
 
 def page_id(doc: str, page: int) -> str:
-    """The page id used in TREC files: ``<doc>#<page>``."""
-    return f"{doc}#{page}"
+    """The page id used in TREC files: ``<doc>#<page>``, the name encoded by :func:`evalkit.ids.encode`
+    (so a space or ``#`` in a file name cannot split the field)."""
+    return f"{ids.encode(doc)}#{page}"
 
 
 def split_page_id(pid: str) -> tuple[str, int]:
     doc, _, page = pid.rpartition("#")
-    return doc, int(page)
+    return ids.decode(doc), int(page)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
 """Reading a results directory: the same object backs ``evalkit summary``, the gate and the notebooks."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import stats
+from .resultsdir import ResultsError, read_json
 from .run import summarize
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
@@ -47,11 +47,16 @@ class Results:
 
     @cached_property
     def manifest(self) -> dict:
-        return json.loads((self.path / "manifest.json").read_text())
+        return read_json(self.path / "manifest.json")
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
-        return pd.read_parquet(self.path / "per_query.parquet")
+        path = self.path / "per_query.parquet"
+        try:
+            return pd.read_parquet(path)
+        except Exception as e:  # noqa: BLE001 - pyarrow raises many types for one damaged file
+            raise ResultsError(f"{path} is missing or damaged ({type(e).__name__}: {e}); it is rebuilt from the "
+                               f"answers in {self.path / 'runs'} by `evalkit run ... --out {self.path} --resume`") from None
 
     @property
     def arms(self) -> list[str]:

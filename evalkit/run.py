@@ -22,7 +22,6 @@ import re
 import sqlite3
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -30,10 +29,10 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from . import __version__, arms, measures
+from . import __version__, arms, ids, measures, resultsdir
 from .corpus import Corpus
 from .embeddings import ModelSpec
-from .pages import PageStore
+from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
 from .records import CLASSES, Hit, Query, Result, page_id
 
@@ -95,7 +94,7 @@ def _now() -> str:
 def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
     """TREC run lines in the arm's order, scores ``n - rank + 1`` (strictly decreasing integers)."""
     n = len(hits)
-    return [f"{qid} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
+    return [f"{ids.encode(qid)} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
 
 
 def _read_jsonl(path: Path) -> dict[str, dict]:
@@ -120,6 +119,18 @@ def _result(rec: dict) -> Result:
                   confidence=rec.get("confidence"), error=rec.get("error", ""))
 
 
+def check_arms(specs: list[str], k: int) -> None:
+    """Refuse, before any work, arm lists a run cannot use: empty, misspelt, out of range, or one arm twice."""
+    if not specs or not all(s.strip() for s in specs):
+        raise RunError(f"--arms lists no arm or an empty one: {','.join(specs)!r}")
+    if k < 1:
+        raise RunError(f"-k must be at least 1 (hits kept per query), not {k}")
+    for spec in specs:
+        arms.validate(spec)
+    if twins := arms.same_arm(specs):
+        raise RunError(f"--arms names one arm twice ({twins[0]!r} and {twins[1]!r}): it would count every query twice")
+
+
 def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
         resume: bool = False, progress: bool = True, qrels_path: str = "") -> Path:
     """Run ``specs`` over ``qs`` and write the results directory ``out``; returns ``out``.
@@ -129,67 +140,92 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
     Judgments may have changed (every measure is recomputed), queries may be added or reworded (only
     those are asked), and arms may be added (they run) or left out (their files stay, but the tables and
     the manifest list only ``specs``)."""
-    for spec in specs:  # a misspelt arm stops the run before anything is written
-        arms.validate(spec)
-    out = Path(out)
-    manifest_path = out / "manifest.json"
+    check_arms(specs, k)  # a misspelt arm stops the run before anything is written
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
             "qrels": {"name": qs.name, "path": qrels_path, "digest": qs.digest, "queries": len(qs.queries),
                       "gains": {str(g): d for g, d in sorted(qs.gains.items(), reverse=True)}},
-            "depth": k}
-    if manifest_path.exists():
-        if not resume:
-            raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
-        old = json.loads(manifest_path.read_text())
-        for key in ("corpus", "depth"):
-            if old.get(key) != plan[key]:
-                raise RunError(f"cannot resume {out}: its {key} differs from this run's "
-                               "(remove the directory or choose another --out)")
-        manifest = {**old, "qrels": plan["qrels"], "specs": list(specs)}
-    else:
-        manifest = {**plan, "specs": list(specs), "evalkit": __version__, "started": _now(),
-                    "environment": environment(), "arms": []}
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    manifest["status"] = "running"
-    _write_json(manifest_path, manifest)
+            "depth": k, "extractor": store.extractor}
+    with resultsdir.owned(out) as out:
+        manifest_path = out / "manifest.json"
+        if manifest_path.exists():
+            if not resume:
+                raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
+            old = resultsdir.read_json(manifest_path)
+            old.setdefault("extractor", EXTRACTOR)  # runs from before it was recorded indexed all text
+            for key in ("corpus", "depth", "extractor"):
+                if old.get(key) != plan[key]:
+                    raise RunError(f"cannot resume {out}: its {key} differs from this run's "
+                                   "(remove the directory or choose another --out)")
+            manifest = {**old, "qrels": plan["qrels"], "specs": list(specs)}
+        else:
+            manifest = {**plan, "specs": list(specs), "evalkit": __version__, "started": _now(),
+                        "environment": environment(), "arms": []}
+        manifest["status"] = "running"
+        manifest.pop("error", None)
+        resultsdir.write_json(manifest_path, manifest)
+        try:
+            _run_all(corpus, store, qs, specs, out, manifest, k, progress)
+        except BaseException as e:  # Ctrl-C or a failing arm: the manifest says so, and --resume continues
+            manifest.update(status="interrupted" if isinstance(e, KeyboardInterrupt) else "failed",
+                            error=f"{type(e).__name__}: {e}".strip(), finished=_now())
+            resultsdir.write_json(manifest_path, manifest)
+            raise
+    return out
 
+
+def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, manifest: dict,
+             k: int, progress: bool) -> None:
+    manifest_path = out / "manifest.json"
+    runs = out / "runs"
+    runs.mkdir(exist_ok=True)
+    described = {a["file"] for a in manifest["arms"]}
+    for stale in sorted(runs.glob("*.jsonl")):  # answers no manifest entry describes are never read
+        if stale.stem not in described:
+            os.replace(stale, stale.with_name(f"{stale.name}.untrusted"))
+            print(f"{stale}: not described by {manifest_path}; moved aside to {stale.name}.untrusted", file=sys.stderr)
     built = {a["spec"]: a for a in manifest["arms"]}
+    files: dict[str, str] = {}
     for spec in specs:
         t0 = time.perf_counter()
         arm = arms.make(spec, corpus, store)
         info = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
                 "class": f"{type(arm).__module__}.{type(arm).__qualname__}",
                 "build_seconds": round(time.perf_counter() - t0, 3)}
+        if info["file"] in files:
+            raise RunError(f"arms {files[info['file']]!r} and {spec!r} have the same label {arm.label!r}")
+        files[info["file"]] = spec
         if models := model_ids(arm):
             info["models"] = models
         built[spec] = {**built.get(spec, {}), **info}
         manifest["arms"] = [built[s] for s in specs if s in built]
-        _write_json(manifest_path, manifest)
+        resultsdir.write_json(manifest_path, manifest)
         try:
-            _run_arm(arm, qs, out / "runs" / f"{info['file']}.jsonl", k, progress)
+            _run_arm(arm, qs, runs / f"{info['file']}.jsonl", k, progress)
             if described := arm.describe():
                 built[spec]["describe"] = described
-                _write_json(manifest_path, manifest)
+                resultsdir.write_json(manifest_path, manifest)
         finally:
             arm.close()
-        (out / "runs" / f"{info['file']}.trec").write_text("".join(
-            line for rec in _ordered(qs, out / "runs" / f"{info['file']}.jsonl")
-            for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
+        with resultsdir.atomic(runs / f"{info['file']}.trec") as tmp:
+            tmp.write_text("".join(line for rec in _ordered(qs, runs / f"{info['file']}.jsonl")
+                                   for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
 
-    frame = per_query(qs, manifest["arms"], out / "runs")
-    frame.to_parquet(out / "per_query.parquet", index=False)
-    summarize(frame).to_csv(out / "summary.csv", index=False)
+    frame = per_query(qs, manifest["arms"], runs)
+    with resultsdir.atomic(out / "per_query.parquet") as tmp:
+        frame.to_parquet(tmp, index=False)
+    with resultsdir.atomic(out / "summary.csv") as tmp:
+        summarize(frame).to_csv(tmp, index=False)
     manifest.update(status="complete", finished=_now())
-    _write_json(manifest_path, manifest)
-    return out
+    resultsdir.write_json(manifest_path, manifest)
 
 
 def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) -> None:
     lines = path.read_text().splitlines() if path.exists() else []
     done = _parse_jsonl(lines)
     if len(done) != len(lines):  # drop a half-written line (and answers superseded by a re-asked query)
-        path.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
+        with resultsdir.atomic(path) as tmp:
+            tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     with open(path, "a") as f:
         for q in tqdm(todo, desc=arm.label, unit="query", disable=not progress or not todo, file=sys.stderr):
@@ -251,8 +287,3 @@ def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
             rows.append(row)
     return pd.DataFrame(rows)
 
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)

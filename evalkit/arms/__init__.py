@@ -47,6 +47,7 @@ class Configurable:
     defaults: ClassVar[dict[str, Any]] = {}
     unlabelled: ClassVar[frozenset[str]] = frozenset()  # parameters that cannot change results (paths, speed)
     choices: ClassVar[dict[str, tuple]] = {}  # parameters with a closed set of values
+    minimum: ClassVar[dict[str, int]] = {}  # numeric parameters with a lower bound (a depth of 0 answers nothing)
 
     def __init__(self, corpus: Corpus, store: PageStore, **params: Any):
         self.params = self.resolve(params)
@@ -55,7 +56,7 @@ class Configurable:
     @classmethod
     def resolve(cls, params: dict[str, Any]) -> dict[str, Any]:
         """All parameters, defaults filled in and values coerced to the defaults' types; unknown names and
-        values outside ``choices`` raise ArmError naming the arm and the parameter."""
+        values outside ``choices`` or below ``minimum`` raise ArmError naming the arm and the parameter."""
         unknown = sorted(set(params) - set(cls.defaults))
         if unknown:
             raise ArmError(f"{cls.kind} {cls.name!r} has no parameter {unknown[0]!r} "
@@ -65,6 +66,9 @@ class Configurable:
             if key in resolved and resolved[key] not in allowed:
                 raise ArmError(f"{cls.kind} {cls.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
                                f"not {resolved[key]!r}")
+        for key, low in cls.minimum.items():
+            if key in resolved and resolved[key] < low:
+                raise ArmError(f"arm {cls.name!r}: parameter {key!r} must be at least {low}, not {resolved[key]!r}")
         return resolved
 
     @property
@@ -162,6 +166,19 @@ def validate(spec: str) -> tuple[type[Arm], dict[str, str]]:
         raise ArmError(f"unknown arm {name!r} (known: {', '.join(sorted(arms))})")
     arms[name].resolve(params)
     return arms[name], params
+
+
+def same_arm(specs: list[str]) -> tuple[str, str] | None:
+    """The first two of ``specs`` that name the same arm with the same parameters once defaults are filled
+    in (``keyword`` and ``keyword(tiebreak=doc)``): run twice, they would count every query twice."""
+    seen: dict[tuple, str] = {}
+    for spec in specs:
+        cls, params = validate(spec)
+        key = (cls.name, tuple(sorted(cls.resolve(params).items())))
+        if key in seen:
+            return seen[key], spec
+        seen[key] = spec
+    return None
 
 
 def make(spec: str, corpus: Corpus, store: PageStore) -> Arm:
