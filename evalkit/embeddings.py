@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import dirs
+from . import dirs, executor
 from .pages import EXTRACTOR, PageStore
 from .records import Document
 
@@ -160,10 +160,14 @@ def windows(text: str, size: int) -> list[str]:
 
 
 def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embedder_factory,
-                   progress: bool = True) -> None:
+                   progress: bool = True, batch_size: int = 16) -> None:
     """Embed every page window of ``docs`` not yet cached under ``spec.key``. One transaction per document,
     so an interrupted run resumes where it stopped; a second run embeds nothing; two processes embedding
-    at once each write a document only if the other has not (checked inside the write transaction)."""
+    at once each write a document only if the other has not (checked inside the write transaction).
+
+    In this process the embedder comes from ``embedder_factory``; on a remote executor
+    (:mod:`evalkit.executor`) every chunk is a task :func:`embed_chunk` with ``batch_size``, cut exactly as
+    here, so the vectors are the same bytes."""
     db = store.db
     db.executescript(VECTOR_SCHEMA)
     key = spec.key
@@ -171,26 +175,64 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
     todo = list({d.sha256: d for d in docs if d.sha256 not in done}.values())  # identical files: once
     if not todo:
         return
-    embedder = embedder_factory()
     bar = tqdm(total=sum(d.pages for d in todo), unit="page", desc=f"embed {spec.model}", disable=not progress,
                file=sys.stderr)
-    for d in todo:
-        pages = store.texts(d)
-        rows = []
-        for start in range(0, len(pages), PAGES_PER_STEP):  # progress moves inside a long document too
-            chunk = [(p, c, w) for p, text in enumerate(pages[start:start + PAGES_PER_STEP], start + 1)
-                     for c, w in enumerate(windows(text, spec.window))]
-            vecs = embedder.passages([w for _, _, w in chunk])
-            rows += [(key, d.sha256, p, c, v.tobytes()) for (p, c, _), v in zip(chunk, vecs)]
-            bar.update(min(PAGES_PER_STEP, len(pages) - start))
-        with db:
-            db.execute("BEGIN IMMEDIATE")
-            if db.execute("SELECT 1 FROM vector_docs WHERE key=? AND sha256=?", (key, d.sha256)).fetchone():
-                continue  # another process embedded it meanwhile (same model, same text: same vectors)
-            db.execute("DELETE FROM vectors WHERE key=? AND sha256=?", (key, d.sha256))
-            db.executemany("INSERT INTO vectors VALUES (?,?,?,?,?)", rows)
-            db.execute("INSERT INTO vector_docs VALUES (?, ?)", (key, d.sha256))
+    ex = executor.current()
+    if ex is None:
+        embedder = embedder_factory()
+        for d in todo:
+            rows = []
+            for chunk in _chunks(store, d, spec.window):  # progress moves inside a long document too
+                rows += _rows(key, d, chunk, embedder.passages([w for _, _, w in chunk]))
+                bar.update(len({p for p, _, _ in chunk}))
+            _write_vectors(db, key, d, rows)
+    else:
+        chunks = {d.sha256: _chunks(store, d, spec.window) for d in todo}
+        where = [(d, n) for d in todo for n in range(len(chunks[d.sha256]))]
+        got: dict[str, dict[int, np.ndarray]] = {d.sha256: {} for d in todo}
+        calls = ((spec, batch_size, [w for _, _, w in chunks[d.sha256][n]]) for d, n in where)
+        for i, vecs in ex.map(embed_chunk, calls):
+            d, n = where[i]
+            got[d.sha256][n] = vecs
+            bar.update(len({p for p, _, _ in chunks[d.sha256][n]}))
+            if len(got[d.sha256]) == len(chunks[d.sha256]):
+                rows = [r for m, chunk in enumerate(chunks[d.sha256]) for r in _rows(key, d, chunk, got[d.sha256][m])]
+                _write_vectors(db, key, d, rows)
+                del got[d.sha256]
     bar.close()
+
+
+def _chunks(store: PageStore, d: Document, window: int) -> list[list[tuple[int, int, str]]]:
+    """A document's (page, chunk, window text), PAGES_PER_STEP pages at a time."""
+    pages = store.texts(d)
+    return [[(p, c, w) for p, text in enumerate(pages[start:start + PAGES_PER_STEP], start + 1)
+             for c, w in enumerate(windows(text, window))] for start in range(0, len(pages), PAGES_PER_STEP)]
+
+
+def _rows(key: str, d: Document, chunk: list[tuple[int, int, str]], vecs: np.ndarray) -> list[tuple]:
+    return [(key, d.sha256, p, c, v.tobytes()) for (p, c, _), v in zip(chunk, vecs)]
+
+
+def _write_vectors(db, key: str, d: Document, rows: list[tuple]) -> None:
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        if db.execute("SELECT 1 FROM vector_docs WHERE key=? AND sha256=?", (key, d.sha256)).fetchone():
+            return  # another process embedded it meanwhile (same model, same text: same vectors)
+        db.execute("DELETE FROM vectors WHERE key=? AND sha256=?", (key, d.sha256))
+        db.executemany("INSERT INTO vectors VALUES (?,?,?,?,?)", rows)
+        db.execute("INSERT INTO vector_docs VALUES (?, ?)", (key, d.sha256))
+
+
+_WORKER_EMBEDDERS: dict[tuple[str, int], Embedder] = {}
+
+
+def embed_chunk(spec: ModelSpec, batch_size: int, texts: list[str]) -> np.ndarray:
+    """The vectors of one chunk of windows: the task a remote executor runs. Each worker process loads the
+    model once and keeps it."""
+    key = (spec.key, batch_size)
+    if key not in _WORKER_EMBEDDERS:
+        _WORKER_EMBEDDERS[key] = Embedder(spec, batch_size=batch_size)
+    return _WORKER_EMBEDDERS[key].passages(texts)
 
 
 def load_vectors(store: PageStore, doc: Document, key: str) -> tuple[np.ndarray, np.ndarray]:

@@ -257,6 +257,23 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, m
             conn.close()
 
 
+def extract_bytes(data: bytes, seconds: float = SECONDS, memory_mb: int = MEMORY_MB,
+                  visible_only: bool = False) -> Extraction:
+    """One PDF given as bytes, read in a bounded child process like :func:`extract_all`: the task a remote
+    executor runs (a worker on another machine has the bytes, not the file). The bounded child needs a
+    worker that may have children: Dask workers started with ``DASK_DISTRIBUTED__WORKER__DAEMON=False``."""
+    import tempfile
+
+    if multiprocessing.current_process().daemon:
+        raise RuntimeError("this Dask worker is a daemonic process, which cannot start the bounded extraction "
+                           "process: start workers with DASK_DISTRIBUTED__WORKER__DAEMON=False")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "document.pdf"
+        path.write_bytes(data)
+        return next(extract_all([path], 1, seconds, memory_mb, visible_only))[1]
+
+
 def _died(code: int | None) -> str:
     if code is not None and code < 0:
         if -code == signal.SIGKILL:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pymupdf
 from tqdm import tqdm
 
-from . import cache, dirs, extraction
+from . import cache, dirs, executor, extraction
 from .corpus import Corpus
 from .extraction import Extraction, extract_all
 from .records import Document, Page
@@ -128,8 +128,11 @@ class PageStore:
             workers = workers or min(len(todo), os.cpu_count() or 1)
             bar = tqdm(total=len(todo), unit="doc", desc=f"extract {corpus.name}", disable=not progress,
                        file=sys.stderr)
-            for i, result in extract_all([corpus.path(d) for d in todo], workers, extraction.SECONDS,
-                                          extraction.MEMORY_MB, self.visible_only):
+            ex = executor.current()
+            bounds = (extraction.SECONDS, extraction.MEMORY_MB, self.visible_only)
+            results = (ex.map(extraction.extract_bytes, ((corpus.path(d).read_bytes(), *bounds) for d in todo))
+                       if ex else extract_all([corpus.path(d) for d in todo], workers, *bounds))
+            for i, result in results:
                 if result.transient:  # over a bound or crashed: tried again next time, never cached
                     unstored[todo[i].name] = result.error
                 else:

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from . import __version__, arms, ids, measures, resultsdir
+from . import __version__, arms, executor, ids, measures, resultsdir
 from .corpus import Corpus
 from .embeddings import ModelSpec
 from .pages import EXTRACTOR, PageStore
@@ -201,7 +201,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         manifest["arms"] = [built[s] for s in specs if s in built]
         resultsdir.write_json(manifest_path, manifest)
         try:
-            _run_arm(arm, qs, runs / f"{info['file']}.jsonl", k, progress)
+            _run_arm(arm, spec, qs, runs / f"{info['file']}.jsonl", k, progress)
             if described := arm.describe():
                 built[spec]["describe"] = described
                 resultsdir.write_json(manifest_path, manifest)
@@ -220,23 +220,54 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
     resultsdir.write_json(manifest_path, manifest)
 
 
-def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) -> None:
+def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progress: bool) -> None:
+    """Ask ``arm`` every query not answered yet and append the answers to ``path`` in query order (so an
+    interrupted run, local or distributed, leaves a prefix that --resume continues)."""
     lines = path.read_text().splitlines() if path.exists() else []
     done = _parse_jsonl(lines)
     if len(done) != len(lines):  # drop a half-written line (and answers superseded by a re-asked query)
         with resultsdir.atomic(path) as tmp:
             tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
-    with open(path, "a") as f:
-        for q in tqdm(todo, desc=arm.label, unit="query", disable=not progress or not todo, file=sys.stderr):
-            t0 = time.perf_counter()
-            result = arm.search(q.text, k)
-            latency = time.perf_counter() - t0
-            f.write(json.dumps({"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
-                                "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
-                                "error": result.error,
-                                "latency": latency}) + "\n")
-            f.flush()
+    ex = executor.current()
+    if ex is None:
+        answers = ((i, _timed_search(arm, q.text, k)) for i, q in enumerate(todo))
+    else:
+        where = (spec, arm.corpus, str(arm.store.path), "drop" if arm.store.visible_only else "index")
+        answers = ex.map(search_task, [(*where, q.text, k) for q in todo])
+    ready: dict[int, tuple[Result, float]] = {}
+    written = 0
+    with open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
+                                    disable=not progress or not todo) as bar:
+        for i, answer in answers:
+            ready[i] = answer
+            bar.update()
+            while written in ready:
+                result, latency = ready.pop(written)
+                q = todo[written]
+                f.write(json.dumps({"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
+                                    "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
+                                    "error": result.error, "latency": latency}) + "\n")
+                f.flush()
+                written += 1
+
+
+def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Result, float]:
+    t0 = time.perf_counter()
+    result = arm.search(query, k)
+    return result, time.perf_counter() - t0
+
+
+_WORKER_ARMS: dict[tuple, arms.Arm] = {}
+
+
+def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, query: str, k: int) -> tuple[Result, float]:
+    """One query on one arm, timed where it runs: the task a remote executor runs. A worker process builds
+    each arm once (reading indexes and vectors from the cache at the same path) and keeps it."""
+    key = (spec, corpus.digest(), cache, hidden_text)
+    if key not in _WORKER_ARMS:
+        _WORKER_ARMS[key] = arms.make(spec, corpus, PageStore(Path(cache), hidden_text=hidden_text))
+    return _timed_search(_WORKER_ARMS[key], query, k)
 
 
 def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:

@@ -32,7 +32,8 @@ class SemanticArm(Arm):
         p = self.params
         self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"], store.extractor)
         ensure_vectors(store, list(corpus.documents), self.spec,
-                       lambda: Embedder(self.spec, batch_size=p["batch_size"]), progress=progress)
+                       lambda: Embedder(self.spec, batch_size=p["batch_size"]), progress=progress,
+                       batch_size=p["batch_size"])
         # query_threads = 0: every core. An arm that runs this one beside other work (hybrid) asks for 1:
         # onnxruntime's idle worker threads spin, and would take the other core from that work.
         self.embedder = Embedder(self.spec, threads=p["query_threads"] or None)
