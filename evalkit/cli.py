@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, arms, qrels
+from . import __version__, agreement, arms, compare, gate, qrels, robustness, validity
 from . import corpus as corpora
 from . import run as runner
 from .corpus import CorpusError
@@ -107,18 +107,54 @@ def cmd_qrels_check(args) -> int:
     _qrels_corpus(args, qs)
     ingest, store = open_corpus(args, quiet=True)
     pages = store.corpus_texts(ingest.corpus)
+    vocab = validity.vocabulary(pages)
+    rank = validity.bm25_ranker(ingest.corpus, store) if args.strict or args.verbose else None
     problems = qrels.check(qs, pages, strict=args.strict)
+    if args.strict:
+        problems += validity.check(qs, pages, rank, vocab)
     for p in problems:
         print(p)
-    counts = {c: len(v) for c, v in qs.by_class().items()}
-    print(f"{args.file}: {len(qs.queries)} queries ({', '.join(f'{c} {n}' for c, n in counts.items())}), "
-          f"{sum(len(q.judgments) for q in qs.queries)} judgments, {len(problems)} problem(s)")
+    for q in qs.by_class().get("abstain", []):
+        unknown = validity.unknown_words(q, vocab)
+        print(f"  abstain {q.id} [{q.kind or 'no kind'}]: "
+              + (f"not in the corpus: {' '.join(sorted(unknown))}" if unknown else "every content word is in the corpus"))
     if args.verbose:
         for q in qs.queries:
+            if q.cls == "trap" and q.distractor:
+                print(f"  trap {validity.trap_ranks(q, rank(q.text))}")
             if q.cls == "described":
                 share, shared = qrels.described_overlap(q, pages)
-                print(f"  described {q.id}: overlap {share:.0%} {' '.join(sorted(shared))}")
-    return 1 if problems else 0
+                gold = validity.gold_pages(q)
+                best = next((r for r, p in enumerate(rank(q.text), 1) if p in gold), None)
+                print(f"  described {q.id}: overlap {share:.0%} {' '.join(sorted(shared))}; "
+                      f"BM25 ranks its best gold page at {best or 'nowhere'}")
+    errors = [p for p in problems if not p.warning]
+    counts = {c: len(v) for c, v in qs.by_class().items()}
+    pool = (f"pooled from the top {qs.pool_depth} of {', '.join(qs.pool_arms) or '(arms not recorded)'}"
+            if qs.pool_depth else "pool depth not recorded in [set]")
+    print(f"{args.file}: {len(qs.queries)} queries ({', '.join(f'{c} {n}' for c, n in counts.items())}), "
+          f"{sum(len(q.judgments) for q in qs.queries)} judgments ({pool}), {len(errors)} problem(s), "
+          f"{len(problems) - len(errors)} warning(s)")
+    return 1 if errors else 0
+
+
+def cmd_qrels_agree(args) -> int:
+    a, b = qrels.load(args.a), qrels.load(args.b)
+    ids_a, ids_b = {q.id for q in a.queries}, {q.id for q in b.queries}
+    if not ids_a & ids_b:
+        raise UsageError(f"{args.a} and {args.b} have no query id in common")
+    try:
+        rows = agreement.agree(a, b)
+    except ValueError as e:
+        raise UsageError(f"{args.a} / {args.b}: {e}") from None
+    reworded = sorted(q.id for q in b.queries if q.id in ids_a and a[q.id].text != q.text)
+    print(f"A = {args.a} ({len(ids_a)} queries), B = {args.b} ({len(ids_b)} queries): {len(ids_a & ids_b)} in both, "
+          f"{len(ids_a - ids_b)} only in A, {len(ids_b - ids_a)} only in B"
+          + (f"; worded differently: {', '.join(reworded)}" if reworded else ""))
+    print(agreement.table(rows).to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
+    print("\nall classes: rows = A's gain, columns = B's gain (pages both judged)")
+    print(agreement.confusion_table(rows[-1]).to_string())
+    return 0
 
 
 def cmd_qrels_export(args) -> int:
@@ -144,18 +180,23 @@ def cmd_qrels_import(args) -> int:
     return 0
 
 
+POOL_ARMS = ["keyword", "global-index", "semantic"]  # `qrels pool`'s arms when neither --arms nor [set] names any
+
+
 def cmd_qrels_pool(args) -> int:
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
     ingest, store = open_corpus(args)
     docs = {d.name: d for d in ingest.corpus.documents}
-    built = [arms.make(spec, ingest.corpus, store) for spec in split_top(args.arms, ",")]
+    specs = split_top(args.arms, ",") if args.arms else list(qs.pool_arms) or POOL_ARMS
+    depth = args.depth or qs.pool_depth or 10
+    built = [arms.make(spec, ingest.corpus, store) for spec in specs]
     unjudged_total = 0
     for q in qs.queries:
         judged = {(j.doc, j.page) for j in q.judgments}
         pooled: dict[tuple[str, int], list[str]] = {}
         for arm in built:
-            for rank, h in enumerate(arm.search(q.text, args.depth).hits, 1):
+            for rank, h in enumerate(arm.search(q.text, depth).hits, 1):
                 if (h.doc, h.page) not in judged:
                     pooled.setdefault((h.doc, h.page), []).append(f"{arm.label}@{rank}")
         if not pooled:
@@ -164,7 +205,7 @@ def cmd_qrels_pool(args) -> int:
         print(f"{q.id} [{q.cls}] {q.text}")
         for (doc, page), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
             print(f"    {doc}#{page}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], page).text, q.text)}")
-    print(f"{unjudged_total} unjudged page(s) in the top {args.depth} of {len(built)} arm(s)")
+    print(f"{unjudged_total} unjudged page(s) in the top {depth} of {len(built)} arm(s)")
     return 0
 
 
@@ -199,7 +240,9 @@ def cmd_search(args) -> int:
 
 # ---- run and summary -------------------------------------------------------------------------------------
 
-def cmd_run(args) -> int:
+def open_run(args) -> tuple[qrels.QuerySet, Ingest, PageStore, Path]:
+    """The query set of --qrels and the corpus it is run on (refused when the judgments do not fit it), and
+    the default results directory of that pair."""
     qs = qrels.load(args.qrels)
     if args.corpus and qs.corpus and qs.corpus != args.corpus:
         raise UsageError(f"{args.qrels} is a query set for corpus {qs.corpus!r}, not {args.corpus!r}")
@@ -209,11 +252,28 @@ def cmd_run(args) -> int:
         raise UsageError(f"{args.qrels} does not fit this corpus ({len(problems)} problem(s)), e.g. {problems[0]}; "
                          "see `evalkit qrels check`")
     name = qs.name if qs.name == ingest.corpus.name else f"{ingest.corpus.name}-{qs.name}"
-    out = args.out or Path("results") / name
+    return qs, ingest, store, Path("results") / name
+
+
+def cmd_run(args) -> int:
+    qs, ingest, store, results = open_run(args)
+    out = args.out or results
     runner.run(ingest.corpus, store, qs, split_top(args.arms, ","), out, k=args.k, resume=args.resume,
                qrels_path=str(args.qrels))
     print(Results.load(out).table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print(f"results: {out}")
+    return 0
+
+
+def cmd_robustness(args) -> int:
+    qs, ingest, store, results = open_run(args)
+    try:
+        r = robustness.check(ingest.corpus, store, qs, args.arm, args.permutations, args.seed, k=args.k,
+                             names=split_top(args.measures, ","))
+    except ValueError as e:  # a bad arm, measure or permutation count; no answerable query
+        raise UsageError(str(e)) from None
+    print(r.text())
+    print(f"robustness: {r.write(args.out or results / 'robustness' / runner.slug(r.arm))}")
     return 0
 
 
@@ -285,6 +345,41 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# ---- compare and gate ----------------------------------------------------------------------------------
+
+def cmd_compare(args) -> int:
+    if args.baseline:
+        if len(args.sides) != 1:
+            raise UsageError("with --baseline ARM give one results directory: evalkit compare DIR --baseline ARM")
+        base = compare.side(args.sides[0], args.baseline)
+        cands = [compare.side(args.sides[0], a) for a in base.results.arms if a != base.arm]
+    elif len(args.sides) == 2:
+        base, cands = compare.side(args.sides[0]), [compare.side(args.sides[1])]
+    else:
+        raise UsageError("give BASE and CAND (each DIR:ARM, or DIR holding one arm), or DIR --baseline ARM")
+    pairs = [compare.pair(base, c, args.allow_different_queries) for c in cands]
+    for p in pairs:
+        for note in compare.notes(p):
+            print(f"evalkit: warning: {note}", file=sys.stderr)
+    print(compare.render(pairs, tuple(split_top(args.measures, ",")), n_resamples=args.resamples, seed=args.seed))
+    return 0
+
+
+def cmd_gate(args) -> int:
+    candidate = compare.side(args.candidate)
+    verdict = gate.evaluate(compare.side(args.baseline), candidate, args.rules, args.allow_different_queries)
+    print(verdict.text())
+    outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown),
+               (candidate.results.path / gate.GATE_FILE, verdict.to_json)]  # for the report
+    for path, render in outputs:
+        if path:
+            try:
+                Path(path).write_text(render())
+            except OSError as e:
+                raise UsageError(f"cannot write {path}: {e.strerror}") from None
+    return verdict.exit_code
+
+
 # ---- the parser -----------------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
@@ -319,9 +414,17 @@ def parser() -> argparse.ArgumentParser:
     ck = qp.add_parser("check", help="validate a query file against its corpus; exit 1 on any problem")
     ck.add_argument("file", type=Path)
     add_corpus_args(ck, required=False)
-    ck.add_argument("--strict", action="store_true", help="require evidence found on its page; limit described overlap")
-    ck.add_argument("-v", "--verbose", action="store_true", help="also print each described query's overlap")
+    ck.add_argument("--strict", action="store_true",
+                    help="also require evidence found on its page, limited described overlap, live traps, "
+                         "abstain kinds and mix, and no wording lifted from judged pages (qrels/README.md)")
+    ck.add_argument("-v", "--verbose", action="store_true",
+                    help="also print, per trap, the best distractor and gold ranks under corpus-wide BM25, and per "
+                         "described query its overlap and its best gold rank")
     ck.set_defaults(func=cmd_qrels_check)
+    ag = qp.add_parser("agree", help="assessor agreement of two gradings: weighted kappa, exact agreement, confusion")
+    ag.add_argument("a", type=Path, help="the first assessor's query file")
+    ag.add_argument("b", type=Path, help="the second assessor's query file (e.g. a regraded sample)")
+    ag.set_defaults(func=cmd_qrels_agree)
     ex = qp.add_parser("export", help="write TREC qrels (page and document level) and a topics file")
     ex.add_argument("file", type=Path)
     ex.add_argument("--format", choices=["trec"], default="trec")
@@ -337,8 +440,9 @@ def parser() -> argparse.ArgumentParser:
     po = qp.add_parser("pool", help="list retrieved pages that have no judgment, to complete a query set")
     po.add_argument("file", type=Path)
     add_corpus_args(po, required=False)
-    po.add_argument("--arms", default="keyword,global-index,semantic", help="comma-separated arm specs")
-    po.add_argument("--depth", type=int, default=10)
+    po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
+                                   f"{','.join(POOL_ARMS)})")
+    po.add_argument("--depth", type=int, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.set_defaults(func=cmd_qrels_pool)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
@@ -378,6 +482,18 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--seed", type=int, default=0)
     be.set_defaults(func=cmd_bench)
 
+    rb = sub.add_parser("robustness", help="rename every document at random, re-run one arm and report how far "
+                                           "each measure moves (a name-independent arm moves 0)")
+    add_corpus_args(rb)
+    rb.add_argument("--qrels", required=True, type=Path)
+    rb.add_argument("--arm", required=True, help="an arm spec, e.g. keyword or hybrid(keyword=global-index)")
+    rb.add_argument("--permutations", type=int, default=5, help="random renamings (default: 5)")
+    rb.add_argument("--seed", type=int, default=0)
+    rb.add_argument("--measures", default=",".join(robustness.MEASURES), help="comma-separated measure names")
+    rb.add_argument("--out", type=Path, help="folder for robustness.json (default: results/<corpus>/robustness/<arm>)")
+    rb.add_argument("-k", type=int, default=runner.DEPTH, help="hits kept per query")
+    rb.set_defaults(func=cmd_robustness)
+
     sm = sub.add_parser("summary", help="print the comparison table of a results directory")
     sm.add_argument("results", type=Path)
     sm.add_argument("--by", choices=["class"], help="one row per arm and class")
@@ -388,6 +504,27 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
     rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the run's first two)")
     rp.set_defaults(func=cmd_report)
+
+    co = sub.add_parser("compare", help="paired per-query comparison of two arms: Δ, CI, p, Holm, win/tie/loss, MDD")
+    co.add_argument("sides", nargs="+", metavar="SIDE", help="BASE CAND, each DIR:ARM (or DIR holding one arm); or DIR with --baseline")
+    co.add_argument("--baseline", metavar="ARM", help="compare every other arm of DIR against ARM")
+    co.add_argument("--measures", default=",".join(compare.MEASURES), help="comma-separated measures")
+    co.add_argument("--allow-different-queries", action="store_true",
+                    help="compare the queries two different query sets share (the rest are listed)")
+    co.add_argument("--resamples", type=int, default=10_000, help="bootstrap and sign-flip resamples (seeded)")
+    co.add_argument("--seed", type=int, default=0)
+    co.set_defaults(func=cmd_compare)
+
+    ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot tell")
+    ga.add_argument("--baseline", required=True, metavar="DIR:ARM", help="results directory and arm (DIR alone: its only arm)")
+    ga.add_argument("--candidate", required=True, metavar="DIR:ARM")
+    ga.add_argument("--rules", type=Path, default=Path("gate.toml"), help="rules file (default: ./gate.toml)")
+    ga.add_argument("--json", type=Path, metavar="FILE", help="also write the verdict as JSON")
+    ga.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
+    ga.add_argument("--markdown", type=Path, metavar="FILE", help="also write Markdown (e.g. $GITHUB_STEP_SUMMARY)")
+    ga.add_argument("--allow-different-queries", action="store_true",
+                    help="gate on the queries two different query sets share (the rest are listed)")
+    ga.set_defaults(func=cmd_gate)
     return p
 
 
@@ -395,7 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError) as e:
+    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError,
+            compare.CompareError) as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
 

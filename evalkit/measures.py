@@ -4,7 +4,8 @@ Everything here is pure (no I/O). A *ranking* is a sequence of page ids ``"<doc>
 total order -- the order is taken as given and never re-sorted by score, because trec_eval's own re-sort
 (score descending, then document id *descending*) lets file names decide tied bands (FIELD_NOTES.md).
 *Qrels* map an id to its graded gain; an id is relevant when its gain is > 0 (trec_eval's
-``relevance_level`` 1). Every ``k`` is a 1-based cutoff; ``None`` means the whole ranking.
+``relevance_level`` 1) and *judged* when it is in the qrels at all (gain 0: read, does not answer).
+Every ``k`` is a 1-based cutoff; ``None`` means the whole ranking.
 
 The per-query functions are both the reference definitions and what the runner uses: on 10,000 queries
 they are faster than pytrec_eval (`evalkit bench`, section "measures").
@@ -139,6 +140,19 @@ def gold_hit(ranking: Ranking, page_qrels: Qrels, k: int | None = 3) -> float:
     return 1.0 if any(split_page_id(pid)[0] in gold for pid in _top(ranking, k)) else 0.0
 
 
+def judged(ranking: Ranking, qrels: Qrels, k: int | None = 10) -> float:
+    """``Judged@k``: the share of the first k items that are judged, with any gain, 0 included (ir_measures'
+    definition: over the min(k, len) items shown, so a short answer is not penalised for slots it left
+    empty). NaN for an empty ranking: nothing was shown, so there is nothing whose judging could be in
+    doubt. It audits the query set, not the arm: nDCG counts an unjudged page as non-relevant, so where
+    Judged@k is low an arm's nDCG@k speaks about unread pages more than about the arm."""
+    _check_unique(ranking)
+    top = _top(ranking, k)
+    if not top:
+        return math.nan
+    return sum(1 for pid in top if pid in qrels) / len(top)
+
+
 # --------------------------------------------------------------------------------------------------------
 # Registry: canonical names with their parameters, so a cutoff is a parameter and never a new function
 
@@ -147,12 +161,15 @@ def gold_hit(ranking: Ranking, page_qrels: Qrels, k: int | None = 3) -> float:
 class Measure:
     """A named measure. ``fn(ranking, qrels, cutoff)`` receives the ranking and qrels at ``level``:
     "page" passes page ids and page qrels through; "doc" collapses them first (:func:`to_docs`,
-    :func:`doc_qrels`). GoldDoc/GoldHit are "page": they need the hits to define themselves."""
+    :func:`doc_qrels`). GoldDoc/GoldHit are "page": they need the hits to define themselves. An ``audit``
+    measure (Judged) describes the judgments under a ranking rather than the ranking's quality: it is
+    defined on abstain queries too, and an empty ranking gives what ``fn`` gives (NaN), not 0.0."""
 
     name: str
     fn: Callable[[Ranking, Qrels, int | None], float]
     level: Level
     cutoff: int | None
+    audit: bool = False
 
     def __call__(self, ranking: Ranking, page_qrels: Qrels) -> float:
         if self.level == "doc":
@@ -168,7 +185,9 @@ _FAMILIES: dict[str, tuple[Callable[[Ranking, Qrels, int | None], float], bool, 
     "Success": (success, True, True),
     "GoldDoc": (gold_doc, True, False),
     "GoldHit": (gold_hit, True, False),
+    "Judged": (judged, True, False),
 }
+_AUDITS = frozenset({"Judged"})
 _NAME = re.compile(r"(?P<family>[A-Za-z]+)(?:@(?P<k>[0-9]+))?(?P<doc>\(doc\))?")
 
 
@@ -188,12 +207,13 @@ def measure(name: str) -> Measure:
     if m["doc"] and not doc_ok:
         raise ValueError(f"bad measure {name!r}: {m['family']} is defined over documents already; "
                          "it has no (doc) variant")
-    return Measure(name=name, fn=fn, level="doc" if m["doc"] else "page", cutoff=k)
+    return Measure(name=name, fn=fn, level="doc" if m["doc"] else "page", cutoff=k, audit=m["family"] in _AUDITS)
 
 
 DEFAULT: tuple[str, ...] = (
     "nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "GoldHit@3", "RR", "RR(doc)", "Recall@10", "Recall@10(doc)",
     "Success@1", "Success@3", "Success@10", "Success@1(doc)", "Success@3(doc)", "Success@10(doc)",
+    "Judged@10",
 )
 MEASURES: dict[str, Measure] = {n: measure(n) for n in DEFAULT}
 
@@ -223,15 +243,22 @@ def ranking_of(result: Result) -> tuple[str, ...]:
 
 
 def evaluate(query: Query, result: Result, names: Iterable[str] = DEFAULT) -> dict[str, float]:
-    """Score one query. Answerable: a refused or empty result scores 0.0 everywhere (an empty answer must
-    count, unlike BEIR/trec_eval's default of dropping it). Abstain: every ranking measure is NaN, so
-    abstain queries never enter ranking means; they are scored by :func:`refusal_outcome` instead."""
-    ms = [_resolve(n) for n in names]
-    if not query.answerable:
-        return {m.name: math.nan for m in ms}
+    """Score one query. Answerable: a refused or empty result scores 0.0 on every ranking measure (an empty
+    answer must count, unlike BEIR/trec_eval's default of dropping it). Abstain: every ranking measure is
+    NaN, so abstain queries never enter ranking means; they are scored by :func:`refusal_outcome` instead.
+    Audit measures (Judged@k) are computed on every query, abstain included (there: the share of the top
+    k read and found not to answer), and are NaN on a refused or empty result."""
     qrels = page_qrels(query)
     ranking = ranking_of(result)
-    return {m.name: (m(ranking, qrels) if ranking else 0.0) for m in ms}
+    out = {}
+    for m in map(_resolve, names):
+        if m.audit:
+            out[m.name] = m(ranking, qrels)
+        elif not query.answerable:
+            out[m.name] = math.nan
+        else:
+            out[m.name] = m(ranking, qrels) if ranking else 0.0
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------

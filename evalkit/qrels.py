@@ -22,7 +22,13 @@ CLASS_LEGEND = {
     "described": "the reader's words, not the document's",
     "abstain": "nothing in the corpus answers; the right output is a refusal",
 }
-DEFAULT_GAINS = {3: "directly answers", 2: "substantially relevant", 1: "partially relevant"}
+# The grading rubric (qrels/README.md), one line per gain; 0 is a page read and found not to answer.
+DEFAULT_GAINS = {
+    3: "the page shows how to do it: the command or option and its use",
+    2: "a substantial part: names the right command, or shows it without the detail asked",
+    1: "related or partial",
+    0: "read, and does not answer",
+}
 # A described query may share at most this share of its content words with any one of its judged pages.
 DESCRIBED_MAX_OVERLAP = 0.4
 
@@ -39,6 +45,10 @@ class QuerySet:
     description: str = ""
     gains: dict[int, str] = field(default_factory=lambda: dict(DEFAULT_GAINS), hash=False, compare=False)
     digest: str = ""
+    # How the judged pages were found: the top ``pool_depth`` of each of ``pool_arms`` (arm specs), as
+    # recorded in [set]; None / () when the file does not say.
+    pool_depth: int | None = None
+    pool_arms: tuple[str, ...] = ()
 
     def by_class(self) -> dict[str, list[Query]]:
         out: dict[str, list[Query]] = {c: [] for c in CLASSES}
@@ -55,12 +65,19 @@ class QuerySet:
 
 @dataclass(frozen=True)
 class Problem:
+    """One thing wrong with a query (``query`` is :data:`SET` for the set as a whole). A ``warning`` is shown
+    but does not fail a check: it marks what a reader should look at, not what is wrong for sure."""
+
     query: str
     field: str
     message: str
+    warning: bool = False
 
     def __str__(self) -> str:
-        return f"{self.query}: {self.field}: {self.message}"
+        return f"{self.query}: {self.field}: {'warning: ' if self.warning else ''}{self.message}"
+
+
+SET = "[set]"
 
 
 def load(path: Path | str) -> QuerySet:
@@ -74,6 +91,11 @@ def load(path: Path | str) -> QuerySet:
         raise QrelsError(f"{path}: not valid TOML: {e}") from None
     header = data.get("set", {})
     gains = {int(k): str(v) for k, v in header.get("gains", DEFAULT_GAINS).items()}
+    depth, pool_arms = header.get("pool_depth"), header.get("pool_arms", [])
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
+        raise QrelsError(f"{path}: [set] pool_depth is not a positive integer: {depth!r}")
+    if not isinstance(pool_arms, list) or not all(isinstance(a, str) for a in pool_arms):
+        raise QrelsError(f"{path}: [set] pool_arms is not a list of arm specs: {pool_arms!r}")
     queries = []
     for i, q in enumerate(data.get("query", []), 1):
         qid = q.get("id")
@@ -97,13 +119,14 @@ def load(path: Path | str) -> QuerySet:
     if not queries:
         raise QrelsError(f"{path}: no [[query]] entries")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
-                    header.get("description", ""), gains, hashlib.sha256(raw).hexdigest())
+                    header.get("description", ""), gains, hashlib.sha256(raw).hexdigest(), depth, tuple(pool_arms))
 
 
 def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False) -> list[Problem]:
     """Every problem of a query set against a corpus's page texts (``pages``: document name -> texts,
     page 1 first). With ``strict``, evidence must be present and found on its page, and described
-    queries must share few content words with their judged pages."""
+    queries must share few content words with their judged pages. The rules that ask whether each class
+    does its job (traps, abstain kinds, wording) need the corpus-wide index: :func:`evalkit.validity.check`."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for q in qs.queries:
@@ -229,6 +252,8 @@ def to_toml(qs: QuerySet) -> str:
 
     header = {"name": qs.name, **({"corpus": qs.corpus} if qs.corpus else {}),
               **({"description": qs.description} if qs.description else {}),
+              **({"pool_depth": qs.pool_depth} if qs.pool_depth else {}),
+              **({"pool_arms": list(qs.pool_arms)} if qs.pool_arms else {}),
               "gains": {str(k): v for k, v in sorted(qs.gains.items(), reverse=True)}}
     queries = []
     for q in qs.queries:

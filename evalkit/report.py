@@ -45,6 +45,14 @@ OUTCOME_LABELS = {"answered": "answered", "wrongful_refusal": "refused (wrongly)
                   "correct_refusal": "refused (correctly)", "answered_abstain": "answered (should refuse)"}
 MEASURE_LABELS = {"nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc"}
 ALL = "all answerable"
+# nbconvert's lab template with the blocks that load scripts from a CDN (require.js, MathJax, mermaid,
+# widgets) left empty: the report uses none of them, and it must open without a network.
+OFFLINE_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
 
 
 class Markdown(str):
@@ -157,6 +165,7 @@ def overview(results: Results) -> Markdown:
 
 
 _LOWER_IS_BETTER = {"wrongful refusal", "s/query (median)"}
+_NOT_RANKED = {"Judged@10"}  # describes the judgments under an arm, not the arm: no "best" to bold
 
 
 def headline(results: Results):
@@ -166,7 +175,7 @@ def headline(results: Results):
     fmt["s/query (median)"] = "{:.4f}"
     st = t.style.format(fmt, na_rep="n/a")
     if len(t) > 1:
-        hi = [c for c in t.columns if c not in _LOWER_IS_BETTER]
+        hi = [c for c in t.columns if c not in _LOWER_IS_BETTER | _NOT_RANKED]
         lo = [c for c in t.columns if c in _LOWER_IS_BETTER]
         st = (st.highlight_max(subset=hi, props="font-weight: bold", axis=0)
                 .highlight_min(subset=lo, props="font-weight: bold", axis=0))
@@ -593,10 +602,12 @@ def inject_parameters(nb, **params):
 def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Sequence[str] | str | None = None,
            notebook: str | Path | None = None, timeout: int = 600, kernel_name: str = "python3") -> Path:
     """Execute the report notebook on ``results_dir`` and write ``<results>/report.ipynb``, the HTML report
-    (``out_html``, default ``<results>/report.html``, figures embedded) and ``<results>/figures/*.png``;
+    (``out_html``, default ``<results>/report.html``, self-contained: figures embedded, no script, style
+    or font from elsewhere, so it opens offline) and ``<results>/figures/*.png``;
     returns the HTML's path. A failing cell raises nbclient's CellExecutionError naming the cell and the
     error; nothing is written then."""
     import nbformat
+    from jinja2 import DictLoader
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
@@ -628,8 +639,9 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
                                  f"{e.ename}: {e.evalue}\n{code}\n\n{tb}", e.ename, e.evalue) from None
     nbformat.write(nb, res.path / "report.ipynb")
     m = res.manifest
-    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_output_prompt=True,
-                            embed_images=True)  # a report: outputs only (report.ipynb keeps the code)
+    exporter = HTMLExporter(template_name="lab", template_file="evalkit-offline", exclude_input=True,
+                            exclude_output_prompt=True, embed_images=True,  # outputs only: report.ipynb keeps the code
+                            extra_loaders=[DictLoader({"evalkit-offline": OFFLINE_TEMPLATE})])
     body, _ = exporter.from_notebook_node(
         nb, resources={"metadata": {"name": f"evalkit report: {m['corpus']['name']} × {m['qrels']['name']}"}})
     out = Path(out_html) if out_html else res.path / "report.html"

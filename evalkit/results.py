@@ -12,7 +12,7 @@ from . import stats
 from .run import summarize
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
-    "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3",
+    "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
     "correct_refusal_rate": "correct refusal", "wrongful_refusal_rate": "wrongful refusal",
     "latency_median_s": "s/query (median)",
 }
@@ -20,6 +20,9 @@ DEFINITIONS = {
     "nDCG@10 page": "linear gain, DCG = Σ gain_i / log2(i+1) over the first 10 pages, ideal from all judged pages",
     "nDCG@10 doc": "pages collapsed to documents in order of first appearance, a document's gain = its best page's",
     "GoldDoc@3": "a gold document (a judged page of gain >= 2) among the first 3 distinct documents",
+    "Judged@10": ("share of the first 10 pages the query set has judged (any gain, 0 included), over the "
+                  "answerable queries answered; nDCG counts an unjudged page as non-relevant, so below 0.8 "
+                  "nDCG@10 speaks about unread pages as much as about the arm"),
     "correct refusal": "abstain queries answered with a refusal or nothing, over all abstain queries",
     "wrongful refusal": "answerable queries refused or answered with nothing, over all answerable queries",
     "s/query (median)": ("median wall-clock seconds of one search during the run (index built; one pass, "
@@ -58,7 +61,8 @@ class Results:
         if not by_class:
             s = s[s["class"] == "all"]
         keys = ["arm", "class"] if by_class else ["arm"]
-        return s[keys + list(HEADLINE)].rename(columns=HEADLINE).set_index(keys)
+        cols = [c for c in HEADLINE if c in s.columns]  # a run written before a column existed lacks it
+        return s[keys + cols].rename(columns=HEADLINE).set_index(keys)
 
     def scores(self, measure: str, arm: str, answerable_only: bool = True) -> pd.Series:
         """Per-query values of one measure for one arm, indexed by query id."""

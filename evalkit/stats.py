@@ -1,6 +1,7 @@
-"""Uncertainty for per-query scores: bootstrap CIs of a mean and paired comparisons of two arms.
+"""Uncertainty for per-query scores: bootstrap CIs, paired randomization tests, Holm's correction and the
+minimal detectable difference -- everything a gate needs to tell a difference from noise.
 
-Both are seeded and deterministic, because a CI gate that flips between runs is worse than none. Inputs
+All of it is seeded and deterministic, because a CI gate that flips between runs is worse than none. Inputs
 must be free of NaN: abstain queries carry NaN ranking scores on purpose and must be left out by the
 caller (dropping them here silently is how averages drift, see FIELD_NOTES.md).
 """
@@ -13,9 +14,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from scipy import optimize
 from scipy import stats as _st
 
 Verdict = Literal["better", "worse", "not distinguishable"]
+ALPHA, POWER, RESAMPLES = 0.05, 0.8, 10_000
 
 
 def _values(values: Sequence[float] | np.ndarray, what: str = "values") -> np.ndarray:
@@ -35,7 +38,7 @@ def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95, n_resamples: int = 10_000,
+def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95, n_resamples: int = RESAMPLES,
                  seed: int = 0) -> tuple[float, float, float]:
     """(mean, low, high): percentile bootstrap CI of the mean. Fewer than two values have no spread to
     resample, so the bounds are NaN; constant values give a zero-width interval."""
@@ -53,10 +56,83 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95,
     return (mean, float(ci.low), float(ci.high))
 
 
+def _abs_mean(d: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.abs(np.mean(d, axis=axis))
+
+
+def sign_flip_p(differences: Sequence[float] | np.ndarray, n_resamples: int = RESAMPLES, seed: int = 0) -> float:
+    """Two-sided paired randomization test of "mean difference = 0": flip the sign of each per-query
+    difference at random and count how often ``|mean|`` is at least the observed one.
+
+    scipy's ``permutation_test(alternative="two-sided")`` doubles the smaller one-sided p-value, which is
+    not (b + 1)/(m + 1); testing ``|mean|`` with ``alternative="greater"`` is. scipy then returns exactly
+    that, (b + 1)/(m + 1) with b of m random sign flips as extreme as the data (never 0), and enumerates all
+    2^n flips when 2^n <= ``n_resamples`` (the exact p-value b/2^n, whose b counts the data's own signs)."""
+    d = _values(differences, "differences")
+    if d.size == 0:
+        return math.nan
+    if d.size == 1 or np.all(d == 0):
+        return 1.0  # every sign flip is as extreme as the data
+    res = _st.permutation_test((d,), _abs_mean, permutation_type="samples", vectorized=True,
+                               n_resamples=n_resamples, alternative="greater",
+                               **_rng_kw(_st.permutation_test, seed))
+    return float(res.pvalue)
+
+
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment: the i-th smallest of m p-values becomes max over j <= i of
+    min(1, (m - j + 1) p_(j)). It controls the family-wise error rate under any dependence between the
+    tests (classes of one query set are not independent). NaN p-values (an empty slice) stay NaN and do
+    not count towards m."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, math.nan)
+    idx = np.flatnonzero(~np.isnan(p))
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m = order.size
+    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out
+
+
+def power(delta: float, sd: float, n: int, alpha: float = ALPHA) -> float:
+    """Power of a two-sided paired t-test at level ``alpha`` to detect a true mean difference ``delta``
+    over ``n`` queries whose differences have standard deviation ``sd`` (noncentral t, no normal
+    approximation: with 22 queries per class the difference matters)."""
+    if n < 2 or not sd > 0:
+        return math.nan if n < 2 else float(delta != 0)
+    df, nc = n - 1, abs(delta) * math.sqrt(n) / sd
+    tc = _st.t.ppf(1 - alpha / 2, df)
+    wrong_side = _st.nct.cdf(-tc, df, nc)  # NaN far in the tail, where it is below 1e-30
+    return float(_st.nct.sf(tc, df, nc) + (0.0 if math.isnan(wrong_side) else wrong_side))
+
+
+def mdd(sd: float, n: int, alpha: float = ALPHA, target: float = POWER) -> float:
+    """Minimal detectable difference: the smallest true mean difference a two-sided paired test at level
+    ``alpha`` detects with probability ``target`` over ``n`` queries whose differences have standard
+    deviation ``sd``. It solves ``power(MDD, sd, n, alpha) = target`` exactly; the familiar approximation is
+    MDD ~ (t[1 - alpha/2, n - 1] + t[target, n - 1]) * sd / sqrt(n), i.e. about 2.9 sd / sqrt(n) at n = 22."""
+    if n < 2:
+        return math.nan
+    if not sd > 0:
+        return 0.0
+    guess = (_st.t.ppf(1 - alpha / 2, n - 1) + _st.t.ppf(target, n - 1)) * sd / math.sqrt(n)
+    return float(optimize.brentq(lambda x: power(x, sd, n, alpha) - target, guess / 4, guess * 4, xtol=1e-10))
+
+
+def mcnemar_p(worse: int, better: int) -> float:
+    """One-sided exact McNemar test that a paired binary outcome got worse: of the queries whose outcome
+    changed, ``worse`` changed for the worse and ``better`` for the better; under "no change" each is a
+    fair coin, so p = P(Binomial(worse + better, 1/2) >= worse). 1.0 when nothing changed."""
+    n = worse + better
+    return 1.0 if n == 0 else float(_st.binomtest(worse, n, 0.5, alternative="greater").pvalue)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Arm b against arm a over the same queries (higher scores are better). ``verdict`` comes from the CI of
-    the mean delta alone: "better" if it lies above 0, "worse" if below, else "not distinguishable"."""
+    the mean delta alone: "better" if it lies above 0, "worse" if below, else "not distinguishable".
+    ``wins``/``ties``/``losses`` count queries where b scored above / equal to / below a; ``sd_delta`` is
+    the standard deviation of the per-query differences and ``mdd`` the minimal detectable difference it
+    implies (:func:`mdd`)."""
 
     mean_delta: float
     low: float
@@ -64,30 +140,31 @@ class Comparison:
     p_value: float
     n: int
     verdict: Verdict
-
-
-def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(y - x, axis=axis)
+    mean_a: float = math.nan
+    mean_b: float = math.nan
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+    sd_delta: float = math.nan
+    mdd: float = math.nan
 
 
 def paired_compare(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95,
-                   n_resamples: int = 10_000, seed: int = 0) -> Comparison:
-    """Per-query paired differences b - a: mean, percentile-bootstrap CI, and a two-sided paired
-    randomization (sign-flip) test p-value. Pairing matters: query difficulty varies far more than the
-    difference between two arms, and unpaired tests drown the difference in it."""
+                   n_resamples: int = RESAMPLES, seed: int = 0, alpha: float = ALPHA,
+                   target_power: float = POWER) -> Comparison:
+    """Per-query paired differences b - a: both means, the mean difference, its percentile-bootstrap CI, the
+    two-sided sign-flip p-value (:func:`sign_flip_p`), win/tie/loss counts and the minimal detectable
+    difference. Pairing matters: query difficulty varies far more than the difference between two arms,
+    and unpaired tests drown the difference in it."""
     x, y = _values(a, "a"), _values(b, "b")
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
     d = y - x
     mean, low, high = bootstrap_ci(d, confidence=confidence, n_resamples=n_resamples, seed=seed)
-    if d.size == 0:
-        p = math.nan
-    elif d.size == 1 or np.all(d == 0):
-        p = 1.0  # exact: with one pair (or no differences) every sign flip is as extreme as the data
-    else:
-        res = _st.permutation_test((x, y), _mean_diff, permutation_type="samples", vectorized=True,
-                                   n_resamples=n_resamples, alternative="two-sided",
-                                   **_rng_kw(_st.permutation_test, seed))
-        p = float(res.pvalue)
+    sd = float(d.std(ddof=1)) if d.size > 1 else math.nan
     verdict: Verdict = "better" if low > 0 else "worse" if high < 0 else "not distinguishable"
-    return Comparison(mean_delta=mean, low=low, high=high, p_value=p, n=int(d.size), verdict=verdict)
+    return Comparison(mean_delta=mean, low=low, high=high, p_value=sign_flip_p(d, n_resamples, seed),
+                      n=int(d.size), verdict=verdict,
+                      mean_a=float(x.mean()) if x.size else math.nan, mean_b=float(y.mean()) if y.size else math.nan,
+                      wins=int((d > 0).sum()), ties=int((d == 0).sum()), losses=int((d < 0).sum()),
+                      sd_delta=sd, mdd=mdd(sd, int(d.size), alpha, target_power))

@@ -77,3 +77,70 @@ def small(latex, tmp_path_factory):
     for name in SMALL:
         shutil.copy(c.path(name), folder / name)
     return store.ingest(corpus.from_dir(folder, "small"), progress=False).corpus, store
+
+
+ENVIRONMENT = {"python": "3.11.7", "implementation": "CPython", "sqlite": "3.40.1",
+               "packages": {"numpy": "2.4.6", "pandas": "3.1.1"},
+               "machine": {"platform": "Linux", "processor": "x86_64", "cpus": 2, "memory_bytes": 1}}
+
+
+def write_results(path: Path, scores: dict[str, dict[str, list[float]]], classes: list[str], *,
+                  outcomes: dict[str, list[str]] | None = None, latency: dict[str, float] | None = None,
+                  corpus: str = "c0ffee", queries: str = "q0ffee", environment: dict | None = None,
+                  ids: list[str] | None = None) -> Path:
+    """A results directory as the runner writes it (manifest.json, per_query.parquet), from given per-query
+    scores: ``scores[arm][measure]`` lists one value per query (abstain queries get NaN whatever is given),
+    so statistics can be tested on chosen numbers. Every unlisted default measure copies nDCG@10."""
+    import json
+
+    import pandas as pd
+
+    from evalkit.measures import DEFAULT
+
+    path.mkdir(parents=True, exist_ok=True)
+    ids = ids or [f"q{i:03d}" for i in range(len(classes))]
+    rows = []
+    for arm, by_measure in scores.items():
+        for i, (qid, cls) in enumerate(zip(ids, classes)):
+            values = {m: by_measure.get(m, by_measure["nDCG@10"])[i] for m in DEFAULT}
+            if cls == "abstain":
+                values = {m: float("nan") for m in DEFAULT}
+            outcome = (outcomes or {}).get(arm, [None] * len(ids))[i] or (
+                "answered_abstain" if cls == "abstain" else "answered")
+            rows.append({"query": qid, "class": cls, "arm": arm, **values, "outcome": outcome,
+                         "refused": outcome in ("correct_refusal", "wrongful_refusal"), "hits": 10,
+                         "latency_s": (latency or {}).get(arm, 0.01), "ties@10": 0})
+    pd.DataFrame(rows).to_parquet(path / "per_query.parquet", index=False)
+    manifest = {"corpus": {"name": "fixture", "digest": corpus, "root": "/nowhere"},
+                "qrels": {"name": "fixture-set", "path": "qrels/fixture.toml", "digest": queries, "queries": len(ids)},
+                "depth": 100, "specs": list(scores), "evalkit": "0.1.0", "environment": environment or ENVIRONMENT,
+                "arms": [{"spec": a, "label": a, "file": a, "params": {}} for a in scores], "status": "complete"}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    return path
+
+
+@pytest.fixture(scope="session")
+def small_results(small, tmp_path_factory):
+    """A real results directory: keyword, global-index and score-merge over the small corpus and the four
+    queries of tests/test_run.py. Session-wide, so tests that write into it must work on a copy."""
+    from evalkit import qrels
+    from evalkit.run import run
+
+    from .test_run import QUERIES
+
+    c, store = small
+    d = tmp_path_factory.mktemp("small-results")
+    (d / "q.toml").write_text(QUERIES)
+    return run(c, store, qrels.load(d / "q.toml"), ["keyword", "global-index", "score-merge"], d / "results",
+               progress=False, qrels_path=str(d / "q.toml"))
+
+
+@pytest.fixture(scope="session")
+def latex_results(latex, tmp_path_factory):
+    """keyword and score-merge over the whole real `latex` corpus and its query set (about 10 s)."""
+    from evalkit import qrels
+    from evalkit.run import run
+
+    c, store = latex
+    return run(c, store, qrels.load(ROOT / "qrels" / "latex.toml"), ["keyword", "score-merge"],
+               tmp_path_factory.mktemp("latex-results") / "results", progress=False, qrels_path="qrels/latex.toml")

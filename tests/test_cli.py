@@ -1,6 +1,20 @@
-from evalkit.cli import main
+import json
+import shlex
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from evalkit import qrels
+from evalkit.cli import main, parser
+from evalkit.run import run
 
 from .conftest import make_pdf
+from .test_run import QUERIES
+
+ROOT = Path(__file__).resolve().parent.parent
+GATE = str(ROOT / "gate.toml")
 
 
 def test_stats_on_any_folder_reports_errors(isolated, capsys):
@@ -32,3 +46,146 @@ def test_arms_lists_every_arm_with_its_parameters(capsys):
     for name in ("keyword", "global-index", "score-merge", "semantic", "hybrid"):
         assert f"\n{name} " in "\n" + out
     assert "idf_scope='doc'" in out and "built-in" in out
+
+
+# ---- compare and gate ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def results(small_results, tmp_path):
+    """A private copy of the small real run (the gate writes gate.json into the candidate's directory)."""
+    return shutil.copytree(small_results, tmp_path / "results")
+
+
+@pytest.fixture
+def other_queries(small, tmp_path):
+    """A real run of keyword over another query set: the first three queries of the small set only."""
+    c, store = small
+    path = tmp_path / "fewer.toml"
+    path.write_text(QUERIES.split('[[query]]\nid = "q4"')[0])
+    return run(c, store, qrels.load(path), ["keyword"], tmp_path / "fewer", progress=False)
+
+
+def test_compare_prints_every_measure_and_class_with_the_family(results, capsys):
+    assert main(["compare", f"{results}:keyword", f"{results}:global-index"]) == 0
+    out = capsys.readouterr().out
+    for m in ("nDCG@10 ", "nDCG@10(doc)", "GoldDoc@3", "RR"):
+        assert m in out
+    assert "needle" in out and "described" in out and "W/T/L" in out and "MDD" in out
+    assert "p(Holm): Holm over the 4 rows of each measure" in out  # all + needle, spread, described
+
+
+def test_compare_every_arm_against_a_baseline(results, capsys):
+    assert main(["compare", str(results), "--baseline", "keyword", "--measures", "nDCG@10"]) == 0
+    out = capsys.readouterr().out
+    assert f"candidate {results}:global-index" in out and f"candidate {results}:score-merge" in out
+    assert "Holm over the 8 rows of each measure (2 candidate(s) x slices)" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["{r}:keyword", "{r}:nope"], "has no arm 'nope'; it has keyword, global-index, score-merge"),
+    (["{r}", "{r}:keyword"], "holds 3 arms"),
+    (["{r}:keyword"], "give BASE and CAND"),
+    (["{r}", "{r}", "--baseline", "keyword"], "with --baseline ARM give one results directory"),
+])
+def test_compare_bad_sides_exit_2(results, capsys, argv, message):
+    assert main(["compare", *(a.format(r=results) for a in argv)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_refuses_another_query_set_unless_allowed(results, other_queries, capsys):
+    assert main(["compare", f"{results}:keyword", str(other_queries)]) == 2
+    assert "different query sets" in capsys.readouterr().err
+    assert main(["compare", f"{results}:keyword", str(other_queries), "--allow-different-queries"]) == 0
+    captured = capsys.readouterr()
+    assert "1 query(ies) not in both left out: q4" in captured.err
+
+
+def test_gate_exit_0_writes_every_output(results, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["gate", "--baseline", f"{results}:keyword", "--candidate", f"{results}:keyword", "--rules", GATE,
+            "--json", str(out / "v.json"), "--junit", str(out / "v.xml"), "--markdown", str(out / "v.md")]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "evalkit gate: PASS (exit 0)" in text
+    verdict = json.loads((out / "v.json").read_text())
+    assert verdict["exit_code"] == 0 and verdict["rules_file"] == GATE
+    assert json.loads((results / "gate.json").read_text()) == verdict  # for the report
+    cases = ET.parse(out / "v.xml").getroot().iter("testcase")
+    assert len(list(cases)) == len(verdict["outcomes"]) == 6
+    assert (out / "v.md").read_text().startswith("### evalkit gate: PASS")
+
+
+def test_gate_exit_1_when_a_rule_fails(results, tmp_path, capsys):
+    rules = tmp_path / "floor.toml"
+    rules.write_text("[[rule]]\ntype = 'floor'\nmeasure = 'GoldDoc@3'\nmin = 1.0\nname = 'every gold doc'\n")
+    assert main(["gate", "--baseline", f"{results}:keyword", "--candidate", f"{results}:score-merge",
+                 "--rules", str(rules)]) == 1
+    assert "Failed: every gold doc" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case, message", [
+    ("malformed", "not valid TOML"),
+    ("unknown type", "rule 1 (speed): unknown type 'speed'"),
+    ("missing field", "rule 1 (floor): missing field 'min'"),
+    ("missing rules", "rules file"),
+    ("missing arm", "has no arm 'hybrid'"),
+    ("missing results", "no such results directory"),
+    ("different queries", "different query sets"),
+    ("no robustness report", "robustness.json not found: run `evalkit robustness"),
+    ("unwritable output", "cannot write"),
+])
+def test_gate_exit_2_names_what_could_not_be_evaluated(results, other_queries, tmp_path, capsys, case, message):
+    bad = tmp_path / "bad.toml"
+    bad.write_text({"malformed": "[[rule]\ntype = 'latency'", "unknown type": "[[rule]]\ntype = 'speed'",
+                    "missing field": "[[rule]]\ntype = 'floor'",
+                    "no robustness report": "[[rule]]\ntype = 'robustness'\nmax_shift = 0.01"}.get(case, ""))
+    rules = str(bad) if bad.read_text() else GATE
+    base, cand = f"{results}:keyword", f"{results}:global-index"
+    extra = []
+    if case == "missing rules":
+        rules = str(tmp_path / "absent.toml")
+    elif case == "missing arm":
+        cand = f"{results}:hybrid"
+    elif case == "missing results":
+        cand = f"{tmp_path / 'nowhere'}:keyword"
+    elif case == "different queries":
+        cand = str(other_queries)
+    elif case == "unwritable output":
+        extra = ["--junit", str(tmp_path / "no" / "such" / "dir" / "j.xml")]
+    assert main(["gate", "--baseline", base, "--candidate", cand, "--rules", rules, *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("evalkit: ") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_gate_on_latex_fails_score_merge_against_keyword_and_passes_keyword_against_itself(latex_results, capsys):
+    r = latex_results
+    assert main(["gate", "--baseline", f"{r}:keyword", "--candidate", f"{r}:score-merge", "--rules", GATE]) == 1
+    out = capsys.readouterr().out
+    headline = out.strip().splitlines()[-1]
+    assert headline.startswith("evalkit gate: FAIL (exit 1)")
+    assert "non-inferiority nDCG@10(doc)" in headline and "class-drop nDCG@10(doc) per class >= -0.05 [" in headline
+    assert "trap" in headline.split("class-drop")[1]  # the class that failed is named
+    assert main(["gate", "--baseline", f"{r}:keyword", "--candidate", f"{r}:keyword", "--rules", GATE]) == 0
+    assert "evalkit gate: PASS (exit 0)" in capsys.readouterr().out
+
+
+def test_the_example_workflow_runs_real_evalkit_commands():
+    yaml = pytest.importorskip("yaml")
+    job = yaml.safe_load((ROOT / "examples" / "github-actions.yml").read_text())["jobs"]["gate"]
+    env = {**job["env"], "GITHUB_STEP_SUMMARY": "summary.md"}
+    commands = [line.strip().rstrip("\\") for step in job["steps"] if "run" in step
+                for line in step["run"].replace("\\\n", " ").splitlines() if line.strip().startswith(".venv/bin/evalkit")]
+    assert [c.split()[1] for c in commands] == ["corpus", "corpus", "qrels", "run", "gate"]
+    for c in commands:
+        args = parser().parse_args([_expand(a, env) for a in shlex.split(c)[1:]])  # every option exists
+    assert args.func.__name__ == "cmd_gate" and args.rules == Path("gate.toml") and (ROOT / args.rules).exists()
+    assert args.candidate == "results/pr:keyword" and args.markdown == Path("summary.md")
+
+
+def _expand(arg: str, env: dict) -> str:
+    for k, v in env.items():
+        arg = arg.replace(f"${k}", v)
+    return arg

@@ -56,6 +56,17 @@ def test_recall_and_success():
     assert M.success(["z#1", "a#1"], qrels, 3) == 1.0
 
 
+def test_judged_counts_every_judged_item_gain_zero_included():
+    qrels = {"a#1": 3, "b#1": 0, "c#1": 1}
+    assert M.judged(["a#1", "x#1", "b#1", "y#1"], qrels, 10) == 0.5  # 2 of the 4 shown
+    assert M.judged(["x#1", "b#1", "a#1"], qrels, 2) == 0.5
+    eleven = ["a#1", "b#1", "c#1"] + [f"x#{i}" for i in range(7)] + ["d#1"]
+    assert M.judged(eleven, {**qrels, "d#1": 2}, 10) == 0.3  # d#1 at rank 11 is past the cutoff
+    assert M.judged(["x#1"], qrels, 10) == 0.0
+    assert math.isnan(M.judged([], qrels, 10))  # nothing shown: nothing whose judging is in doubt
+    assert M.MEASURES["Judged@10"] == M.Measure("Judged@10", M.judged, "page", 10, audit=True)
+
+
 def test_repeated_ids_are_refused():
     with pytest.raises(ValueError, match="repeats"):
         M.ndcg(["a#1", "a#1"], {"a#1": 1}, 10)
@@ -98,7 +109,8 @@ def test_registry_names_and_parsing():
     assert M.measure("nDCG@5") == M.Measure("nDCG@5", M.ndcg, "page", 5)
     assert M.measure("Success@20(doc)") == M.Measure("Success@20(doc)", M.success, "doc", 20)
     assert M.measure("RR").cutoff is None and M.MEASURES["GoldDoc@3"].cutoff == 3
-    for bad in ("ndcg@10", "MAP", "Success", "nDCG@0", "GoldDoc@3(doc)", "nDCG@10 ", "RR(page)"):
+    for bad in ("ndcg@10", "MAP", "Success", "nDCG@0", "GoldDoc@3(doc)", "nDCG@10 ", "RR(page)", "Judged",
+                "Judged@10(doc)"):
         with pytest.raises(ValueError, match=bad.replace("(", r"\(").replace(")", r"\)")):
             M.measure(bad)
 
@@ -110,11 +122,20 @@ def _query(cls="needle", judgments=(("a.pdf", 2, 3), ("b.pdf", 1, 1))):
 def test_evaluate_abstain_is_nan_and_refused_or_empty_answerable_is_zero():
     hits = Result(hits=(Hit("b.pdf", 1, 0.9), Hit("a.pdf", 2, 0.5)))
     abst = M.evaluate(_query("abstain", ()), hits)
-    assert set(abst) == set(M.DEFAULT) and all(math.isnan(v) for v in abst.values())
+    assert set(abst) == set(M.DEFAULT) and all(math.isnan(v) for n, v in abst.items() if n != "Judged@10")
     for r in (Result.refusal("below threshold"), Result(),
               Result(hits=(Hit("a.pdf", 2, 1.0),), refused=True, reason="refused anyway")):
         scores = M.evaluate(_query(), r)
-        assert set(scores) == set(M.DEFAULT) and all(v == 0.0 for v in scores.values())
+        assert set(scores) == set(M.DEFAULT) and all(v == 0.0 for n, v in scores.items() if n != "Judged@10")
+        assert math.isnan(scores["Judged@10"])  # a refusal shows no page to judge
+
+
+def test_judged_is_measured_on_abstain_queries_too():
+    """On an abstain query, Judged@10 is the share of the top 10 read and found not to answer."""
+    hits = Result(hits=(Hit("b.pdf", 1, 0.9), Hit("a.pdf", 2, 0.5), Hit("c.pdf", 1, 0.1)))
+    got = M.evaluate(_query("abstain", (("a.pdf", 2, 0), ("b.pdf", 1, 0))), hits)
+    assert got["Judged@10"] == pytest.approx(2 / 3) and math.isnan(got["nDCG@10"])
+    assert M.evaluate(_query(), hits)["Judged@10"] == pytest.approx(2 / 3)
     got = M.evaluate(_query(), hits, names=("nDCG@10", "RR", "GoldDoc@1", "Recall@10(doc)"))
     assert got == {"nDCG@10": pytest.approx((1 + 3 / L2_3) / (3 + 1 / L2_3)), "RR": 1.0,
                    "GoldDoc@1": 0.0, "Recall@10(doc)": 1.0}
@@ -223,6 +244,20 @@ def test_page_measures_agree_with_pytrec_eval(case):
     assert M.MEASURES["nDCG@10(doc)"](ranking, qrels) == pytest.approx(dtheirs["ndcg_cut_10"], abs=1e-9)
     assert M.MEASURES["RR(doc)"](ranking, qrels) == pytest.approx(dtheirs["recip_rank"], abs=1e-9)
     assert M.MEASURES["Recall@10(doc)"](ranking, qrels) == pytest.approx(dtheirs["recall_10"], abs=1e-9)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scored_queries())
+def test_judged_agrees_with_trec_eval_precision_over_all_judged_items(case):
+    """Judged@10 is trec_eval's P_10 with every judged item (gain 0 too) made relevant, over the
+    min(10, len) items shown instead of 10 (ir_measures' definition)."""
+    qrels, ranking, _ = case
+    if not ranking:
+        assert math.isnan(M.judged(ranking, qrels, 10))
+        return
+    p10 = pytrec_eval.RelevanceEvaluator({"q": {pid: 1 for pid in qrels}}, {"P_10"}).evaluate(
+        {"q": _strictly_decreasing(ranking)})["q"]["P_10"]
+    assert M.judged(ranking, qrels, 10) == pytest.approx(p10 * 10 / min(10, len(ranking)), abs=1e-9)
 
 
 def test_tied_scores_let_document_names_decide_in_trec_eval():

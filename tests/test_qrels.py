@@ -94,6 +94,30 @@ def test_judged_non_relevant_pages_are_kept(tmp_path):
     assert again.queries == qs.queries
 
 
+def test_the_pool_is_recorded_in_the_header(tmp_path):
+    qs = _load(tmp_path, GOOD.replace('corpus = "tiny"', 'corpus = "tiny"\npool_depth = 10\npool_arms = ["keyword", "hybrid(keyword=global-index)"]'))
+    assert (qs.pool_depth, qs.pool_arms) == (10, ("keyword", "hybrid(keyword=global-index)"))
+    again = _load(tmp_path, qrels.to_toml(qs))
+    assert (again.pool_depth, again.pool_arms) == (qs.pool_depth, qs.pool_arms)
+    assert (_load(tmp_path, GOOD).pool_depth, _load(tmp_path, GOOD).pool_arms) == (None, ())
+    for bad, message in (("pool_depth = 0", "pool_depth is not a positive integer: 0"),
+                         ('pool_depth = "10"', "pool_depth is not a positive integer: '10'"),
+                         ('pool_arms = "keyword"', "pool_arms is not a list of arm specs: 'keyword'"),
+                         ("pool_arms = [1]", "pool_arms is not a list of arm specs: \\[1\\]")):
+        with pytest.raises(QrelsError, match=message):
+            _load(tmp_path, GOOD.replace('corpus = "tiny"', f'corpus = "tiny"\n{bad}'))
+
+
+def test_the_default_gains_are_the_rubric():
+    assert sorted(qrels.DEFAULT_GAINS) == [0, 1, 2, 3]
+    assert "command or option and its use" in qrels.DEFAULT_GAINS[3] and "does not answer" in qrels.DEFAULT_GAINS[0]
+
+
+def test_a_warning_says_so():
+    assert str(qrels.Problem("n1", "text", "lifted", warning=True)) == "n1: text: warning: lifted"
+    assert str(qrels.Problem(qrels.SET, "abstain", "too few")) == "[set]: abstain: too few"
+
+
 def test_strict_only_rules_pass_without_strict(tmp_path):
     assert _problems(tmp_path, 'evidence = "sets page margins"', 'evidence = "nowhere"', strict=False) == []
 
@@ -154,7 +178,7 @@ def test_cli_check_export_import(isolated, capsys):
         make_pdf(d / name, texts)
     q = isolated / "q.toml"
     q.write_text(GOOD)
-    assert main(["qrels", "check", str(q), "--docs", str(d), "--strict", "--verbose"]) == 0
+    assert main(["qrels", "check", str(q), "--docs", str(d), "--verbose"]) == 0  # --strict: test_validity.py
     assert "described d1: overlap" in capsys.readouterr().out
     q.write_text(GOOD.replace('page = 2, gain = 2', 'page = 9, gain = 2'))
     assert main(["qrels", "check", str(q), "--docs", str(d)]) == 1
@@ -172,6 +196,10 @@ def test_cli_check_export_import(isolated, capsys):
     # p1 judged only a.pdf#2; both arms also retrieve b.pdf#1 ("above tables"), which the judge should read
     assert "p1 [needle] tables\n    b.pdf#1  (keyword@" in pooled and "global-index@" in pooled
     assert pooled.rstrip().endswith("1 unjudged page(s) in the top 5 of 2 arm(s)")
+    # without --arms and --depth, the pool recorded in [set] is used
+    q.write_text(q.read_text().replace('corpus = "tiny"', 'corpus = "tiny"\npool_depth = 3\npool_arms = ["global-index"]'))
+    assert main(["qrels", "pool", str(q), "--docs", str(d)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("in the top 3 of 1 arm(s)")
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 
@@ -181,6 +182,62 @@ def test_render_refuses_a_missing_directory_and_an_unknown_arm(results_dir, tmp_
         report.render(tmp_path / "nowhere")
     with pytest.raises(ValueError, match=r"'semantic' is not in .*arms: keyword, global-index"):
         report.render(results_dir, pair="keyword,semantic")
+
+
+# ---- the HTML in a real browser ------------------------------------------------------------------------
+# Debian's chromium, driven by Playwright (its Python package ships the driver; its own browser download
+# cannot work offline, so it launches /usr/bin/chromium, which `make test` installs).
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def browse(html, tmp_path) -> dict:
+    """Open ``html`` in headless chromium with a fresh profile; every request the page makes beyond the
+    file itself is recorded and refused. Returns console errors, requests and each <img>'s natural width."""
+    from playwright.sync_api import sync_playwright
+
+    assert os.access(CHROMIUM, os.X_OK), f"{CHROMIUM} is missing: `make test` installs Debian's chromium"
+    seen = {"errors": [], "requests": []}
+
+    def refuse(route):
+        seen["requests"].append(route.request.url)
+        route.abort()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(tmp_path / "profile", executable_path=CHROMIUM,
+                                                       headless=True, args=CHROMIUM_FLAGS)
+        try:
+            browser.route(lambda url: url != html.as_uri(), refuse)
+            page = browser.new_page()
+            page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+            page.on("websocket", lambda ws: seen["requests"].append(ws.url))
+            page.goto(html.as_uri(), wait_until="load")
+            page.wait_for_load_state("networkidle")
+            seen["images"] = page.evaluate("Array.from(document.images, i => i.complete ? i.naturalWidth : 0)")
+        finally:
+            browser.close()
+    return seen
+
+
+@pytest.mark.slow
+def test_the_html_report_works_offline_in_a_real_browser(rendered, tmp_path):
+    seen = browse(rendered, tmp_path)
+    assert seen["errors"] == [] and seen["requests"] == []
+    assert len(seen["images"]) == len(report.FIGURES) and all(w > 0 for w in seen["images"]), seen["images"]
+
+
+def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text('<!DOCTYPE html><html><head><script src="https://cdn.invalid/x.js"></script></head><body>'
+                    '<img src="data:image/png;base64,AAAA"><img src="figures/missing.png">'
+                    '<script>console.error("boom")</script></body></html>')
+    seen = browse(page, tmp_path)
+    assert "https://cdn.invalid/x.js" in seen["requests"] and (tmp_path / "figures/missing.png").as_uri() in seen["requests"]
+    assert "boom" in seen["errors"]
+    assert seen["images"] == [0, 0]
 
 
 def test_inject_parameters_follows_the_parameters_cell_and_replaces_an_earlier_one():

@@ -23,7 +23,8 @@ judgments = [{ doc = "booktabs.pdf", page = 6, gain = 3 }, { doc = "ctable.pdf",
 id = "q2"
 class = "spread"
 text = "define a new float type"
-judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 2 }]
+judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 2 },
+             { doc = "float.pdf", page = 1, gain = 0 }, { doc = "newfloat.pdf", page = 1, gain = 0 }]
 [[query]]
 id = "q3"
 class = "abstain"
@@ -88,6 +89,11 @@ def test_run_writes_a_self_describing_results_directory(small, qset, tmp_path):
     assert alls.loc["keyword", "nDCG@10"] == pytest.approx(answerable["keyword"])
     assert alls.loc["keyword", "wrongful_refusal_rate"] == pytest.approx(1 / 3)
     assert alls.loc["keyword", "correct_refusal_rate"] == 0
+    # Judged@10: over answered answerable queries in "all" (q4's empty answer has none), abstain in its own row
+    assert q4["Judged@10"].isna().all() and (abstain["Judged@10"] == 0).all()  # q3 judged nothing it was shown
+    judged = frame[frame["class"] != "abstain"].groupby("arm")["Judged@10"].mean()
+    assert alls.loc["keyword", "Judged@10"] == pytest.approx(judged["keyword"]) and 0 < judged["keyword"] < 1
+    assert summary.set_index(["arm", "class"]).loc[("keyword", "abstain"), "Judged@10"] == 0
 
 
 def test_trec_files_score_identically_in_pytrec_eval(small, qset, tmp_path):
@@ -109,11 +115,15 @@ def test_trec_files_score_identically_in_pytrec_eval(small, qset, tmp_path):
             prev[qid] = float(score)
             run.setdefault(qid, {})[pid] = float(score)
         trec = pytrec_eval.RelevanceEvaluator(qd, {"ndcg_cut_10", "recip_rank", "recall_10"}).evaluate(run)
+        # Judged@10 = P_10 with every judged page relevant, over the pages shown (at most 10)
+        judged = pytrec_eval.RelevanceEvaluator({q: {p: 1 for p in d} for q, d in qd.items()}, {"P_10"}).evaluate(run)
         ours = frame[frame["arm"] == label].set_index("query")
         for qid, m in trec.items():
             assert m["ndcg_cut_10"] == pytest.approx(ours.loc[qid, "nDCG@10"], abs=1e-9)
             assert m["recip_rank"] == pytest.approx(ours.loc[qid, "RR"], abs=1e-9)
             assert m["recall_10"] == pytest.approx(ours.loc[qid, "Recall@10"], abs=1e-9)
+            shown = min(10, len(run[qid]))
+            assert judged[qid]["P_10"] * 10 / shown == pytest.approx(ours.loc[qid, "Judged@10"], abs=1e-9)
 
 
 def test_a_misspelt_arm_stops_the_run_before_anything_is_written(small, qset, tmp_path):

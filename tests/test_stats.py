@@ -1,9 +1,13 @@
+import itertools
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
 
-from evalkit.stats import Comparison, bootstrap_ci, paired_compare
+from evalkit.stats import Comparison, bootstrap_ci, holm, mcnemar_p, mdd, paired_compare, power, sign_flip_p
 
 
 def test_bootstrap_ci_contains_the_mean_and_is_deterministic():
@@ -65,3 +69,116 @@ def test_paired_compare_is_deterministic_and_checks_its_input():
         paired_compare([0.1, 0.2], [0.3])
     with pytest.raises(ValueError, match="NaN"):
         paired_compare([0.1, float("nan")], [0.3, 0.4])
+
+
+# ---- the randomization test against exact enumeration -----------------------------------------------------
+
+def _all_sign_flips_p(d):
+    """Brute force: every one of the 2^n sign vectors, two-sided on |mean| (the data's own signs included)."""
+    d = np.asarray(d, dtype=float)
+    signs = np.array(list(itertools.product((1.0, -1.0), repeat=d.size)))
+    null = np.abs((signs * d).mean(axis=1))
+    observed = abs(d.mean())
+    return np.count_nonzero(null >= observed - 1e-12) / len(signs)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 12])
+def test_sign_flip_p_is_exact_enumeration_for_small_n(n):
+    rng = np.random.default_rng(n)
+    for d in (rng.normal(0.05, 0.2, n), np.round(rng.uniform(-1, 1, n), 1), np.r_[np.zeros(n - 1), 0.3]):
+        assert sign_flip_p(d) == pytest.approx(_all_sign_flips_p(d), abs=1e-12)
+
+
+def test_sign_flip_p_monte_carlo_agrees_with_enumeration_and_is_never_zero():
+    d = np.random.default_rng(7).normal(0.08, 0.25, 16)  # 2^16 > 10,000 resamples: Monte Carlo
+    exact = _all_sign_flips_p(d)
+    p = sign_flip_p(d, n_resamples=10_000, seed=1)
+    assert p == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 10_000))
+    assert sign_flip_p(d, seed=1) == p and sign_flip_p(d, seed=2) != p  # seeded
+    # all 30 differences positive: no random flip out of m is as extreme, so p = (0 + 1)/(m + 1), not 0
+    assert sign_flip_p(np.linspace(0.1, 0.4, 30), n_resamples=10_000) == pytest.approx(1 / 10_001)
+    assert sign_flip_p(np.linspace(0.1, 0.4, 30), n_resamples=999) == pytest.approx(1 / 1000)
+    assert sign_flip_p([0.0, 0.0, 0.0]) == 1.0 and sign_flip_p([0.4]) == 1.0 and math.isnan(sign_flip_p([]))
+
+
+# ---- the bootstrap against the exhaustive bootstrap distribution ------------------------------------------
+
+def test_bootstrap_ci_agrees_with_the_exhaustive_bootstrap_distribution():
+    x = np.array([0.0, 0.2, 0.25, 0.5, 0.9, 1.0])
+    means = x[np.array(list(itertools.product(range(6), repeat=6)))].mean(axis=1)  # all 6^6 equally likely resamples
+    _, low, high = bootstrap_ci(x, n_resamples=10_000, seed=0)
+    # a 10,000-draw percentile lands within the exact 2%-3% (97%-98%) quantile band: +-3 binomial SEs
+    assert np.quantile(means, 0.02) <= low <= np.quantile(means, 0.03)
+    assert np.quantile(means, 0.97) <= high <= np.quantile(means, 0.98)
+
+
+# ---- Holm, power, MDD, McNemar ------------------------------------------------------------------------------
+
+def test_holm_matches_a_hand_computed_case():
+    # sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> raised to 0.06 (step-down monotone)
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # capped at 1
+    out = holm([0.02, math.nan, 0.04])  # an empty slice does not count towards m
+    assert out[0] == pytest.approx(0.04) and math.isnan(out[1]) and out[2] == pytest.approx(0.04)
+    assert holm([]).size == 0
+
+
+def _holm_by_definition(p):
+    """Holm as the step-down procedure states it: the largest alpha at which each hypothesis is rejected."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+@given(st.lists(st.floats(0, 1), max_size=12))
+def test_holm_matches_its_definition_and_never_lowers_a_p_value(p):
+    adjusted = holm(p)
+    assert adjusted.tolist() == pytest.approx(_holm_by_definition(p))
+    assert all(a >= x for a, x in zip(adjusted, p))
+
+
+def test_power_is_alpha_at_zero_and_mdd_inverts_it():
+    assert power(0.0, 0.2, 22) == pytest.approx(0.05)
+    m = mdd(0.2, 22)
+    assert power(m, 0.2, 22) == pytest.approx(0.8)
+    approx = (stats.t.ppf(0.975, 21) + stats.t.ppf(0.8, 21)) * 0.2 / math.sqrt(22)
+    assert m == pytest.approx(approx, rel=0.02)  # the textbook formula is close
+    assert mdd(0.2, 88) == pytest.approx(m * math.sqrt(22 / 88), rel=0.05)  # four times the queries, half the MDD
+    assert mdd(0.0, 22) == 0.0 and math.isnan(mdd(0.2, 1))
+
+
+def test_mdd_agrees_with_a_simulated_t_test():
+    sd, n = 0.25, 22
+    m = mdd(sd, n)
+    d = np.random.default_rng(11).normal(m, sd, (20_000, n))
+    rejected = stats.ttest_1samp(d, 0.0, axis=1).pvalue < 0.05
+    assert rejected.mean() == pytest.approx(0.8, abs=0.015)  # SE 0.003 at 20,000 simulated query sets
+
+
+def test_mdd_agrees_with_the_simulated_randomization_test():
+    """The gate tests with sign flips, not t: its power at the MDD must be close to 0.8 too."""
+    sd, n = 0.25, 22
+    m = mdd(sd, n)
+    rng = np.random.default_rng(12)
+    rejected = [sign_flip_p(rng.normal(m, sd, n), n_resamples=2_000, seed=i) < 0.05 for i in range(400)]
+    assert np.mean(rejected) == pytest.approx(0.8, abs=0.07)  # SE 0.02 at 400 simulated query sets
+
+
+def test_mcnemar_is_the_exact_binomial_tail():
+    assert mcnemar_p(5, 0) == pytest.approx(1 / 32)
+    assert mcnemar_p(3, 1) == pytest.approx(5 / 16)  # P(X >= 3), X ~ Binomial(4, 1/2)
+    assert mcnemar_p(0, 4) == 1.0 and mcnemar_p(0, 0) == 1.0
+
+
+def test_paired_compare_counts_wins_ties_losses_and_reports_the_mdd():
+    a = np.array([0.2, 0.5, 0.5, 0.9, 0.1])
+    b = np.array([0.4, 0.5, 0.3, 0.9, 0.6])
+    c = paired_compare(a, b)
+    assert (c.wins, c.ties, c.losses) == (2, 2, 1)
+    assert (c.mean_a, c.mean_b) == (pytest.approx(a.mean()), pytest.approx(b.mean()))
+    assert c.sd_delta == pytest.approx(np.std(b - a, ddof=1)) and c.mdd == pytest.approx(mdd(c.sd_delta, 5))
+    assert c.p_value == pytest.approx(_all_sign_flips_p(b - a))

@@ -1,0 +1,191 @@
+"""The gate: may the candidate replace the baseline? One verdict record, rendered as a terminal table, JSON,
+JUnit XML (one test case per rule, so CI pages list them), Markdown (``$GITHUB_STEP_SUMMARY``) and HTML
+(Jupyter). Exit codes: 0 every rule passed, 1 a rule failed, 2 the gate could not be evaluated (raised as
+:class:`evalkit.compare.CompareError` before any verdict exists).
+
+JUnit XML is written with the standard library's ElementTree: the format is four elements, and the
+``junit-xml`` package would add a dependency (unreleased since 2020) for no gain.
+"""
+from __future__ import annotations
+
+import html
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import __version__, compare, rules
+from .rules import Detail, Outcome
+
+GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
+MARK = {"pass": "PASS", "fail": "FAIL", "underpowered": "UNDERPOWERED", "skipped": "SKIPPED"}
+COLOUR = {"pass": "#1a7f37", "fail": "#cf222e", "underpowered": "#9a6700", "skipped": "#6e7781"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Every rule's outcome for one baseline/candidate pair under one rules file (named by its sha256)."""
+
+    baseline: str
+    candidate: str
+    rules_file: str
+    rules_sha256: str
+    settings: dict
+    corpus: str
+    query_set: str
+    queries: int
+    outcomes: tuple[Outcome, ...]
+    notes: tuple[str, ...] = ()
+    evalkit: str = __version__
+
+    @property
+    def blocking(self) -> tuple[Outcome, ...]:
+        """The outcomes that fail the gate: failures, and underpowered rules when the rules say they block."""
+        bad = {"fail", "underpowered"} if self.settings.get("underpowered_blocks") else {"fail"}
+        return tuple(o for o in self.outcomes if o.status in bad)
+
+    @property
+    def passed(self) -> bool:
+        return not self.blocking
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def counts(self) -> str:
+        n = {s: sum(o.status == s for o in self.outcomes) for s in rules.STATUSES}
+        return f"{len(self.outcomes)} rules: " + ", ".join(f"{v} {k}" for k, v in n.items() if v)
+
+    def headline(self) -> str:
+        if self.passed:
+            return f"evalkit gate: PASS (exit 0) — {self.counts()}"
+        names = "; ".join(o.rule + (f" [{', '.join(bad)}]" if (bad := [d.label for d in o.details if d.status == "fail"]) else "")
+                          for o in self.blocking)
+        return f"evalkit gate: FAIL (exit 1) — {self.counts()}. Failed: {names}"
+
+    # ---- JSON ------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return rules.finite({**asdict(self), "passed": self.passed, "exit_code": self.exit_code})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Verdict":
+        outcomes = tuple(Outcome(**{**o, "details": tuple(Detail(**x) for x in o["details"])}) for o in d["outcomes"])
+        keep = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**{**keep, "outcomes": outcomes, "notes": tuple(d.get("notes", ()))})
+
+    # ---- terminal --------------------------------------------------------------------------------------
+    def text(self) -> str:
+        width = max(len(o.rule) for o in self.outcomes)
+        lines = [f"baseline  {self.baseline}", f"candidate {self.candidate}",
+                 f"rules     {self.rules_file}  sha256 {self.rules_sha256}",
+                 f"corpus    {self.corpus}, query set {self.query_set}, {self.queries} queries", ""]
+        for o in self.outcomes:
+            lines.append(f"{MARK[o.status]:<13} {o.rule:<{width}}  {o.summary}")
+            lines += [f"{'':<15}{d.label:<10} {d.status:<13} {d.text}" for d in o.details]
+        lines += ["", *(f"note: {n}" for n in self.notes), self.headline()]
+        return "\n".join(lines)
+
+    # ---- Markdown --------------------------------------------------------------------------------------
+    def markdown(self) -> str:
+        def cell(s: str) -> str:
+            return s.replace("|", "\\|").replace("\n", " ")
+
+        out = [f"### evalkit gate: {'PASS' if self.passed else 'FAIL'}", "",
+               f"Baseline `{self.baseline}`, candidate `{self.candidate}`; corpus {self.corpus}, "
+               f"query set {self.query_set}, {self.queries} queries. Rules `{self.rules_file}`, sha256 `{self.rules_sha256}`.",
+               "", "| verdict | rule | numbers |", "|---|---|---|"]
+        out += [f"| **{MARK[o.status]}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
+        for o in self.outcomes:
+            if o.details:
+                out += ["", f"<details><summary>{html.escape(o.rule)}</summary>", "",
+                        "| | verdict | numbers |", "|---|---|---|"]
+                out += [f"| {cell(d.label)} | {d.status} | {cell(d.text)} |" for d in o.details]
+                out += ["", "</details>"]
+        out += ["", *(f"> {n}" for n in self.notes), "", f"{self.counts()}; exit {self.exit_code}.", ""]
+        return "\n".join(out)
+
+    # ---- JUnit XML -------------------------------------------------------------------------------------
+    def junit(self) -> str:
+        """One ``testcase`` per rule: a failure for a blocking rule, ``skipped`` for a skipped one and for
+        an underpowered one that does not block (CI pages show both apart from passes)."""
+        blocking = {id(o) for o in self.blocking}
+        suites = ET.Element("testsuites")
+        suite = ET.SubElement(suites, "testsuite", name="evalkit gate", tests=str(len(self.outcomes)),
+                              failures=str(len(blocking)), errors="0",
+                              skipped=str(sum(o.status != "pass" and id(o) not in blocking for o in self.outcomes)))
+        props = ET.SubElement(suite, "properties")
+        for k, v in (("baseline", self.baseline), ("candidate", self.candidate), ("rules_file", self.rules_file),
+                     ("rules_sha256", self.rules_sha256), ("evalkit", self.evalkit)):
+            ET.SubElement(props, "property", name=k, value=v)
+        for o in self.outcomes:
+            case = ET.SubElement(suite, "testcase", classname=f"evalkit.gate.{o.type}", name=o.rule)
+            body = "\n".join([o.summary, *(f"{d.label}: {d.status}: {d.text}" for d in o.details)])
+            if id(o) in blocking:
+                ET.SubElement(case, "failure", message=o.summary, type=o.status).text = body
+                continue
+            if o.status != "pass":
+                ET.SubElement(case, "skipped", message=f"{o.status}: {o.summary}")
+            ET.SubElement(case, "system-out").text = body
+        ET.indent(suites)
+        return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+    # ---- Jupyter ---------------------------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        def badge(status: str) -> str:
+            return f'<b style="color:{COLOUR.get(status, "inherit")}">{html.escape(MARK.get(status, status))}</b>'
+
+        rows = []
+        for o in self.outcomes:
+            rows.append(f"<tr><td>{badge(o.status)}</td><td>{html.escape(o.rule)}</td>"
+                        f"<td style='text-align:left'>{html.escape(o.summary)}</td></tr>")
+            rows += [f"<tr><td></td><td style='padding-left:2em'>{html.escape(d.label)} {badge(d.status)}</td>"
+                     f"<td style='text-align:left'>{html.escape(d.text)}</td></tr>" for d in o.details]
+        notes = "".join(f"<p>note: {html.escape(n)}</p>" for n in self.notes)
+        return (f"<p>{badge('pass' if self.passed else 'fail')} {html.escape(self.counts())} — baseline "
+                f"<code>{html.escape(self.baseline)}</code>, candidate <code>{html.escape(self.candidate)}</code>; "
+                f"rules <code>{html.escape(self.rules_file)}</code> sha256 <code>{self.rules_sha256}</code></p>"
+                f"<table><tr><th>verdict</th><th>rule</th><th>numbers</th></tr>{''.join(rows)}</table>{notes}")
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def evaluate(baseline: compare.Side, candidate: compare.Side, rules_path: Path | str,
+             allow_different_queries: bool = False) -> Verdict:
+    """Pair the two sides and evaluate every rule of ``rules_path``. Anything that stops the evaluation
+    (another corpus or query set, a bad rules file, a missing robustness report) raises CompareError."""
+    parsed = rules.load(rules_path)
+    pair = compare.pair(baseline, candidate, allow_different_queries)
+    outcomes = rules.evaluate(parsed, pair)
+    m = candidate.results.manifest
+    return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
+                   rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
+                   query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
+                   outcomes=outcomes, notes=tuple(compare.notes(pair)))
+
+
+def read(path: Path | str) -> Verdict:
+    return Verdict.from_dict(json.loads(Path(path).read_text()))
+
+
+@dataclass(frozen=True)
+class NoVerdict:
+    """What the report shows when a results directory holds no gate verdict."""
+
+    path: str
+
+    def __repr__(self) -> str:
+        return (f"No gate verdict in {self.path} ({GATE_FILE} is absent): run `evalkit gate --baseline DIR:ARM "
+                f"--candidate {self.path}:ARM --rules gate.toml` to make one.")
+
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(repr(self))}</p>"
+
+
+def show(results_dir: Path | str) -> Verdict | NoVerdict:
+    """The gate verdict stored in a results directory, for a notebook cell; says so when there is none."""
+    path = Path(results_dir) / GATE_FILE
+    return read(path) if path.exists() else NoVerdict(str(results_dir))

@@ -1,0 +1,55 @@
+import shutil
+
+import pandas as pd
+import pytest
+
+from evalkit import completeness, qrels
+from evalkit import run as runner
+from evalkit.results import Results
+
+from .test_run import QUERIES
+
+
+@pytest.fixture(scope="module")
+def res(small, tmp_path_factory):
+    c, store = small
+    folder = tmp_path_factory.mktemp("res")
+    (folder / "q.toml").write_text(QUERIES)
+    return Results.load(runner.run(c, store, qrels.load(folder / "q.toml"), ["keyword", "global-index"],
+                                   folder / "r", progress=False))
+
+
+def test_judged_table_averages_per_arm_and_class(res):
+    t = completeness.judged_table(res)
+    assert list(t.index) == res.arms
+    assert list(t.columns) == ["needle", "spread", "described", completeness.ALL, "abstain"]
+    pq = res.per_query
+    for arm in res.arms:
+        a = pq[pq["arm"] == arm]
+        assert t.loc[arm, "spread"] == pytest.approx(a.loc[a["query"] == "q2", "Judged@10"].item())
+        answered = a[(a["class"] != "abstain") & ~a["refused"]]
+        assert t.loc[arm, completeness.ALL] == pytest.approx(answered["Judged@10"].mean())
+        assert pd.isna(t.loc[arm, "described"])  # q4 is answered with nothing: no page to judge
+        assert t.loc[arm, "abstain"] == 0.0  # q3 has no judged page
+
+
+def test_the_warning_names_the_arms_under_the_threshold(res):
+    overall = completeness.judged_table(res)[completeness.ALL]
+    assert 0 < overall.min() < 1
+    text = completeness.judged_warning(res, threshold=overall.max() + 0.01)
+    assert text.startswith("**Warning: judgments too shallow for 2 arm(s).**")
+    assert f"- `keyword`: Judged@10 = {overall['keyword']:.2f}" in text and "`global-index`" in text
+    assert overall["keyword"] < overall["global-index"]  # on this run; the mean threshold splits them
+    one = completeness.judged_warning(res, threshold=overall.mean())
+    assert "for 1 arm(s)" in one and "`keyword`" in one and "`global-index`" not in one
+    ok = completeness.judged_warning(res, threshold=overall.min())
+    assert ok.startswith(f"Every arm has Judged@10 ≥ {overall.min():.2f}") and ok._repr_markdown_() == ok
+
+
+def test_a_run_from_before_judged_at_10_gets_a_note(res, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(res.path, old)
+    pq = pd.read_parquet(old / "per_query.parquet").drop(columns="Judged@10")
+    pq.to_parquet(old / "per_query.parquet", index=False)
+    assert "no Judged@10 column" in completeness.judged_warning(Results.load(old))
+    assert "Judged@10" not in Results.load(old).table().columns  # and the summary table still prints

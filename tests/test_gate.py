@@ -1,0 +1,129 @@
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evalkit import compare, gate, report
+
+from .conftest import write_results
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = """
+[[rule]]
+type = "non-inferiority"
+measure = "nDCG@10"
+[[rule]]
+type = "class-drop"
+measure = "nDCG@10"
+[[rule]]
+type = "floor"
+measure = "nDCG@10"
+min = 0.1
+[[rule]]
+type = "latency"
+"""
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """base; a candidate that moves needle queries at random and drops every trap query by 0.3; and one
+    identical to base."""
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.4, 0.9, 44)
+    classes = ["needle"] * 22 + ["trap"] * 22
+    worse = np.r_[base[:22] + rng.normal(0, 0.1, 22), base[22:] - 0.3]
+    return write_results(tmp_path / "run", {"base": {"nDCG@10": list(base)}, "worse": {"nDCG@10": list(worse)},
+                                            "same": {"nDCG@10": list(base)}}, classes)
+
+
+def verdict(runs, cand, tmp_path, text=RULES, **kw):
+    path = tmp_path / "gate.toml"
+    path.write_text(text)
+    return gate.evaluate(compare.side(f"{runs}:base"), compare.side(f"{runs}:{cand}"), path, **kw)
+
+
+def test_a_regression_fails_and_names_its_rule_and_class(runs, tmp_path):
+    v = verdict(runs, "worse", tmp_path)
+    assert v.exit_code == 1 and not v.passed
+    assert [o.status for o in v.outcomes] == ["fail", "fail", "pass", "pass"]
+    assert "class-drop nDCG@10 per class >= -0.05 [trap]" in v.headline()
+    assert v.rules_sha256 == __import__("hashlib").sha256(RULES.encode()).hexdigest()
+    text = v.text()
+    assert v.rules_sha256 in text and "FAIL" in text and "trap       fail" in text and "exit 1" in text
+
+
+def test_identical_runs_pass(runs, tmp_path):
+    v = verdict(runs, "same", tmp_path)
+    assert v.exit_code == 0 and v.passed and {o.status for o in v.outcomes} == {"pass"}
+    assert v.headline().startswith("evalkit gate: PASS (exit 0)")
+
+
+def test_underpowered_blocks_only_when_the_rules_say_so(runs, tmp_path):
+    rng = np.random.default_rng(4)
+    base = rng.uniform(0.2, 0.8, 22)
+    noisy = np.clip(base + rng.normal(0, 0.3, 22), 0, 1)
+    d = write_results(tmp_path / "noisy", {"base": {"nDCG@10": list(base)}, "noisy": {"nDCG@10": list(noisy)}},
+                      ["spread"] * 22)
+    rule = "[[rule]]\ntype = 'class-drop'\nmeasure = 'nDCG@10'\n"
+    v = verdict(d, "noisy", tmp_path, rule)
+    assert v.outcomes[0].status == "underpowered" and v.exit_code == 0
+    v = verdict(d, "noisy", tmp_path, "[gate]\nunderpowered_blocks = true\n" + rule)
+    assert v.exit_code == 1 and "class-drop" in v.headline()
+
+
+def test_json_round_trips_and_has_no_nan(runs, tmp_path):
+    v = verdict(runs, "worse", tmp_path)
+    data = json.loads(v.to_json())
+    assert data["exit_code"] == 1 and data["passed"] is False and data["rules_sha256"] == v.rules_sha256
+    json.dumps(data, allow_nan=False)  # strict JSON
+    back = gate.Verdict.from_dict(data)
+    assert back.text() == v.text() and back.exit_code == 1
+    assert [o.details for o in back.outcomes] == [o.details for o in v.outcomes]
+
+
+def test_junit_parses_with_one_case_per_rule(runs, tmp_path):
+    v = verdict(runs, "worse", tmp_path, RULES + "[[rule]]\ntype = 'class-drop'\nname = 'needle alone'\n"
+                                              "measure = 'nDCG@10'\nclasses = ['needle']\nmax_drop = 0.01\n")
+    root = ET.fromstring(v.junit())
+    suite = root.find("testsuite")
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == [o.rule for o in v.outcomes]
+    assert suite.get("tests") == "5" and suite.get("failures") == "2" and suite.get("skipped") == "1"
+    assert [c.find("failure") is not None for c in cases] == [True, True, False, False, False]
+    assert cases[4].find("skipped").get("message").startswith("underpowered")
+    assert "trap" in cases[1].find("failure").text
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["rules_sha256"] == v.rules_sha256
+
+
+def test_markdown_and_html_show_every_rule_and_the_rules_digest(runs, tmp_path):
+    v = verdict(runs, "worse", tmp_path)
+    md = v.markdown()
+    assert md.startswith("### evalkit gate: FAIL") and v.rules_sha256 in md
+    rows = [line for line in md.splitlines() if line.startswith("| **")]
+    assert len(rows) == len(v.outcomes) and "<details><summary>class-drop" in md
+    page = v._repr_html_()
+    assert "<table>" in page and v.rules_sha256 in page and page.count("<tr>") > len(v.outcomes)
+    assert "&gt;=" in page  # rule names are escaped
+
+
+def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
+    none = gate.show(runs)
+    assert isinstance(none, gate.NoVerdict) and "No gate verdict" in repr(none) and "evalkit gate" in none._repr_html_()
+    v = verdict(runs, "worse", tmp_path)
+    (runs / gate.GATE_FILE).write_text(v.to_json())
+    shown = gate.show(runs)
+    assert isinstance(shown, gate.Verdict) and shown.text() == v.text()
+
+
+@pytest.mark.slow
+def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
+    d = tmp_path / "results"
+    shutil.copytree(small_results, d)
+    v = gate.evaluate(compare.side(f"{d}:keyword"), compare.side(f"{d}:global-index"), ROOT / "gate.toml")
+    (d / gate.GATE_FILE).write_text(v.to_json())
+    html = report.render(d).read_text()
+    assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
