@@ -376,3 +376,28 @@ def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Seq
         add(Figure("measures", "evalkit / pytrec_eval time", m["ratio"], "ratio", 5, "< 1 = evalkit faster"))
     add(Figure("memory", "peak resident memory (this process, children)", peak_memory_mib(), "MiB"))
     return figures
+
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "bench.ipynb"
+
+
+def environment_summary(env: dict):
+    """One Markdown line on where the figures were measured (the notebook's first output)."""
+    from .report import Markdown
+
+    m = env.get("machine", {})
+    pk = ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items())
+    before, after = env.get("load_average_before", [math.nan]), env.get("load_average_after", [math.nan])
+    return Markdown(f"**Machine** {m.get('processor', '?')}, {m.get('cpus', '?')} CPUs, "
+                    f"{(m.get('memory_bytes') or 0) / 2 ** 30:.0f} GiB · **Python** {env.get('python', '?')} · "
+                    f"**SQLite** {env.get('sqlite', '?')} · **load average** {before[0]:.2f} before, "
+                    f"{after[0]:.2f} after · **peak memory** {env.get('peak_memory_mib', math.nan):.0f} MiB · {pk}")
+
+
+def render(path: Path | str, out_html: Path | str | None = None) -> Path:
+    """Execute ``notebooks/bench.ipynb`` on a bench directory into ``<dir>/bench.html`` (and ``.ipynb``)."""
+    from .notebooks import execute
+
+    path = Path(path).resolve()
+    load(path)  # a clear error for a folder that is not a bench directory
+    return execute(NOTEBOOK, path, "bench", f"evalkit bench: {path.name}", out_html=out_html, bench=str(path))

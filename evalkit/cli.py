@@ -289,16 +289,23 @@ def cmd_summary(args) -> int:
 def cmd_report(args) -> int:
     from nbclient.exceptions import CellExecutionError
 
-    from . import report
+    from . import bench, report
 
+    is_bench = (args.results / "bench.csv").exists()
     try:
-        html = report.render(args.results, out_html=args.out, pair=args.pair)
+        if is_bench:
+            html = bench.render(args.results, out_html=args.out)
+        else:
+            html = report.render(args.results, out_html=args.out, pair=args.pair)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error
         print(f"evalkit: the report notebook failed: {e}", file=sys.stderr)
         return 1
-    print(f"report:   {html}\nnotebook: {args.results / 'report.ipynb'}\nfigures:  {args.results / 'figures'}")
+    if is_bench:
+        print(f"report:   {html}\nnotebook: {args.results / 'bench.ipynb'}")
+    else:
+        print(f"report:   {html}\nnotebook: {args.results / 'report.ipynb'}\nfigures:  {args.results / 'figures'}")
     return 0
 
 
@@ -499,7 +506,7 @@ def parser() -> argparse.ArgumentParser:
     sm.add_argument("--by", choices=["class"], help="one row per arm and class")
     sm.set_defaults(func=cmd_summary)
 
-    rp = sub.add_parser("report", help="execute the report notebook on a results directory: HTML, notebook, figures")
+    rp = sub.add_parser("report", help="execute the report notebook on a results directory (or a bench directory): HTML, notebook, figures")
     rp.add_argument("results", type=Path)
     rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
     rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the run's first two)")

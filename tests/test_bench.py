@@ -78,6 +78,9 @@ def test_measure_scale_and_the_bench_directory_on_real_pdfs(small, tmp_path):
     assert len(loaded["figures"]) == len(figures) and len(loaded["scale"]) == len(frame)
     assert (tmp_path / "b" / "scale.png").stat().st_size > 0
     assert not math.isnan(loaded["fit"].set_index("arm").loc["keyword", "exponent"])
+    assert main(["report", str(tmp_path / "b")]) == 0  # the bench notebook plots the directory
+    html = (tmp_path / "b" / "bench.html").read_text()
+    assert "Cost curve" in html and "data:image/png;base64" in html and "Traceback" not in html
 
 
 @pytest.mark.slow
@@ -91,6 +94,11 @@ def test_evalkit_bench_writes_the_csv_and_prints_the_table(small, tmp_path, caps
     out = capsys.readouterr().out
     assert code == 0 and "global-index, k=10, median" in out and "evalkit / pytrec_eval time" in out
     assert set(pd.read_csv(tmp_path / "out" / "bench.csv")["section"]) == {"extraction", "latency", "measures", "memory"}
+
+
+def test_a_folder_that_is_not_a_bench_directory_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="is not a bench directory"):
+        bench.load(tmp_path)
 
 
 def test_bench_without_a_query_file_is_a_usage_error(tmp_path, capsys):
