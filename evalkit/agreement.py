@@ -55,7 +55,7 @@ class Agreement:
     """Agreement on one class of queries (or ``all``) between assessors A and B."""
 
     cls: str
-    queries: int  # queries both sets contain
+    queries: int  # queries both sets contain, worded alike
     pairs: int  # (query, page) pairs both judged
     exact: float  # share of those with the same grade
     kappa_linear: float
@@ -65,14 +65,22 @@ class Agreement:
     confusion: tuple[tuple[int, ...], ...]  # rows A's grade, columns B's, over GRADES
 
 
+def worded_differently(a: QuerySet, b: QuerySet) -> list[str]:
+    """Ids in both sets whose query text differs (white space aside): a grade is a grade against one
+    wording, so such queries are not compared."""
+    b_text = {q.id: " ".join(q.text.split()) for q in b.queries}
+    return [q.id for q in a.queries if q.id in b_text and " ".join(q.text.split()) != b_text[q.id]]
+
+
 def agree(a: QuerySet, b: QuerySet) -> list[Agreement]:
     """Per class (in CLASSES order, A's class of each query) and ``all``: agreement on the queries both
-    sets contain, matched by id."""
+    sets contain with the same wording, matched by id."""
     b_by_id = {q.id: q for q in b.queries}
+    reworded = set(worded_differently(a, b))
     rows: dict[str, list] = {}
     for qa in a.queries:
         qb = b_by_id.get(qa.id)
-        if qb is None:
+        if qb is None or qa.id in reworded:
             continue
         ga, gb = ({(j.doc, j.page): j.gain for j in q.judgments} for q in (qa, qb))
         for who, grades in (("A", ga), ("B", gb)):

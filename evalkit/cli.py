@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, arms, compare, gate, qrels, robustness, validity
+from . import __version__, agreement, arms, compare, gate, qrels, resultsdir, robustness, validity
 from . import corpus as corpora
 from . import run as runner
+from .cache import CacheError, damaged
 from .corpus import CorpusError
-from .pages import Ingest, PageStore
+from .pages import HIDDEN_TEXT, Ingest, PageStore, store_path
 from .results import Results
+from .resultsdir import ResultsError
 from .text import snippet, split_top
 
 
@@ -24,6 +27,13 @@ def add_corpus_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     g.add_argument("--docs", metavar="DIR", type=Path, help="any folder of PDFs")
     p.add_argument("--root", type=Path, help="where a --corpus lives (default: the evalkit data dir)")
     p.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
+    add_hidden_text_arg(p)
+
+
+def add_hidden_text_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hidden-text", choices=HIDDEN_TEXT, default="index",
+                   help="index text no reader sees (invisible, white, tiny) like any text, or drop it "
+                        "(visible text only, in a cache of its own: evalkit-visible.sqlite)")
 
 
 def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, PageStore]:
@@ -34,10 +44,12 @@ def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, 
         if v.missing or v.changed:
             raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
                               f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
-    store = PageStore(args.cache)
+    store = PageStore(args.cache, args.hidden_text)
     ingest = store.ingest(c, progress=not quiet)
     for name, error in ingest.errors.items():
         print(f"skipped {name}: {error}", file=sys.stderr)
+    for name, lost in ingest.problems.items():
+        print(f"{name}: {'; '.join(lost)}", file=sys.stderr)
     return ingest, store
 
 
@@ -84,7 +96,15 @@ def cmd_corpus_stats(args) -> int:
     label = ingest.corpus.name
     print(f"corpus      {label}\ndocuments   {s['documents']}\npages       {s['pages']}\n"
           f"characters  {s['characters']}\nempty pages {s['empty_pages']}  (no extractable text)\n"
-          f"errors      {len(ingest.errors)}")
+          f"errors      {len(ingest.errors)}\npage errors {s['page_errors']}  (unreadable pages, kept empty)\n"
+          f"hidden text {s['hidden_pages']} pages, {s['hidden_characters']} characters  "
+          "(invisible, white or tiny: indexed, but no reader sees it)")
+    if args.hidden:
+        for d in ingest.corpus.documents:
+            report = store.report(d)
+            for page, kinds in report.hidden.items():
+                print(f"  {d.name}#{page}: {', '.join(f'{n} {k}' for k, n in kinds.items())}: "
+                      f"{report.hidden_sample[page]!r}")
     if args.corpus:
         pinned = sum(d.pages for d in corpora.load(args.corpus, args.root).documents)
         print(f"lock pages  {pinned}  ({'matches' if pinned == s['pages'] else 'DOES NOT MATCH'})")
@@ -147,10 +167,10 @@ def cmd_qrels_agree(args) -> int:
         rows = agreement.agree(a, b)
     except ValueError as e:
         raise UsageError(f"{args.a} / {args.b}: {e}") from None
-    reworded = sorted(q.id for q in b.queries if q.id in ids_a and a[q.id].text != q.text)
+    reworded = agreement.worded_differently(a, b)
     print(f"A = {args.a} ({len(ids_a)} queries), B = {args.b} ({len(ids_b)} queries): {len(ids_a & ids_b)} in both, "
           f"{len(ids_a - ids_b)} only in A, {len(ids_b - ids_a)} only in B"
-          + (f"; worded differently: {', '.join(reworded)}" if reworded else ""))
+          + (f"; not compared, worded differently: {', '.join(reworded)}" if reworded else ""))
     print(agreement.table(rows).to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print("\nall classes: rows = A's gain, columns = B's gain (pages both judged)")
     print(agreement.confusion_table(rows[-1]).to_string())
@@ -256,9 +276,11 @@ def open_run(args) -> tuple[qrels.QuerySet, Ingest, PageStore, Path]:
 
 
 def cmd_run(args) -> int:
+    specs = split_top(args.arms, ",")
+    runner.check_arms(specs, args.k)
     qs, ingest, store, results = open_run(args)
     out = args.out or results
-    runner.run(ingest.corpus, store, qs, split_top(args.arms, ","), out, k=args.k, resume=args.resume,
+    runner.run(ingest.corpus, store, qs, specs, out, k=args.k, resume=args.resume,
                qrels_path=str(args.qrels))
     print(Results.load(out).table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print(f"results: {out}")
@@ -279,9 +301,10 @@ def cmd_robustness(args) -> int:
 
 def cmd_summary(args) -> int:
     res = Results.load(args.results)
+    res.manifest  # a damaged manifest is named before the tables are read
     table = res.table(by_class=args.by == "class")
     print(f"{res.manifest['corpus']['name']} × {res.manifest['qrels']['name']} "
-          f"({res.manifest['qrels']['queries']} queries, {res.manifest.get('status', '?')})")
+          f"({res.manifest['qrels']['queries']} queries, {resultsdir.status(res.path, res.manifest)})")
     print(table.to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     return 0
 
@@ -296,7 +319,9 @@ def cmd_report(args) -> int:
         if is_bench:
             html = bench.render(args.results, out_html=args.out)
         else:
-            html = report.render(args.results, out_html=args.out, pair=args.pair)
+            Results.load(args.results)  # a folder that is not a results directory is named, not created
+            with resultsdir.owned(args.results, "evalkit report"):  # never while a run is writing there
+                html = report.render(args.results, out_html=args.out, pair=args.pair)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error
@@ -387,11 +412,68 @@ def cmd_gate(args) -> int:
     return verdict.exit_code
 
 
+# ---- refusal ---------------------------------------------------------------------------------------------
+
+REFUSAL_ACTIONS = ("show", "calibrate", "fit")
+
+
+def cmd_refusal_show(args) -> int:
+    from . import refusal_report
+
+    try:
+        print(refusal_report.text(Results.load(args.results), args.arm, args.threshold, curve=args.curve))
+    except refusal_report.RefusalError as e:
+        raise UsageError(str(e)) from None
+    return 0
+
+
+def cmd_refusal_calibrate(args) -> int:
+    from . import refusal_report
+
+    res = Results.load(args.results)
+    try:
+        spec, m = refusal_report.calibrated(res, args.arm, args.max_wrongful)
+    except (refusal_report.RefusalError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    print(f"threshold chosen on {res.manifest['qrels']['name']} for wrongful refusal <= {args.max_wrongful:g}; "
+          f"here (self-tuned, optimistic): correct refusal {m['correct_refusal']}, "
+          f"wrongful refusal {m['wrongful_refusal']}")
+    print(spec)
+    return 0
+
+
+def cmd_refusal_fit(args) -> int:
+    from .arms.policies import EvidencePolicy, fit_evidence, make_policy
+
+    qs = qrels.load(args.qrels)
+    args.file = args.qrels
+    _qrels_corpus(args, qs)
+    ingest, store = open_corpus(args, quiet=True)
+    policy = make_policy(args.policy, ingest.corpus, store)
+    if not isinstance(policy, EvidencePolicy):
+        raise UsageError(f"policy {policy.label!r} has no weights to fit (fit the 'evidence' policy)")
+    try:
+        policy.params["weights"] = fit_evidence(policy, qs.queries)
+    except ValueError as e:
+        raise UsageError(f"{args.qrels}: {e}") from None
+    print(f"fitted on {qs.name} ({len(qs.queries)} queries)")
+    print(policy.label)
+    return 0
+
+
+def refusal_argv(argv: list[str]) -> list[str]:
+    """``evalkit refusal RESULTS ...`` is ``evalkit refusal show RESULTS ...``."""
+    if len(argv) >= 2 and argv[0] == "refusal" and argv[1] not in (*REFUSAL_ACTIONS, "-h", "--help"):
+        return [argv[0], "show", *argv[1:]]
+    return argv
+
+
 # ---- the parser -----------------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evalkit", description=__doc__)
     p.add_argument("--version", action="version", version=f"evalkit {__version__}")
+    p.add_argument("--debug", action="store_true", help="let errors through with their Python traceback")
     sub = p.add_subparsers(dest="command", required=True)
 
     cp = sub.add_parser("corpus", help="fetch, verify, lock and describe corpora").add_subparsers(dest="action", required=True)
@@ -415,6 +497,8 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--docs", type=Path)
     st.add_argument("--root", type=Path)
     st.add_argument("--cache", type=Path)
+    st.add_argument("--hidden", action="store_true", help="list every page holding hidden text")
+    add_hidden_text_arg(st)
     st.set_defaults(func=cmd_corpus_stats, corpus=None)
 
     qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action", required=True)
@@ -449,7 +533,7 @@ def parser() -> argparse.ArgumentParser:
     add_corpus_args(po, required=False)
     po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
                                    f"{','.join(POOL_ARMS)})")
-    po.add_argument("--depth", type=int, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
+    po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.set_defaults(func=cmd_qrels_pool)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
@@ -459,7 +543,7 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("query")
     add_corpus_args(se)
     se.add_argument("--arm", default="keyword", help="an arm spec, e.g. hybrid or keyword(idf_scope=corpus)")
-    se.add_argument("-k", type=int, default=10)
+    se.add_argument("-k", type=at_least_one, default=10)
     se.set_defaults(func=cmd_search)
 
     rn = sub.add_parser("run", help="run arms over a query set into a results directory")
@@ -468,7 +552,7 @@ def parser() -> argparse.ArgumentParser:
     rn.add_argument("--arms", default="keyword,global-index,score-merge,semantic,hybrid", help="comma-separated arm specs")
     rn.add_argument("--out", type=Path, help="results directory (default: results/<corpus>)")
     rn.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    rn.add_argument("-k", type=int, default=runner.DEPTH, help="hits kept per query")
+    rn.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
     rn.set_defaults(func=cmd_run)
 
     from .bench import LATENCY_ARMS, SCALE_ARMS
@@ -532,17 +616,68 @@ def parser() -> argparse.ArgumentParser:
     ga.add_argument("--allow-different-queries", action="store_true",
                     help="gate on the queries two different query sets share (the rest are listed)")
     ga.set_defaults(func=cmd_gate)
+
+    rf = sub.add_parser("refusal", help="refusal measures of arms that record a confidence; calibrate; fit",
+                        description="evalkit refusal [show] RESULTS --arm SPEC | calibrate RESULTS --arm SPEC "
+                                    "--max-wrongful R | fit --qrels FILE").add_subparsers(dest="action", required=True)
+    sh = rf.add_parser("show", help="correct and wrongful refusal with Wilson intervals, AUROC, AURC, nAUC")
+    sh.add_argument("results", type=Path)
+    sh.add_argument("--arm", required=True, help="an admit(...) arm of the run (its label or spec)")
+    sh.add_argument("--threshold", type=float, help="evaluate this threshold instead of the arm's own")
+    sh.add_argument("--curve", action="store_true", help="also print the trade-off at every threshold")
+    sh.set_defaults(func=cmd_refusal_show)
+    ca = rf.add_parser("calibrate", help="choose a threshold for a target wrongful-refusal rate; print the spec")
+    ca.add_argument("results", type=Path)
+    ca.add_argument("--arm", required=True, help="an admit(...) arm of the run, best run record-only (no threshold)")
+    ca.add_argument("--max-wrongful", type=float, default=0.05, help="highest wrongful-refusal rate allowed")
+    ca.set_defaults(func=cmd_refusal_calibrate)
+    fi = rf.add_parser("fit", help="fit the evidence policy's weights on a development query set; print the policy")
+    fi.add_argument("--qrels", required=True, type=Path)
+    add_corpus_args(fi, required=False)
+    fi.add_argument("--policy", default="evidence", help="an evidence(...) policy spec (its other parameters are kept)")
+    fi.set_defaults(func=cmd_refusal_fit)
     return p
 
 
+def at_least_one(text: str) -> int:
+    """An argparse type for counts such as -k: a negative k would cut hits from the end, 0 keeps none."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+BAD_INPUT = (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
+             CacheError, compare.CompareError)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    """Bad input is one line on stderr and exit 2; anything else is one line and exit 1; ``--debug``
+    lets every exception through with its traceback."""
+    args = parser().parse_args(refusal_argv(sys.argv[1:] if argv is None else list(argv)))
+    if args.debug:
+        return args.func(args)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, runner.RunError, FileNotFoundError,
-            compare.CompareError) as e:
+    except BAD_INPUT as e:
         print(f"evalkit: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a path that is a folder, unreadable, missing: name it
+        print(f"evalkit: {e.filename}: {e.strerror}" if e.filename else f"evalkit: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as e:  # damage found after the check on open
+        path = store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index"))
+        print(f"evalkit: {damaged(path, e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("evalkit: interrupted (a run continues where it stopped with --resume)", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug: one line, and how to see more
+        print(f"evalkit: unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import tomli_w
 
-from . import dirs
+from . import dirs, ids
 from .records import Document
 
 
@@ -125,6 +125,10 @@ def from_dir(root: Path, name: str | None = None) -> Corpus:
             for p in sorted(root.iterdir()) if p.is_file() and p.suffix.lower() == ".pdf"]
     if not docs:
         raise CorpusError(f"{root} holds no .pdf files")
+    if clashes := ids.normalization_clashes([d.name for d in docs]):
+        a, b = clashes[0]
+        raise CorpusError(f"{root}: {a!r} and {b!r} are the same name in different Unicode forms (NFC/NFD); "
+                          "rename one so judgments cannot silently name the other")
     return Corpus(name or root.resolve().name, root, tuple(docs))
 
 

@@ -61,9 +61,27 @@ def packaged_model_dir() -> Path:
     for name, src in sources.items():
         dest = folder / name
         if not dest.exists() or dest.stat().st_size != src.stat().st_size:
-            tmp = folder / f".{name}.partial"
+            tmp = folder / f".{name}.{os.getpid()}.partial"  # two processes may assemble it at once
             shutil.copyfile(src, tmp)
             os.replace(tmp, dest)
+    return folder
+
+
+def packaged_fastembed_cache() -> Path:
+    """A fastembed cache folder (``FASTEMBED_CACHE_PATH``) in which fastembed, offline, finds
+    all-MiniLM-L6-v2 by its name: the packaged model's files laid out as the hub cache of the repository
+    fastembed would download (for tools that take a model name and no folder, such as an MCP server)."""
+    folder = dirs.cache_dir() / "models" / "fastembed-cache"
+    repo = folder / "models--Qdrant--all-MiniLM-L6-v2-onnx"
+    snapshot = repo / "snapshots" / PACKAGED
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for src in packaged_model_dir().iterdir():
+        if not src.name.startswith("."):
+            link = snapshot / src.name
+            if not link.exists():
+                link.symlink_to(src)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(PACKAGED)
     return folder
 
 
@@ -84,6 +102,7 @@ class ModelSpec:
     model_dir: str | None
     max_tokens: int
     window: int
+    extractor: str = EXTRACTOR  # the page text's extractor (the page store's: all text or visible only)
 
     def folder(self) -> Path | None:
         if not self.model_dir:
@@ -105,7 +124,7 @@ class ModelSpec:
 
     @property
     def key(self) -> str:
-        blob = json.dumps([self.model, self.weights_id(), self.max_tokens, self.window, EXTRACTOR])
+        blob = json.dumps([self.model, self.weights_id(), self.max_tokens, self.window, self.extractor])
         return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -143,12 +162,13 @@ def windows(text: str, size: int) -> list[str]:
 def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embedder_factory,
                    progress: bool = True) -> None:
     """Embed every page window of ``docs`` not yet cached under ``spec.key``. One transaction per document,
-    so an interrupted run resumes where it stopped; a second run embeds nothing."""
+    so an interrupted run resumes where it stopped; a second run embeds nothing; two processes embedding
+    at once each write a document only if the other has not (checked inside the write transaction)."""
     db = store.db
     db.executescript(VECTOR_SCHEMA)
     key = spec.key
     done = {s for (s,) in db.execute("SELECT sha256 FROM vector_docs WHERE key=?", (key,))}
-    todo = [d for d in docs if d.sha256 not in done]
+    todo = list({d.sha256: d for d in docs if d.sha256 not in done}.values())  # identical files: once
     if not todo:
         return
     embedder = embedder_factory()
@@ -165,6 +185,8 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
             bar.update(min(PAGES_PER_STEP, len(pages) - start))
         with db:
             db.execute("BEGIN IMMEDIATE")
+            if db.execute("SELECT 1 FROM vector_docs WHERE key=? AND sha256=?", (key, d.sha256)).fetchone():
+                continue  # another process embedded it meanwhile (same model, same text: same vectors)
             db.execute("DELETE FROM vectors WHERE key=? AND sha256=?", (key, d.sha256))
             db.executemany("INSERT INTO vectors VALUES (?,?,?,?,?)", rows)
             db.execute("INSERT INTO vector_docs VALUES (?, ?)", (key, d.sha256))

@@ -238,16 +238,17 @@ def page_qrels(query: Query) -> dict[str, int]:
 
 
 def ranking_of(result: Result) -> tuple[str, ...]:
-    """The page ranking of a result, in the arm's order; a refusal ranks nothing even if it carries hits."""
-    return () if result.refused else tuple(page_id(h.doc, h.page) for h in result.hits)
+    """The page ranking of a result, in the arm's order; a refusal or an error ranks nothing even if it
+    carries hits."""
+    return () if result.refused or result.error else tuple(page_id(h.doc, h.page) for h in result.hits)
 
 
 def evaluate(query: Query, result: Result, names: Iterable[str] = DEFAULT) -> dict[str, float]:
-    """Score one query. Answerable: a refused or empty result scores 0.0 on every ranking measure (an empty
-    answer must count, unlike BEIR/trec_eval's default of dropping it). Abstain: every ranking measure is
+    """Score one query. Answerable: a refused, errored or empty result scores 0.0 on every ranking measure
+    (an empty answer must count, unlike BEIR/trec_eval's default of dropping it). Abstain: every ranking measure is
     NaN, so abstain queries never enter ranking means; they are scored by :func:`refusal_outcome` instead.
     Audit measures (Judged@k) are computed on every query, abstain included (there: the share of the top
-    k read and found not to answer), and are NaN on a refused or empty result."""
+    k read and found not to answer), and are NaN on a refused, errored or empty result."""
     qrels = page_qrels(query)
     ranking = ranking_of(result)
     out = {}
@@ -264,29 +265,39 @@ def evaluate(query: Query, result: Result, names: Iterable[str] = DEFAULT) -> di
 # --------------------------------------------------------------------------------------------------------
 # Refusal
 
-OUTCOMES = ("correct_refusal", "answered_abstain", "wrongful_refusal", "answered")
+OUTCOMES = ("correct_refusal", "answered_abstain", "wrongful_refusal", "answered", "error")
 
 
 def refusal_outcome(query: Query, result: Result) -> str:
-    """Classify a query's result for refusal measures; an empty result counts as a refusal."""
+    """Classify a query's result for refusal measures; an empty result counts as a refusal, an error is an
+    outcome of its own (the arm did not answer: neither a refusal nor an answer)."""
+    if result.error:
+        return "error"
     refused = result.refused or not result.hits
     if query.answerable:
         return "wrongful_refusal" if refused else "answered"
     return "correct_refusal" if refused else "answered_abstain"
 
 
-def refusal_rates(outcomes: Iterable[str]) -> dict[str, float]:
+def refusal_rates(outcomes: Iterable[str], abstain: Iterable[bool] = ()) -> dict[str, float]:
     """Correct refusals over abstain queries and wrongful refusals over answerable ones, always together:
-    either rate alone can be maximised by refusing everything or nothing. NaN when a denominator is 0."""
+    either rate alone can be maximised by refusing everything or nothing. NaN when a denominator is 0.
+    An ``error`` stays in the denominator of its query's class (``abstain``, parallel to ``outcomes``,
+    says which): an arm cannot raise its correct refusal rate, or lower its wrongful one, by failing."""
+    outcomes = list(outcomes)
     c = Counter(outcomes)
     bad = set(c) - set(OUTCOMES)
     if bad:
         raise ValueError(f"unknown refusal outcome(s) {sorted(bad)}; expected {OUTCOMES}")
-    abstain = c["correct_refusal"] + c["answered_abstain"]
-    answerable = c["wrongful_refusal"] + c["answered"]
+    flags = list(abstain)
+    if c["error"] and len(flags) != len(outcomes):
+        raise ValueError("error outcomes need the abstain flag of every query to be counted in their class")
+    errors_abstain = sum(1 for o, a in zip(outcomes, flags) if o == "error" and a)
+    n_abstain = c["correct_refusal"] + c["answered_abstain"] + errors_abstain
+    n_answerable = c["wrongful_refusal"] + c["answered"] + c["error"] - errors_abstain
     return {
-        "correct_refusal_rate": c["correct_refusal"] / abstain if abstain else math.nan,
-        "wrongful_refusal_rate": c["wrongful_refusal"] / answerable if answerable else math.nan,
+        "correct_refusal_rate": c["correct_refusal"] / n_abstain if n_abstain else math.nan,
+        "wrongful_refusal_rate": c["wrongful_refusal"] / n_answerable if n_answerable else math.nan,
     }
 
 

@@ -6,18 +6,19 @@ readers are never blocked by a writer. Indexes and vectors derived from the page
 """
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import sys
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pymupdf
 from tqdm import tqdm
 
-from . import dirs
+from . import cache, dirs, extraction
 from .corpus import Corpus
+from .extraction import Extraction, extract_all
 from .records import Document, Page
 
 EXTRACTOR = f"pymupdf-{pymupdf.VersionBind}:text"
@@ -28,57 +29,67 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE TABLE IF NOT EXISTS pages (
     sha256 TEXT NOT NULL, number INTEGER NOT NULL, text TEXT NOT NULL, chars INTEGER NOT NULL,
     empty INTEGER NOT NULL, PRIMARY KEY (sha256, number)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS extraction_reports (
+    sha256 TEXT NOT NULL, extractor TEXT NOT NULL, report TEXT NOT NULL, PRIMARY KEY (sha256, extractor)) WITHOUT ROWID;
 """
+# Version of what extraction_reports hold (page errors, hidden text, repairs): a document extracted by an
+# evalkit that did not write this report is extracted again (same text, so no index or vector changes).
+REPORT_VERSION = "report-1"
+HIDDEN_TEXT = ("index", "drop")  # index hidden text like any text (the default), or read visible text only
 
 
 def default_path() -> Path:
     return dirs.cache_dir() / "evalkit.sqlite"
 
 
+def store_path(path: Path | None, hidden_text: str = "index") -> Path:
+    """The cache file in use: ``path``, else the default one (visible text only has a file of its own)."""
+    if path:
+        return Path(path)
+    return default_path().with_name("evalkit-visible.sqlite") if hidden_text == "drop" else default_path()
+
+
 def connect(path: Path | None = None) -> sqlite3.Connection:
-    """Open (creating) the cache database in WAL mode."""
+    """Open (creating) the cache database in WAL mode, checked first (:func:`evalkit.cache.check`)."""
     path = Path(path or default_path())
     path.parent.mkdir(parents=True, exist_ok=True)
     # SQLite is built serialized (threadsafe=1), so one connection may serve an arm's worker threads.
     db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.executescript(SCHEMA)
+    try:
+        cache.check(db, path)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(SCHEMA)
+    except sqlite3.DatabaseError as e:
+        db.close()
+        raise cache.damaged(path, e) from None
     return db
 
 
 @dataclass(frozen=True)
 class Ingest:
-    """The outcome of making a corpus's pages available: the readable documents, and what was skipped."""
+    """The outcome of making a corpus's pages available: the readable documents, what was skipped, and
+    what was lost inside the readable ones (``problems``: document name -> phrases)."""
 
     corpus: Corpus
     errors: dict[str, str]
     extracted: tuple[str, ...]
-
-
-def extract(path: Path) -> list[str]:
-    """Every page's text, in physical order. Raises on files PyMuPDF cannot open or read."""
-    with pymupdf.open(path) as pdf:
-        if pdf.needs_pass:
-            raise ValueError("encrypted (needs a password)")
-        if pdf.page_count == 0:
-            raise ValueError("no pages (damaged or not a PDF)")
-        return [page.get_text("text") for page in pdf]
-
-
-def _extract_job(path: str) -> tuple[list[str] | None, str | None]:
-    try:
-        return extract(Path(path)), None
-    except Exception as e:  # noqa: BLE001 - any failure of one file is reported and skipped
-        return None, f"{type(e).__name__}: {e}".strip()
+    problems: dict[str, list[str]] = field(default_factory=dict)
 
 
 class PageStore:
     """Page texts for any number of corpora, in one SQLite file."""
 
-    def __init__(self, path: Path | None = None):
-        self.path = Path(path or default_path())
+    def __init__(self, path: Path | None = None, hidden_text: str = "index"):
+        """``hidden_text="drop"`` stores visible text only, under its own extractor name (which keys every
+        index and vector built on it), in ``evalkit-visible.sqlite`` unless ``path`` names a file."""
+        if hidden_text not in HIDDEN_TEXT:
+            raise ValueError(f"hidden_text is {' or '.join(HIDDEN_TEXT)}, not {hidden_text!r}")
+        self.visible_only = hidden_text == "drop"
+        self.extractor = EXTRACTOR + ("+visible-only" if self.visible_only else "")
+        self.path = store_path(path, hidden_text)
         self.db = connect(self.path)
+        self._report = f"{self.extractor}|{REPORT_VERSION}"
 
     def close(self) -> None:
         self.db.close()
@@ -90,43 +101,68 @@ class PageStore:
         self.close()
 
     def _known(self, sha256: str) -> tuple[int, str | None] | None:
-        row = self.db.execute("SELECT pages, error FROM documents WHERE sha256=? AND extractor=?",
-                              (sha256, EXTRACTOR)).fetchone()
-        return row
+        return self.db.execute(
+            "SELECT pages, error FROM documents d JOIN extraction_reports r USING (sha256) "
+            "WHERE sha256=? AND d.extractor=? AND r.extractor=?", (sha256, self.extractor, self._report)).fetchone()
+
+    def report(self, doc: Document) -> Extraction:
+        """What extraction found in one document (page errors, hidden text, repairs); no page texts."""
+        row = self.db.execute("SELECT report FROM extraction_reports WHERE sha256=? AND extractor=?",
+                              (doc.sha256, self._report)).fetchone()
+        return Extraction.from_json((), None, json.loads(row[0]) if row else {})
 
     def ingest(self, corpus: Corpus, workers: int | None = None, progress: bool = True) -> Ingest:
-        """Extract every document not yet in the store (in parallel processes); skip and report files that
-        cannot be read. Returns the corpus restricted to readable documents, with page counts filled in."""
-        todo = [d for d in corpus.documents if self._known(d.sha256) is None]
+        """Extract every document not yet in the store (each in a bounded child process, see
+        :mod:`evalkit.extraction`); skip and report files that cannot be read, and byte-identical copies
+        of an earlier file (kept once, so no ranking can depend on which name a copy has). Returns the
+        corpus restricted to readable documents, with page counts filled in."""
+        first: dict[str, str] = {}
+        unstored = {}  # skipped without a row in the store: copies, and failures to try again next time
+        for d in corpus.documents:
+            if d.sha256 in first:
+                unstored[d.name] = f"byte-identical to {first[d.sha256]} (kept once)"
+            first.setdefault(d.sha256, d.name)
+        todo = [d for d in corpus.documents if d.name not in unstored and self._known(d.sha256) is None]
         extracted = []
         if todo:
             workers = workers or min(len(todo), os.cpu_count() or 1)
-            total = sum(d.pages for d in todo) or None
-            bar = tqdm(total=total or len(todo), unit="page" if total else "doc", desc=f"extract {corpus.name}",
-                       disable=not progress, file=sys.stderr)
-            with ProcessPoolExecutor(workers) as pool:
-                for d, (texts, error) in zip(todo, pool.map(_extract_job, [str(corpus.path(d)) for d in todo])):
-                    self._save(d.sha256, texts, error)
-                    extracted.append(d.name)
-                    bar.update(len(texts or ()) if total else 1)
+            bar = tqdm(total=len(todo), unit="doc", desc=f"extract {corpus.name}", disable=not progress,
+                       file=sys.stderr)
+            for i, result in extract_all([corpus.path(d) for d in todo], workers, extraction.SECONDS,
+                                          extraction.MEMORY_MB, self.visible_only):
+                if result.transient:  # over a bound or crashed: tried again next time, never cached
+                    unstored[todo[i].name] = result.error
+                else:
+                    self._save(todo[i].sha256, result)
+                    extracted.append(todo[i].name)
+                bar.update()
             bar.close()
-        readable, errors = [], {}
+        readable, errors, problems = [], dict(unstored), {}
         for d in corpus.documents:
+            if d.name in unstored:
+                continue
             pages, error = self._known(d.sha256)
             if error:
                 errors[d.name] = error
-            else:
-                readable.append(replace(d, pages=pages))
-        return Ingest(replace(corpus, documents=tuple(readable)), errors, tuple(extracted))
+                continue
+            readable.append(replace(d, pages=pages))
+            lost = self.report(d).problems()
+            if d.pages and pages < d.pages:
+                lost.append(f"{d.pages - pages} of {d.pages} pinned pages missing")
+            if lost:
+                problems[d.name] = lost
+        return Ingest(replace(corpus, documents=tuple(readable)), errors, tuple(extracted), problems)
 
-    def _save(self, sha256: str, texts: list[str] | None, error: str | None) -> None:
+    def _save(self, sha256: str, result: Extraction) -> None:
         with self.db:  # one transaction per document: a crash leaves each document whole or absent
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("DELETE FROM pages WHERE sha256=?", (sha256,))
             self.db.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?)",
-                            (sha256, EXTRACTOR, len(texts or ()), error))
+                            (sha256, self.extractor, len(result.pages), result.error))
             self.db.executemany("INSERT INTO pages VALUES (?,?,?,?,?)",
-                                [(sha256, i, t, len(t), int(not t.strip())) for i, t in enumerate(texts or (), 1)])
+                                [(sha256, i, t, len(t), int(not t.strip())) for i, t in enumerate(result.pages, 1)])
+            self.db.execute("INSERT OR REPLACE INTO extraction_reports VALUES (?,?,?)",
+                            (sha256, self._report, json.dumps(result.to_json())))
 
     def texts(self, doc: Document) -> list[str]:
         """The page texts of one document, page 1 first."""
@@ -144,10 +180,15 @@ class PageStore:
         return {d.name: self.texts(d) for d in corpus.documents}
 
     def stats(self, corpus: Corpus) -> dict[str, int]:
-        """Documents, pages, characters and pages with no extractable text (scanned) of a corpus."""
+        """Documents, pages, characters, pages with no extractable text (scanned), pages that failed to
+        extract, and pages holding hidden text (with its characters) of a corpus."""
         shas = [d.sha256 for d in corpus.documents]
         marks = ",".join("?" * len(shas))
         pages, chars, empty = self.db.execute(
             f"SELECT count(*), coalesce(sum(chars),0), coalesce(sum(empty),0) FROM pages WHERE sha256 IN ({marks})",
             shas).fetchone()
-        return {"documents": len(shas), "pages": pages, "characters": chars, "empty_pages": empty}
+        reports = [self.report(d) for d in corpus.documents]
+        return {"documents": len(shas), "pages": pages, "characters": chars, "empty_pages": empty,
+                "page_errors": sum(len(r.page_errors) for r in reports),
+                "hidden_pages": sum(len(r.hidden) for r in reports),
+                "hidden_characters": sum(n for r in reports for kinds in r.hidden.values() for n in kinds.values())}

@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import ids
 from .measures import doc_qrels, page_qrels
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words
@@ -90,20 +91,32 @@ def load(path: Path | str) -> QuerySet:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise QrelsError(f"{path}: not valid TOML: {e}") from None
     header = data.get("set", {})
-    gains = {int(k): str(v) for k, v in header.get("gains", DEFAULT_GAINS).items()}
+    if not isinstance(header, dict):
+        raise QrelsError(f"{path}: [set] is not a table")
+    gains = header.get("gains", DEFAULT_GAINS)
+    if not isinstance(gains, dict) or not all(str(k).lstrip("-").isdigit() for k in gains):
+        raise QrelsError(f"{path}: [set.gains] wants integer keys (\"3\" = \"directly answers\"), got {gains!r}")
+    gains = {int(k): str(v) for k, v in gains.items()}
+    entries = data.get("query", [])
+    if not isinstance(entries, list):
+        raise QrelsError(f"{path}: 'query' must be [[query]] tables, not {type(entries).__name__} {entries!r}")
     depth, pool_arms = header.get("pool_depth"), header.get("pool_arms", [])
     if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
         raise QrelsError(f"{path}: [set] pool_depth is not a positive integer: {depth!r}")
     if not isinstance(pool_arms, list) or not all(isinstance(a, str) for a in pool_arms):
         raise QrelsError(f"{path}: [set] pool_arms is not a list of arm specs: {pool_arms!r}")
     queries = []
-    for i, q in enumerate(data.get("query", []), 1):
+    for i, q in enumerate(entries, 1):
+        if not isinstance(q, dict):
+            raise QrelsError(f"{path}: query #{i} is not a table")
         qid = q.get("id")
         where = f"{path}: query {qid!r}" if qid else f"{path}: query #{i}"
         for key, typ in (("id", str), ("class", str), ("text", str)):
             if not isinstance(q.get(key), typ):
                 raise QrelsError(f"{where}: field {key!r} is missing or not a {typ.__name__}")
         judgments = []
+        if not isinstance(q.get("judgments", []), list):
+            raise QrelsError(f"{where}: field 'judgments' is not a list")
         for j, jd in enumerate(q.get("judgments", []), 1):
             if not isinstance(jd, dict):
                 raise QrelsError(f"{where}: judgments[{j}] is not a table")
@@ -146,7 +159,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
             if q.cls != "trap":
                 bad("distractor", "only trap queries name a distractor")
             elif pages is not None and q.distractor not in pages:
-                bad("distractor", f"{q.distractor!r} is not in the corpus")
+                bad("distractor", f"{q.distractor!r} is not in the corpus{_other_form(q.distractor, pages)}")
         if q.cls == "abstain":
             if q.relevant:
                 bad("judgments", "an abstain query has no relevant judgments (nothing in the corpus answers it)")
@@ -164,7 +177,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
             if pages is None:
                 continue
             if j.doc not in pages:
-                bad(f"{fld}.doc", f"{j.doc!r} is not in the corpus")
+                bad(f"{fld}.doc", f"{j.doc!r} is not in the corpus{_other_form(j.doc, pages)}")
                 continue
             if not 1 <= j.page <= len(pages[j.doc]):
                 bad(f"{fld}.page", f"{j.page} is out of range for {j.doc} (1..{len(pages[j.doc])})")
@@ -179,6 +192,12 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
                 bad("text", f"described query shares {share:.0%} of its content words with a judged page "
                             f"(max {DESCRIBED_MAX_OVERLAP:.0%}): {', '.join(sorted(shared))}")
     return problems
+
+
+def _other_form(name: str, pages: dict[str, list[str]]) -> str:
+    """A hint when the corpus has ``name`` in another Unicode form (NFC/NFD), which no one can see."""
+    twins = [n for n in pages if ids.normalization_clashes([name, n])]
+    return f" (the corpus has {twins[0]!r}: the same name in another Unicode form, NFC/NFD)" if twins else ""
 
 
 def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, set[str]]:
@@ -201,12 +220,14 @@ def to_trec(qs: QuerySet, level: str = "page") -> str:
     """TREC qrels lines ``qid 0 id gain``; page ids are ``<doc>#<page>``."""
     def conv(q: Query) -> dict[str, int]:
         return page_qrels(q) if level == "page" else doc_qrels(page_qrels(q))
-    return "".join(f"{q.id} 0 {pid} {g}\n" for q in qs.queries for pid, g in sorted(conv(q).items()))
+    def tid(pid: str) -> str:  # document-level keys are plain names
+        return pid if level == "page" else ids.encode(pid)
+    return "".join(f"{ids.encode(q.id)} 0 {tid(pid)} {g}\n" for q in qs.queries for pid, g in sorted(conv(q).items()))
 
 
 def topics_tsv(qs: QuerySet) -> str:
     """``id<TAB>class<TAB>text`` per query: what TREC qrels cannot carry."""
-    return "".join(f"{q.id}\t{q.cls}\t{' '.join(q.text.split())}\n" for q in qs.queries)
+    return "".join(f"{ids.encode(q.id)}\t{q.cls}\t{' '.join(q.text.split())}\n" for q in qs.queries)
 
 
 def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus: str | None = None) -> QuerySet:
@@ -222,6 +243,7 @@ def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus:
             raise QrelsError(f"qrels line {n}: want 'qid iter doc#page gain', got {line!r}")
         qid, _, pid, gain = parts
         try:
+            qid = ids.decode(qid)
             doc, page = split_page_id(pid)
             g = int(gain)
         except ValueError:
@@ -233,11 +255,11 @@ def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus:
             continue
         parts = line.split("\t")
         if len(parts) == 2:
-            qid, text = parts
+            qid, text = ids.decode(parts[0]), parts[1]
             docs = {j.doc for j in judged.get(qid, ()) if j.gain > 0}
             cls = "abstain" if not docs else "needle" if len(docs) == 1 else "spread"
         elif len(parts) == 3:
-            qid, cls, text = parts
+            qid, cls, text = ids.decode(parts[0]), parts[1], parts[2]
         else:
             raise QrelsError(f"topics line {n}: want 'id<TAB>text' or 'id<TAB>class<TAB>text'")
         queries.append(Query(qid, cls, text, tuple(judged.pop(qid, ()))))

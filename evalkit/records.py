@@ -1,7 +1,9 @@
 """The plain records that flow between evalkit's stages (all frozen, all hashable)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from . import ids
 
 CLASSES = ("needle", "spread", "trap", "described", "abstain")
 
@@ -31,13 +33,14 @@ class Page:
 
 
 def page_id(doc: str, page: int) -> str:
-    """The page id used in TREC files: ``<doc>#<page>``."""
-    return f"{doc}#{page}"
+    """The page id used in TREC files: ``<doc>#<page>``, the name encoded by :func:`evalkit.ids.encode`
+    (so a space or ``#`` in a file name cannot split the field)."""
+    return f"{ids.encode(doc)}#{page}"
 
 
 def split_page_id(pid: str) -> tuple[str, int]:
     doc, _, page = pid.rpartition("#")
-    return doc, int(page)
+    return ids.decode(doc), int(page)
 
 
 @dataclass(frozen=True)
@@ -86,16 +89,22 @@ class Hit:
 
 @dataclass(frozen=True)
 class Result:
-    """An arm's answer to one query: ranked hits, or a refusal with a reason (a refusal is data).
+    """An arm's answer to one query: ranked hits, or a refusal with a reason (a refusal is data), or an
+    error with its message (the arm failed to answer: never a refusal, scored 0 where a ranking is due).
 
     ``hits`` are in the arm's total order; a hit's ``score`` is the arm's primary score, which may tie
     with its neighbours (the order inside a tied band is the arm's tie-break, and is audited as such).
+    ``confidence`` (higher = more sure the corpus answers) is set by an admission policy
+    (:mod:`evalkit.arms.admit`) on answers and refusals alike, so a threshold can be chosen afterwards.
     """
 
     hits: tuple[Hit, ...] = ()
     refused: bool = False
     reason: str = ""
+    # keyword-only: added after the first three, so no positional call can put one in the other's place
+    confidence: float | None = field(default=None, kw_only=True)
+    error: str = field(default="", kw_only=True)
 
     @classmethod
-    def refusal(cls, reason: str) -> "Result":
-        return cls(refused=True, reason=reason)
+    def refusal(cls, reason: str, confidence: float | None = None) -> "Result":
+        return cls(refused=True, reason=reason, confidence=confidence)

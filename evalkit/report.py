@@ -29,6 +29,8 @@ from .text import split_top
 NOTEBOOK = dirs.REPO_ROOT / "notebooks" / "report.ipynb"
 # Figures the report saves (figures/<name>.png); "deltas" needs two arms.
 FIGURES = ("class_bars", "deltas", "latency", "refusals", "ties")
+# Saved only when the run has what they show: "refusal_tradeoff" needs an arm that records confidences.
+OPTIONAL_FIGURES = ("refusal_tradeoff",)
 
 # Okabe-Ito (colour-blind safe, yellow left out: unreadable on white), then a few distinct extras.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#7F7F7F", "#8C564B",
@@ -154,7 +156,7 @@ def overview(results: Results) -> Markdown:
         f"**run** {when} ({m.get('status', '?')}) · **results** `{results.path.name}`")
 
 
-_LOWER_IS_BETTER = {"wrongful refusal", "s/query (median)"}
+_LOWER_IS_BETTER = {"wrongful refusal", "errors", "s/query (median)"}
 _NOT_RANKED = {"Judged@10"}  # describes the judgments under an arm, not the arm: no "best" to bold
 
 
@@ -163,6 +165,7 @@ def headline(results: Results):
     t = results.table()
     fmt = {c: "{:.3f}" for c in t.columns}
     fmt["s/query (median)"] = "{:.4f}"
+    fmt["errors"] = "{:.0f}"
     st = t.style.format(fmt, na_rep="n/a")
     if len(t) > 1:
         hi = [c for c in t.columns if c not in _LOWER_IS_BETTER | _NOT_RANKED]
@@ -579,7 +582,7 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
         pair = list(resolve_pair(res, pair))
     figures = res.path / "figures"
     figures.mkdir(exist_ok=True)
-    for name in FIGURES:  # a figure left from an earlier report must not pass for this one's
+    for name in FIGURES + OPTIONAL_FIGURES:  # a figure left from an earlier report must not pass for this one's
         (figures / f"{name}.png").unlink(missing_ok=True)
     m = res.manifest
     return notebooks.execute(Path(notebook or NOTEBOOK), res.path, "report",

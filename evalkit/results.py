@@ -1,7 +1,6 @@
 """Reading a results directory: the same object backs ``evalkit summary``, the gate and the notebooks."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -9,12 +8,13 @@ from pathlib import Path
 import pandas as pd
 
 from . import stats
+from .resultsdir import ResultsError, read_json
 from .run import summarize
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
     "correct_refusal_rate": "correct refusal", "wrongful_refusal_rate": "wrongful refusal",
-    "latency_median_s": "s/query (median)",
+    "errors": "errors", "latency_median_s": "s/query (median)",
 }
 DEFINITIONS = {
     "nDCG@10 page": "linear gain, DCG = Σ gain_i / log2(i+1) over the first 10 pages, ideal from all judged pages",
@@ -25,6 +25,8 @@ DEFINITIONS = {
                   "nDCG@10 speaks about unread pages as much as about the arm"),
     "correct refusal": "abstain queries answered with a refusal or nothing, over all abstain queries",
     "wrongful refusal": "answerable queries refused or answered with nothing, over all answerable queries",
+    "errors": ("queries the arm failed to answer (a tool error, a timeout, an unreadable answer): never a "
+               "refusal; an answerable one scores 0 in the ranking measures"),
     "s/query (median)": ("median wall-clock seconds of one search during the run (index built; one pass, "
                          "so the first query of an arm is included)"),
 }
@@ -45,11 +47,16 @@ class Results:
 
     @cached_property
     def manifest(self) -> dict:
-        return json.loads((self.path / "manifest.json").read_text())
+        return read_json(self.path / "manifest.json")
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
-        return pd.read_parquet(self.path / "per_query.parquet")
+        path = self.path / "per_query.parquet"
+        try:
+            return pd.read_parquet(path)
+        except Exception as e:  # noqa: BLE001 - pyarrow raises many types for one damaged file
+            raise ResultsError(f"{path} is missing or damaged ({type(e).__name__}: {e}); it is rebuilt from the "
+                               f"answers in {self.path / 'runs'} by `evalkit run ... --out {self.path} --resume`") from None
 
     @property
     def arms(self) -> list[str]:

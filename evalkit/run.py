@@ -4,7 +4,7 @@
       manifest.json        what ran, on which bytes, with which versions, on which machine
       runs/<arm>.jsonl     the raw answers, one line per query, appended as they come (what --resume reads)
       runs/<arm>.trec      TREC run files, page ids "<doc>#<page>", strictly decreasing scores
-      per_query.parquet    one row per (query, arm): class, measures, outcome, latency, ties
+      per_query.parquet    one row per (query, arm): class, kind, measures, outcome, confidence, latency, ties
       summary.csv          per arm and class
 
 The score column of the .trec files is ``n - rank + 1``: trec_eval re-sorts by score (then by document id,
@@ -22,7 +22,6 @@ import re
 import sqlite3
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -30,10 +29,10 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from . import __version__, arms, measures
+from . import __version__, arms, ids, measures, resultsdir
 from .corpus import Corpus
 from .embeddings import ModelSpec
-from .pages import PageStore
+from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
 from .records import CLASSES, Hit, Query, Result, page_id
 
@@ -66,13 +65,25 @@ def environment() -> dict:
 
 
 def model_ids(arm: arms.Arm) -> list[dict]:
-    """The embedding models behind an arm and the arms it is built from (a hybrid's semantic input)."""
-    found = []
-    for obj in (arm, *(v for v in vars(arm).values() if isinstance(v, arms.Arm))):
+    """The embedding models behind an arm and everything it is built from, at any depth (a hybrid's
+    semantic input, an admission wrapper's arm and policy)."""
+    found, seen = [], set()
+
+    def visit(obj: arms.Configurable) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
         spec = getattr(obj, "spec", None)
         if isinstance(spec, ModelSpec):
-            found.append({"arm": obj.label, "name": spec.model, "weights": spec.weights_id(),
-                          "max_tokens": spec.max_tokens, "window": spec.window, "cache_key": spec.key})
+            model = {"arm": obj.label, "name": spec.model, "weights": spec.weights_id(),
+                     "max_tokens": spec.max_tokens, "window": spec.window, "cache_key": spec.key}
+            if model not in found:
+                found.append(model)
+        for v in vars(obj).values():
+            if isinstance(v, arms.Configurable):
+                visit(v)
+
+    visit(arm)
     return found
 
 
@@ -83,7 +94,7 @@ def _now() -> str:
 def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
     """TREC run lines in the arm's order, scores ``n - rank + 1`` (strictly decreasing integers)."""
     n = len(hits)
-    return [f"{qid} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
+    return [f"{ids.encode(qid)} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
 
 
 def _read_jsonl(path: Path) -> dict[str, dict]:
@@ -104,7 +115,20 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
 
 
 def _result(rec: dict) -> Result:
-    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"])
+    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
+                  confidence=rec.get("confidence"), error=rec.get("error", ""))
+
+
+def check_arms(specs: list[str], k: int) -> None:
+    """Refuse, before any work, arm lists a run cannot use: empty, misspelt, out of range, or one arm twice."""
+    if not specs or not all(s.strip() for s in specs):
+        raise RunError(f"--arms lists no arm or an empty one: {','.join(specs)!r}")
+    if k < 1:
+        raise RunError(f"-k must be at least 1 (hits kept per query), not {k}")
+    for spec in specs:
+        arms.validate(spec)
+    if twins := arms.same_arm(specs):
+        raise RunError(f"--arms names one arm twice ({twins[0]!r} and {twins[1]!r}): it would count every query twice")
 
 
 def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
@@ -116,61 +140,92 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
     Judgments may have changed (every measure is recomputed), queries may be added or reworded (only
     those are asked), and arms may be added (they run) or left out (their files stay, but the tables and
     the manifest list only ``specs``)."""
-    for spec in specs:  # a misspelt arm stops the run before anything is written
-        arms.validate(spec)
-    out = Path(out)
-    manifest_path = out / "manifest.json"
+    check_arms(specs, k)  # a misspelt arm stops the run before anything is written
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
             "qrels": {"name": qs.name, "path": qrels_path, "digest": qs.digest, "queries": len(qs.queries),
                       "gains": {str(g): d for g, d in sorted(qs.gains.items(), reverse=True)}},
-            "depth": k}
-    if manifest_path.exists():
-        if not resume:
-            raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
-        old = json.loads(manifest_path.read_text())
-        for key in ("corpus", "depth"):
-            if old.get(key) != plan[key]:
-                raise RunError(f"cannot resume {out}: its {key} differs from this run's "
-                               "(remove the directory or choose another --out)")
-        manifest = {**old, "qrels": plan["qrels"], "specs": list(specs)}
-    else:
-        manifest = {**plan, "specs": list(specs), "evalkit": __version__, "started": _now(),
-                    "environment": environment(), "arms": []}
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    manifest["status"] = "running"
-    _write_json(manifest_path, manifest)
+            "depth": k, "extractor": store.extractor}
+    with resultsdir.owned(out) as out:
+        manifest_path = out / "manifest.json"
+        if manifest_path.exists():
+            if not resume:
+                raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
+            old = resultsdir.read_json(manifest_path)
+            old.setdefault("extractor", EXTRACTOR)  # runs from before it was recorded indexed all text
+            for key in ("corpus", "depth", "extractor"):
+                if old.get(key) != plan[key]:
+                    raise RunError(f"cannot resume {out}: its {key} differs from this run's "
+                                   "(remove the directory or choose another --out)")
+            manifest = {**old, "qrels": plan["qrels"], "specs": list(specs)}
+        else:
+            manifest = {**plan, "specs": list(specs), "evalkit": __version__, "started": _now(),
+                        "environment": environment(), "arms": []}
+        manifest["status"] = "running"
+        manifest.pop("error", None)
+        resultsdir.write_json(manifest_path, manifest)
+        try:
+            _run_all(corpus, store, qs, specs, out, manifest, k, progress)
+        except BaseException as e:  # Ctrl-C or a failing arm: the manifest says so, and --resume continues
+            manifest.update(status="interrupted" if isinstance(e, KeyboardInterrupt) else "failed",
+                            error=f"{type(e).__name__}: {e}".strip(), finished=_now())
+            resultsdir.write_json(manifest_path, manifest)
+            raise
+    return out
 
+
+def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, manifest: dict,
+             k: int, progress: bool) -> None:
+    manifest_path = out / "manifest.json"
+    runs = out / "runs"
+    runs.mkdir(exist_ok=True)
+    described = {a["file"] for a in manifest["arms"]}
+    for stale in sorted(runs.glob("*.jsonl")):  # answers no manifest entry describes are never read
+        if stale.stem not in described:
+            os.replace(stale, stale.with_name(f"{stale.name}.untrusted"))
+            print(f"{stale}: not described by {manifest_path}; moved aside to {stale.name}.untrusted", file=sys.stderr)
     built = {a["spec"]: a for a in manifest["arms"]}
+    files: dict[str, str] = {}
     for spec in specs:
         t0 = time.perf_counter()
         arm = arms.make(spec, corpus, store)
         info = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
                 "class": f"{type(arm).__module__}.{type(arm).__qualname__}",
                 "build_seconds": round(time.perf_counter() - t0, 3)}
+        if info["file"] in files:
+            raise RunError(f"arms {files[info['file']]!r} and {spec!r} have the same label {arm.label!r}")
+        files[info["file"]] = spec
         if models := model_ids(arm):
             info["models"] = models
         built[spec] = {**built.get(spec, {}), **info}
         manifest["arms"] = [built[s] for s in specs if s in built]
-        _write_json(manifest_path, manifest)
-        _run_arm(arm, qs, out / "runs" / f"{info['file']}.jsonl", k, progress)
-        (out / "runs" / f"{info['file']}.trec").write_text("".join(
-            line for rec in _ordered(qs, out / "runs" / f"{info['file']}.jsonl")
-            for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
+        resultsdir.write_json(manifest_path, manifest)
+        try:
+            _run_arm(arm, qs, runs / f"{info['file']}.jsonl", k, progress)
+            if described := arm.describe():
+                built[spec]["describe"] = described
+                resultsdir.write_json(manifest_path, manifest)
+        finally:
+            arm.close()
+        with resultsdir.atomic(runs / f"{info['file']}.trec") as tmp:
+            tmp.write_text("".join(line for rec in _ordered(qs, runs / f"{info['file']}.jsonl")
+                                   for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
 
-    frame = per_query(qs, manifest["arms"], out / "runs")
-    frame.to_parquet(out / "per_query.parquet", index=False)
-    summarize(frame).to_csv(out / "summary.csv", index=False)
+    frame = per_query(qs, manifest["arms"], runs)
+    with resultsdir.atomic(out / "per_query.parquet") as tmp:
+        frame.to_parquet(tmp, index=False)
+    with resultsdir.atomic(out / "summary.csv") as tmp:
+        summarize(frame).to_csv(tmp, index=False)
     manifest.update(status="complete", finished=_now())
-    _write_json(manifest_path, manifest)
-    return out
+    resultsdir.write_json(manifest_path, manifest)
 
 
 def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) -> None:
     lines = path.read_text().splitlines() if path.exists() else []
     done = _parse_jsonl(lines)
     if len(done) != len(lines):  # drop a half-written line (and answers superseded by a re-asked query)
-        path.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
+        with resultsdir.atomic(path) as tmp:
+            tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     with open(path, "a") as f:
         for q in tqdm(todo, desc=arm.label, unit="query", disable=not progress or not todo, file=sys.stderr):
@@ -178,7 +233,9 @@ def _run_arm(arm: arms.Arm, qs: QuerySet, path: Path, k: int, progress: bool) ->
             result = arm.search(q.text, k)
             latency = time.perf_counter() - t0
             f.write(json.dumps({"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
-                                "refused": result.refused, "reason": result.reason, "latency": latency}) + "\n")
+                                "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
+                                "error": result.error,
+                                "latency": latency}) + "\n")
             f.flush()
 
 
@@ -188,25 +245,29 @@ def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
 
 
 def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
-    """One row per (query, arm) with every default measure, the refusal outcome, latency and ties."""
+    """One row per (query, arm) with every default measure, the refusal outcome (or ``error``, with its
+    message), latency and ties."""
     rows = []
     for info in arm_infos:
         for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
             result = _result(rec)
-            rows.append({"query": q.id, "class": q.cls, "arm": info["label"],
+            rows.append({"query": q.id, "class": q.cls, "kind": q.kind, "arm": info["label"],
                          **measures.evaluate(q, result),
                          "outcome": measures.refusal_outcome(q, result),
-                         "refused": result.refused or not result.hits,
+                         "refused": not result.error and (result.refused or not result.hits),
+                         "confidence": math.nan if result.confidence is None else result.confidence,
+                         "error": result.error,
                          "hits": len(result.hits), "latency_s": rec["latency"],
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
     return pd.DataFrame(rows)
 
 
 def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
-    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only,
-    both refusal rates side by side, latency median / p95 / mean, and the mean tied items at 10. Audit
-    measures (Judged@10) are averaged over the queries with an answer: answerable ones in ``all`` (the
-    row whose nDCG they qualify), the class's own in a class row (abstain included)."""
+    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only (an
+    errored one scores 0, like an empty answer), both refusal rates side by side, the number of errors,
+    latency median / p95 / mean, and the mean tied items at 10. Audit measures (Judged@10) are averaged over
+    the queries with an answer: answerable ones in ``all`` (the row whose nDCG they qualify), the class's
+    own in a class row (abstain included)."""
     names = [n for n in measures.DEFAULT if n in frame.columns]
     audit = {n for n in names if measures.MEASURES[n].audit}
     groups = [("all", frame)]
@@ -219,14 +280,10 @@ def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
             row = {"arm": arm, "class": cls, "queries": len(a)}
             row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
             row.update({n: (answerable if cls == "all" else a)[n].mean() for n in audit})
-            row.update(measures.refusal_rates(a["outcome"]))
+            row.update(measures.refusal_rates(a["outcome"], a["class"] == "abstain"))
+            row["errors"] = int((a["outcome"] == "error").sum())
             row.update({f"latency_{k}_s": v for k, v in measures.latency_summary(a["latency_s"]).items()})
             row["ties@10"] = a["ties@10"].mean()
             rows.append(row)
     return pd.DataFrame(rows)
 
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)

@@ -104,6 +104,15 @@ def test_agree_compares_the_pages_both_judged_per_class(tmp_path):
     assert al.kappa_linear == pytest.approx(1 - 2 / 7) and al.kappa_quadratic == pytest.approx(1 - 12 / 82)
 
 
+def test_a_query_worded_differently_is_not_compared(tmp_path):
+    a, b = _sets(tmp_path)
+    (tmp_path / "c.toml").write_text(B.replace('text = "tables"', 'text = "rules in tables"'))
+    c = qrels.load(tmp_path / "c.toml")
+    assert agreement.worded_differently(a, c) == ["s1"]
+    rows = {r.cls: r for r in agreement.agree(a, c)}
+    assert "spread" not in rows and rows["all"].pairs == 5
+
+
 def test_cli_agree(isolated, capsys):
     _sets(isolated)
     assert main(["qrels", "agree", str(isolated / "a.toml"), str(isolated / "b.toml")]) == 0

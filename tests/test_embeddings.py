@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from evalkit import corpus
-from evalkit.embeddings import PACKAGED, PACKAGED_MODEL, Embedder, ModelSpec, ensure_vectors, load_vectors, windows
+from evalkit.embeddings import (PACKAGED, PACKAGED_MODEL, Embedder, ModelSpec, ensure_vectors, load_vectors,
+                                packaged_fastembed_cache, windows)
 from evalkit.pages import PageStore
 
 from .conftest import make_pdf
@@ -30,6 +31,18 @@ def test_the_packaged_model_embeds_like_minilm():
     assert v.shape == (2, 384) and q.shape == (384,)
     assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
     assert v[0] @ q > v[1] @ q + 0.2
+
+
+def test_fastembed_finds_the_packaged_model_by_name_offline(monkeypatch):
+    """What a tool that takes only a model name (an MCP server) is given: the same weights, found by fastembed
+    in a hub-shaped cache with HF_HUB_OFFLINE=1, not downloaded."""
+    from fastembed import TextEmbedding
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    by_name = TextEmbedding(PACKAGED_MODEL, cache_dir=str(packaged_fastembed_cache()))
+    text = "The booktabs package gives tables professional rules."
+    v = next(iter(by_name.embed([text])))
+    assert np.allclose(v / np.linalg.norm(v), Embedder(SPEC).passages([text])[0], atol=1e-4)
 
 
 def test_an_interrupted_embedding_resumes_and_a_second_run_embeds_nothing(tmp_path):

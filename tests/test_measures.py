@@ -164,6 +164,21 @@ def test_refusal_outcomes_and_both_rates():
         M.refusal_rates(["refused"])
 
 
+def test_an_error_is_neither_a_refusal_nor_an_answer():
+    failed = Result(hits=(Hit("a.pdf", 1, 1.0),), error="timeout")
+    assert M.refusal_outcome(_query(), failed) == "error"
+    assert M.refusal_outcome(_query("abstain", ()), failed) == "error"
+    assert M.ranking_of(failed) == ()  # hits carried by an error rank nothing
+    scores = M.evaluate(_query(), failed)  # an errored answerable query scores 0; nothing shown, nothing judged
+    assert {v for n, v in scores.items() if not M.measure(n).audit} == {0.0} and math.isnan(scores["Judged@10"])
+    # each error stays in its class's denominator: 1 correct refusal of 2 abstain, 1 wrongful of 4 answerable
+    outcomes = ["correct_refusal", "error", "wrongful_refusal", "answered", "error", "error"]
+    abstain = [True, True, False, False, False, False]
+    assert M.refusal_rates(outcomes, abstain) == {"correct_refusal_rate": 0.5, "wrongful_refusal_rate": 0.25}
+    with pytest.raises(ValueError, match="abstain flag"):
+        M.refusal_rates(["error"])
+
+
 def test_ties_at():
     assert M.ties_at([3, 2, 2, 1], 1) == 0
     assert M.ties_at([3, 2, 2, 1], 2) == 1

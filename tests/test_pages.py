@@ -26,7 +26,8 @@ def test_extracts_every_page_with_physical_numbers(tmp_path, folder):
         assert "geometry of margins" in texts[0] and texts[1] == "" and "three" in texts[2]
         assert store.page(a, 3).id == "a.pdf#3"
         assert store.stats(ing.corpus) == {"documents": 2, "pages": 4, "characters": sum(
-            len(t) for d in ing.corpus.documents for t in store.texts(d)), "empty_pages": 1}
+            len(t) for d in ing.corpus.documents for t in store.texts(d)), "empty_pages": 1,
+            "page_errors": 0, "hidden_pages": 0, "hidden_characters": 0}
 
 
 def test_rename_costs_nothing_and_an_edit_reextracts_one_document(tmp_path, folder):

@@ -33,13 +33,21 @@ class ArmError(ValueError):
     """An arm name or parameter that cannot be used; the message names the arm and the parameter."""
 
 
-class Arm:
-    """Base class of every arm: parameter declaration, validation and the canonical name."""
+class ArmFailure(RuntimeError):
+    """An arm that cannot go on (its server died twice, its warm-up failed); the run stops with this message
+    and what it recorded so far is kept for ``--resume``."""
 
+
+class Configurable:
+    """Parameter declaration, validation and the canonical name: shared by arms and admission policies
+    (:mod:`evalkit.arms.policies`), so both read and print the same spec grammar."""
+
+    kind: ClassVar[str] = "arm"  # what error messages call it
     name: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     unlabelled: ClassVar[frozenset[str]] = frozenset()  # parameters that cannot change results (paths, speed)
     choices: ClassVar[dict[str, tuple]] = {}  # parameters with a closed set of values
+    minimum: ClassVar[dict[str, int]] = {}  # numeric parameters with a lower bound (a depth of 0 answers nothing)
 
     def __init__(self, corpus: Corpus, store: PageStore, **params: Any):
         self.params = self.resolve(params)
@@ -48,34 +56,49 @@ class Arm:
     @classmethod
     def resolve(cls, params: dict[str, Any]) -> dict[str, Any]:
         """All parameters, defaults filled in and values coerced to the defaults' types; unknown names and
-        values outside ``choices`` raise ArmError naming the arm and the parameter."""
+        values outside ``choices`` or below ``minimum`` raise ArmError naming the arm and the parameter."""
         unknown = sorted(set(params) - set(cls.defaults))
         if unknown:
-            raise ArmError(f"arm {cls.name!r} has no parameter {unknown[0]!r} "
+            raise ArmError(f"{cls.kind} {cls.name!r} has no parameter {unknown[0]!r} "
                            f"(parameters: {', '.join(cls.defaults) or 'none'})")
-        resolved = {k: _coerce(cls.name, k, cls.defaults[k], params.get(k, cls.defaults[k])) for k in cls.defaults}
+        resolved = {k: _coerce(cls, k, cls.defaults[k], params.get(k, cls.defaults[k])) for k in cls.defaults}
         for key, allowed in cls.choices.items():
             if key in resolved and resolved[key] not in allowed:
-                raise ArmError(f"arm {cls.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
+                raise ArmError(f"{cls.kind} {cls.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
                                f"not {resolved[key]!r}")
+        for key, low in cls.minimum.items():
+            if key in resolved and resolved[key] < low:
+                raise ArmError(f"arm {cls.name!r}: parameter {key!r} must be at least {low}, not {resolved[key]!r}")
         return resolved
 
     @property
     def label(self) -> str:
-        """The canonical name: the arm's name plus every parameter that differs from its default."""
+        """The canonical name: the name plus every parameter that differs from its default."""
         changed = {k: v for k, v in self.params.items() if v != self.defaults[k] and k not in self.unlabelled}
         if not changed:
             return self.name
         return f"{self.name}({','.join(f'{k}={v}' for k, v in sorted(changed.items()))})"
 
+
+class Arm(Configurable):
+    """Base class of every arm: a :class:`Configurable` that answers ``search(query, k)``."""
+
     def search(self, query: str, k: int) -> Result:  # pragma: no cover - the protocol
         raise NotImplementedError
+
+    def describe(self) -> dict:
+        """What the manifest should record about this arm beyond its parameters (an external server's
+        version, say); asked after the arm has answered every query."""
+        return {}
+
+    def close(self) -> None:
+        """Release what the arm holds (processes, threads); the runner calls it when the arm is done."""
 
     def __repr__(self) -> str:
         return f"<arm {self.label} on {self.corpus.name}>"
 
 
-def _coerce(arm: str, key: str, default: Any, value: Any) -> Any:
+def _coerce(owner: type[Configurable], key: str, default: Any, value: Any) -> Any:
     if default is None or isinstance(value, type(default)) and not isinstance(value, bool) ^ isinstance(default, bool):
         return value
     try:
@@ -87,17 +110,21 @@ def _coerce(arm: str, key: str, default: Any, value: Any) -> Any:
             raise ValueError
         return type(default)(value)
     except (TypeError, ValueError):
-        raise ArmError(f"arm {arm!r}: parameter {key!r} wants a {type(default).__name__}, got {value!r}") from None
+        raise ArmError(f"{owner.kind} {owner.name!r}: parameter {key!r} wants a {type(default).__name__}, "
+                       f"got {value!r}") from None
 
 
 def builtin() -> dict[str, type[Arm]]:
+    from .admit import AdmitArm
     from .global_index import GlobalIndexArm
     from .hybrid import HybridArm
     from .keyword import KeywordArm
+    from .mcp import McpArm
     from .score_merge import ScoreMergeArm
     from .semantic import SemanticArm
 
-    return {a.name: a for a in (KeywordArm, GlobalIndexArm, ScoreMergeArm, SemanticArm, HybridArm)}
+    return {a.name: a for a in (KeywordArm, GlobalIndexArm, ScoreMergeArm, SemanticArm, HybridArm, AdmitArm,
+                                McpArm)}
 
 
 def registry() -> dict[str, type[Arm]]:
@@ -139,6 +166,19 @@ def validate(spec: str) -> tuple[type[Arm], dict[str, str]]:
         raise ArmError(f"unknown arm {name!r} (known: {', '.join(sorted(arms))})")
     arms[name].resolve(params)
     return arms[name], params
+
+
+def same_arm(specs: list[str]) -> tuple[str, str] | None:
+    """The first two of ``specs`` that name the same arm with the same parameters once defaults are filled
+    in (``keyword`` and ``keyword(tiebreak=doc)``): run twice, they would count every query twice."""
+    seen: dict[tuple, str] = {}
+    for spec in specs:
+        cls, params = validate(spec)
+        key = (cls.name, tuple(sorted(cls.resolve(params).items())))
+        if key in seen:
+            return seen[key], spec
+        seen[key] = spec
+    return None
 
 
 def make(spec: str, corpus: Corpus, store: PageStore) -> Arm:

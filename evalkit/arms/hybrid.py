@@ -20,6 +20,7 @@ class HybridArm(Arm):
     name = "hybrid"
     # the semantic input embeds the query on one core while the keyword input runs on the other
     defaults = {"keyword": "keyword", "semantic": "semantic(query_threads=1)", "depth": 100, "rrf_k": 60}
+    minimum = {"depth": 1, "rrf_k": 0}
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)

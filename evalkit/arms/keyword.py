@@ -25,6 +25,7 @@ class KeywordArm(Arm):
     name = "keyword"
     defaults = {"idf_scope": "doc", "tiebreak": "doc", "rrf_k": 60}
     choices = {"idf_scope": ("doc", "corpus"), "tiebreak": ("doc", "page")}
+    minimum = {"rrf_k": 0}
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)

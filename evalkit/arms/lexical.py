@@ -13,16 +13,14 @@ in natural language rarely has all its words on the answering page, which is why
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections import defaultdict
 from functools import lru_cache
 
 from ..corpus import Corpus
-from ..pages import EXTRACTOR, PageStore
+from ..pages import PageStore
 from ..text import STOPWORDS, words
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
-SETTINGS = f"{EXTRACTOR}|{TOKENIZE}"
 
 _REGISTRY = """
 CREATE TABLE IF NOT EXISTS fts_indexes (
@@ -45,9 +43,14 @@ def match_expression(terms: list[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def _settings_ok(db: sqlite3.Connection, name: str) -> bool:
-    row = db.execute("SELECT settings FROM fts_indexes WHERE name=?", (name,)).fetchone()
-    return row is not None and row[0] == SETTINGS
+def settings(store: PageStore) -> str:
+    """What an index's content depends on besides the documents: the text extractor and the tokenizer."""
+    return f"{store.extractor}|{TOKENIZE}"
+
+
+def _settings_ok(store: PageStore, name: str) -> bool:
+    row = store.db.execute("SELECT settings FROM fts_indexes WHERE name=?", (name,)).fetchone()
+    return row is not None and row[0] == settings(store)
 
 
 def document_table(sha256: str) -> str:
@@ -61,30 +64,37 @@ def ensure_document_indexes(store: PageStore, corpus: Corpus) -> dict[str, str]:
     tables = {}
     for d in corpus.documents:
         name = document_table(d.sha256)
-        if not _settings_ok(db, name):
-            with db:
-                db.execute("BEGIN IMMEDIATE")
+        tables[d.name] = name
+        if _settings_ok(store, name):
+            continue
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            if not _settings_ok(store, name):  # another process may have built it while this one waited
                 db.execute(f"DROP TABLE IF EXISTS {name}")
                 db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='', tokenize='{TOKENIZE}')")
                 db.executemany(f"INSERT INTO {name}(rowid, text) VALUES (?, ?)", enumerate(store.texts(d), 1))
                 db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'document', ?, ?, NULL)",
-                           (name, d.sha256, SETTINGS))
-        tables[d.name] = name
+                           (name, d.sha256, settings(store)))
     return tables
 
 
 def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
-    """Build (once per corpus digest) the corpus-wide FTS5 table; returns its name."""
+    """Build (once per corpus digest) the corpus-wide FTS5 table; returns its name. The index of an earlier
+    state of the same folder is dropped; folders are told apart by their full path, never by their base
+    name (``a/docs`` and ``b/docs`` keep an index each)."""
     db = store.db
     db.executescript(_REGISTRY)
     digest = corpus.digest()
     name = f"fts_global_{digest[:24]}"
-    if _settings_ok(db, name):
+    if _settings_ok(store, name):
         return name
+    folder = str(corpus.root.resolve())
     with db:
         db.execute("BEGIN IMMEDIATE")
+        if _settings_ok(store, name):  # another process built it while this one waited
+            return name
         for (old,) in db.execute("SELECT name FROM fts_indexes WHERE kind='global' AND corpus=? AND name<>?",
-                                 (corpus.name, name)).fetchall():  # a corpus that changed: drop its old index
+                                 (folder, name)).fetchall():  # the same folder, changed: drop its old index
             db.execute(f"DROP TABLE IF EXISTS {old}")
             db.execute("DELETE FROM fts_global_pages WHERE name=?", (old,))
             db.execute("DELETE FROM fts_indexes WHERE name=?", (old,))
@@ -99,7 +109,7 @@ def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
                 rows.append((rowid, text, d.name, d.sha256, page))
             db.executemany(f"INSERT INTO {name}(rowid, text) VALUES (?, ?)", [r[:2] for r in rows])
             db.executemany("INSERT INTO fts_global_pages VALUES (?, ?, ?, ?, ?)", [(name, r[0], *r[2:]) for r in rows])
-        db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'global', ?, ?, ?)", (name, digest, SETTINGS, corpus.name))
+        db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'global', ?, ?, ?)", (name, digest, settings(store), folder))
     return name
 
 
@@ -113,6 +123,7 @@ class GlobalIndex:
             "SELECT rowid, doc, page, sha256 FROM fts_global_pages WHERE name=?", (self.table,))}
         # the keyword arm and a hybrid over it ask for the same query's content scores: compute them once
         self._content = lru_cache(maxsize=256)(self._content_scores)
+        self.pages_with = lru_cache(maxsize=1024)(self._pages_with)
 
     def bm25(self, terms: list[str]) -> list[tuple[str, int, float]]:
         """Every matching page as (doc, page, score), score = -bm25() (higher is better), best first.
@@ -134,11 +145,13 @@ class GlobalIndex:
         """The same sum of w_t, over the query terms each matching *page* contains."""
         return self._content(tuple(terms))[1]
 
+    def _pages_with(self, term: str) -> frozenset[tuple[str, int]]:
+        """The (doc, page) pairs whose text holds ``term`` (after the index's stemming); cached per term."""
+        rows = self.db.execute(f"SELECT rowid FROM {self.table} WHERE {self.table} MATCH ?", (match_expression([term]),))
+        return frozenset(self.pages[r][:2] for (r,) in rows)
+
     def _content_scores(self, terms: tuple[str, ...]) -> tuple[dict[str, float], dict[tuple[str, int], float]]:
-        pages_with = {}
-        for t in terms:
-            rows = self.db.execute(f"SELECT rowid FROM {self.table} WHERE {self.table} MATCH ?", (match_expression([t]),))
-            pages_with[t] = {self.pages[r][:2] for (r,) in rows}
+        pages_with = {t: self.pages_with(t) for t in terms}
         docs_with = {t: {d for d, _ in ps} for t, ps in pages_with.items()}
         n = len(set().union(*docs_with.values())) if docs_with else 0
         docs: dict[str, float] = defaultdict(float)

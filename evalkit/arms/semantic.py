@@ -20,6 +20,7 @@ class SemanticArm(Arm):
     name = "semantic"
     defaults = {"model": "BAAI/bge-small-en-v1.5", "model_dir": "", "max_tokens": 256, "window": 160,
                 "batch_size": 16, "query_threads": 0}
+    minimum = {"max_tokens": 1, "window": 0, "batch_size": 1, "query_threads": 0}
     # where the weights are and how fast they run: not what is measured
     unlabelled = frozenset({"model_dir", "batch_size", "query_threads"})
 
@@ -29,7 +30,7 @@ class SemanticArm(Arm):
                 params[key] = os.environ[env]
         super().__init__(corpus, store, **params)
         p = self.params
-        self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"])
+        self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"], store.extractor)
         ensure_vectors(store, list(corpus.documents), self.spec,
                        lambda: Embedder(self.spec, batch_size=p["batch_size"]), progress=progress)
         # query_threads = 0: every core. An arm that runs this one beside other work (hybrid) asks for 1:

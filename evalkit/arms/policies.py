@@ -1,0 +1,314 @@
+"""Admission policies: how sure we are that the corpus answers a query at all, as one number per query.
+
+A policy reads the query (and, if it wants, the ranking the wrapped arm produced) and returns a
+:class:`Verdict`: a ``confidence`` (higher = more likely answerable), what that number is in words, and the
+evidence a person should see when the query is refused. :class:`~evalkit.arms.admit.AdmitArm` compares the
+confidence with a threshold; the threshold is chosen afterwards on another query set (``evalkit refusal
+calibrate``), which is why every answer records its confidence.
+
+The built-ins, compared in the README's refusal section:
+
+- ``idf-mass``: the published lexical gate. Mean IDF of the query's terms over the corpus's pages, absent
+  terms at the maximum IDF; familiar words give high confidence. The baseline to beat.
+- ``score``: a feature of an arm's own scores: MTEB's confidence functions ``max``, ``std``, ``diff1``
+  (top1 - top2) over the returned list, and the query-performance predictors ``nqc`` and ``wig``.
+- ``semantic``: the best page's cosine similarity (the semantic arm's top score).
+- ``evidence``: a logistic model over four signals, fitted on a development set (``evalkit refusal fit``):
+  best semantic match, the share of the query's IDF mass found together on one page (do its rare words
+  co-occur anywhere?), agreement of the keyword and semantic rankings, and term familiarity.
+
+Plug-in policies come from the ``evalkit.admission`` entry point group, like arms.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ..records import Result
+from . import ArmError, Configurable, make, parse_spec
+from .lexical import GlobalIndex, query_terms
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A policy's judgement of one query: ``confidence`` (higher = answerable), ``measure`` naming it in
+    words ("best semantic match"), ``evidence`` for a person reading a refusal ("no page contains 'x'")."""
+
+    confidence: float
+    measure: str
+    evidence: str = ""
+
+
+class Policy(Configurable):
+    """Base class of every admission policy. ``depth`` is how many hits of the wrapped arm's ranking it
+    reads (0: none), so the wrapper asks for them whatever k the caller wants and the confidence does not
+    depend on k."""
+
+    kind = "policy"
+    depth: int = 0
+
+    def assess(self, query: str, result: Result) -> Verdict:  # pragma: no cover - the protocol
+        raise NotImplementedError
+
+
+# ---- term statistics ---------------------------------------------------------------------------------------
+
+
+def idf(df: int, n: int) -> float:
+    """BM25's IDF with Lucene's +1 (never negative): ln(1 + (n - df + 0.5) / (df + 0.5)); its maximum,
+    at df = 0, is what an absent term gets."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def coverage(weights: dict[str, float], pages_with: dict[str, frozenset]) -> float:
+    """The largest share of the query's IDF mass that one page holds: 1.0 when some page has every term,
+    low when the rare terms never appear together (or not at all). Pure: term -> weight, term -> pages."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    mass: Counter = Counter()
+    for t, w in weights.items():
+        for p in pages_with.get(t, ()):
+            mass[p] += w
+    return max(mass.values(), default=0.0) / total
+
+
+def absent_phrase(absent: list[str]) -> str:
+    """"no page contains 'pgfplots' or 'addplot'" (empty when nothing is absent)."""
+    return "no page contains " + " or ".join(f"'{t}'" for t in absent) if absent else ""
+
+
+class Lexicon:
+    """Page frequencies of query terms over a corpus's global FTS5 index (stemmed as the index stems)."""
+
+    def __init__(self, store, corpus):
+        self.index = GlobalIndex(store, corpus)
+        self.n = len(self.index.pages)
+
+    def weights(self, terms: list[str]) -> dict[str, float]:
+        return {t: idf(len(self.index.pages_with(t)), self.n) for t in terms}
+
+    def absent(self, terms: list[str]) -> list[str]:
+        return [t for t in terms if not self.index.pages_with(t)]
+
+    def coverage(self, terms: list[str]) -> float:
+        return coverage(self.weights(terms), {t: self.index.pages_with(t) for t in terms})
+
+    def familiarity(self, terms: list[str]) -> float:
+        """1 - mean IDF / max IDF: 0 when every term is absent, near 1 when every term is everywhere."""
+        w = self.weights(terms)
+        return 1.0 - (sum(w.values()) / len(w)) / idf(0, self.n) if w else 0.0
+
+
+# ---- the policies ------------------------------------------------------------------------------------------
+
+
+class IdfMassPolicy(Policy):
+    """The published gate: mean query-term IDF against the corpus, absent terms at the maximum IDF."""
+
+    name = "idf-mass"
+    defaults: dict = {}
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.lexicon = Lexicon(store, corpus)
+
+    def assess(self, query: str, result: Result) -> Verdict:
+        terms = query_terms(query)
+        return Verdict(self.lexicon.familiarity(terms), "term familiarity (1 - mean IDF / max IDF)",
+                       absent_phrase(self.lexicon.absent(terms)))
+
+
+SCORE_FEATURES = ("max", "std", "diff1", "nqc", "wig")
+
+
+def score_feature(scores: list[float], feature: str, k: int = 10, n_terms: int = 1) -> float:
+    """One confidence from a ranking's scores (best first). ``max``, ``std`` (population, over the whole
+    list) and ``diff1`` (top1 - top2; 0 for one hit) are MTEB's; ``nqc`` is the standard deviation of the top
+    k over the magnitude of the list's mean (NQC with the list standing in for the corpus), ``wig`` the top
+    k's mean minus the list's, over sqrt(query terms). An empty ranking is -inf: nothing to be sure of."""
+    if not scores:
+        return -math.inf
+    s = np.asarray(scores, dtype=float)
+    top = s[:k]
+    if feature == "max":
+        return float(s[0])
+    if feature == "std":
+        return float(s.std())
+    if feature == "diff1":
+        return float(s[0] - s[1]) if len(s) > 1 else 0.0
+    if feature == "nqc":
+        return float(top.std() / abs(s.mean())) if s.mean() else 0.0
+    if feature == "wig":
+        return float((top.mean() - s.mean()) / math.sqrt(max(n_terms, 1)))
+    raise ValueError(f"unknown score feature {feature!r} (features: {', '.join(SCORE_FEATURES)})")
+
+
+class ScorePolicy(Policy):
+    """A feature of the scores of the wrapped arm's ranking (its top ``depth`` hits), or of another arm's
+    (``of=global-index``): rank-fused arms give every query the same top score, so their own is no signal."""
+
+    name = "score"
+    defaults = {"feature": "max", "of": "", "k": 10, "depth": 100}
+    choices = {"feature": SCORE_FEATURES}
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.other = make(self.params["of"], corpus, store) if self.params["of"] else None
+        self.depth = 0 if self.other else self.params["depth"]
+
+    def assess(self, query: str, result: Result) -> Verdict:
+        ranking = self.other.search(query, self.params["depth"]) if self.other else result
+        scores = [h.score for h in ranking.hits[:self.params["depth"]]]
+        who = self.other.label if self.other else "the arm"
+        c = score_feature(scores, self.params["feature"], self.params["k"], len(query_terms(query)))
+        return Verdict(c, f"{self.params['feature']} of {who}'s scores", "" if scores else f"{who} found nothing")
+
+
+class SemanticPolicy(Policy):
+    """The cosine similarity of the best page (the semantic arm's top score) against a threshold; a refusal
+    also names the query terms no page contains."""
+
+    name = "semantic"
+    defaults = {"of": "semantic"}
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.semantic = make(self.params["of"], corpus, store)
+        self.lexicon = Lexicon(store, corpus)
+
+    def best(self, query: str) -> tuple[float, str]:
+        hits = self.semantic.search(query, 1).hits
+        return (hits[0].score, f"{hits[0].doc}#{hits[0].page}") if hits else (-1.0, "")
+
+    def assess(self, query: str, result: Result) -> Verdict:
+        c, page = self.best(query)
+        absent = absent_phrase(self.lexicon.absent(query_terms(query)))
+        closest = f"closest page {page}" if page else ""
+        return Verdict(c, "best semantic match", "; ".join(p for p in (absent, closest) if p))
+
+
+# ---- evidence: a fitted combination ----------------------------------------------------------------------
+
+SIGNALS = ("semantic", "coverage", "agreement", "familiarity")
+# The default: fitted on the latex query set of 30 November 2026 (110 queries, 22 abstain) by
+# `evalkit refusal fit --qrels qrels/latex.toml`; intercept, then one weight per signal in SIGNALS order.
+# Refit when the development set changes; a spec that names its weights does not depend on this.
+LATEX_WEIGHTS = "-10.44:13.86:3.476:0.146:7.128"
+
+
+def logistic(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """P(answerable) = 1 / (1 + exp(-(w0 + w . x))) for each row of ``x``."""
+    return 1.0 / (1.0 + np.exp(-(weights[0] + np.asarray(x, dtype=float) @ weights[1:])))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
+    """Weights (intercept first, on the raw scale of ``x``) minimising the log loss plus ``l2``/2 |w|^2 over
+    standardised features (the intercept unpenalised): the ridge keeps the weights finite when a small
+    development set is separable, and standardising makes it shrink every signal alike."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    mean, sd = x.mean(0), x.std(0)
+    sd = np.where(sd > 0, sd, 1.0)
+    design = np.column_stack([np.ones(len(x)), (x - mean) / sd])
+
+    def loss(w):
+        z = design @ w
+        nll = np.sum(np.logaddexp(0, z) - y * z)
+        grad = design.T @ (1 / (1 + np.exp(-z)) - y)
+        return nll + l2 / 2 * w[1:] @ w[1:], grad + l2 * np.r_[0, w[1:]]
+
+    w = minimize(loss, np.zeros(design.shape[1]), jac=True, method="L-BFGS-B").x
+    return np.r_[w[0] - np.sum(w[1:] * mean / sd), w[1:] / sd]
+
+
+def fit_evidence(policy: "EvidencePolicy", queries, l2: float = 1.0) -> str:
+    """Fit the evidence policy's weights on a development query set (answerable = 1, abstain = 0) and
+    return them as its ``weights`` parameter."""
+    x = np.array([[policy.signals(q.text)[n] for n in SIGNALS] for q in queries])
+    y = np.array([q.answerable for q in queries], dtype=float)
+    if y.all() or not y.any():
+        raise ValueError("fitting needs answerable and abstain queries")
+    return format_weights(fit_logistic(x, y, l2))
+
+
+def agreement(keyword_docs: list[str], semantic_docs: list[str]) -> float:
+    """Jaccard overlap of the documents in two top-k lists: rankings that agree on where the answer is
+    are evidence that it exists; two unrelated lists are each what is least bad for their own model."""
+    a, b = set(keyword_docs), set(semantic_docs)
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+class EvidencePolicy(SemanticPolicy):
+    """Logistic combination of :data:`SIGNALS` with fitted ``weights`` (intercept:w1:w2:w3:w4)."""
+
+    name = "evidence"
+    defaults = {"of": "semantic", "weights": LATEX_WEIGHTS, "k": 10}
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.weights = np.array(parse_weights(self.params["weights"]))
+
+    def signals(self, query: str) -> dict[str, float]:
+        terms, k = query_terms(query), self.params["k"]
+        sem = self.semantic.search(query, k).hits
+        kw = self.lexicon.index.bm25(terms)[:k]
+        return {"semantic": sem[0].score if sem else -1.0,
+                "coverage": self.lexicon.coverage(terms),
+                "agreement": agreement([d for d, _, _ in kw], [h.doc for h in sem]),
+                "familiarity": self.lexicon.familiarity(terms)}
+
+    def assess(self, query: str, result: Result) -> Verdict:
+        s = self.signals(query)
+        c = float(logistic(np.array([[s[n] for n in SIGNALS]]), self.weights)[0])
+        absent = absent_phrase(self.lexicon.absent(query_terms(query)))
+        seen = (f"best semantic match {s['semantic']:.2f}, one page holds {s['coverage']:.0%} of the query's "
+                f"term weight, keyword/semantic agreement {s['agreement']:.2f}")
+        return Verdict(c, "P(answerable)", "; ".join(p for p in (absent, seen) if p))
+
+
+def parse_weights(text: str) -> list[float]:
+    try:
+        w = [float(v) for v in text.split(":")]
+    except ValueError:
+        w = []
+    if len(w) != len(SIGNALS) + 1:
+        raise ArmError(f"policy 'evidence': weights wants {len(SIGNALS) + 1} numbers separated by ':' "
+                       f"(intercept, then {', '.join(SIGNALS)}), got {text!r}")
+    return w
+
+
+def format_weights(w) -> str:
+    return ":".join(f"{v:.4g}" for v in w)
+
+
+# ---- registry ------------------------------------------------------------------------------------------------
+
+
+def registry() -> dict[str, type[Policy]]:
+    """Every policy by name: the built-ins, then plug-ins from the ``evalkit.admission`` entry points."""
+    policies = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, EvidencePolicy)}
+    for ep in entry_points(group="evalkit.admission"):
+        if ep.name in policies:
+            raise ArmError(f"plug-in policy {ep.name!r} ({ep.value}) would shadow a built-in policy")
+        policies[ep.name] = ep.load()
+    return policies
+
+
+def validate(spec: str) -> tuple[type[Policy], dict[str, str]]:
+    name, params = parse_spec(spec)
+    policies = registry()
+    if name not in policies:
+        raise ArmError(f"unknown policy {name!r} (known: {', '.join(sorted(policies))})")
+    policies[name].resolve(params)
+    return policies[name], params
+
+
+def make_policy(spec: str, corpus, store) -> Policy:
+    """Build the policy named by ``spec`` (``semantic`` or ``score(feature=diff1,of=global-index)``)."""
+    cls, params = validate(spec)
+    return cls(corpus, store, **params)

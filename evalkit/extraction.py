@@ -1,0 +1,265 @@
+"""Reading one PDF's pages, safely: per-page errors, damage reports, hidden text, time and memory bounds.
+
+Each document is read in a child process of its own, so a hostile file can cost only that file: MuPDF
+crashing, a page that loops, or a decompression bomb kills or stops the child, never the run. A child
+may grow its address space by ``memory_mb`` (``RLIMIT_AS``; a bound, not an exact budget: free heap
+inherited from the parent is used first) and gets ``seconds`` of wall-clock time; past either the document
+is skipped as too large. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a
+killed run leaves no extraction process behind.
+
+Inside a document, a page that fails is recorded as an error for that page, with empty text, and the
+other pages are kept: page numbers never shift. A file MuPDF had to repair is reported with its warnings
+and, when the lock says how many pages it should have, the pages it lost.
+
+Hidden text is text a reader does not see but an index would: invisible (render mode 3 or fully
+transparent), white, or in a font under :data:`TINY_PT` points. It is counted per page so a page shaped
+like a prompt injection can be found (``evalkit corpus stats``). It is indexed like any text unless the
+page store reads visible text only (``--hidden-text drop``).
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import resource
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+
+import pymupdf
+
+TINY_PT = 1.5  # a font size no one reads
+SAMPLE = 120  # characters of a page's hidden text kept to show it
+SECONDS = 120.0  # per document
+MEMORY_MB = 1024  # address space an extraction process may add to what it starts with
+HIDDEN_KINDS = ("invisible", "white", "tiny")
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What reading one PDF gave: page texts (a failed page is ``""``), and everything that went wrong."""
+
+    pages: tuple[str, ...] = ()
+    error: str | None = None  # the whole document was skipped
+    page_errors: dict[int, str] = field(default_factory=dict)  # page number -> error
+    hidden: dict[int, dict[str, int]] = field(default_factory=dict)  # page -> kind -> characters
+    notes: tuple[str, ...] = ()  # repairs and MuPDF warnings
+    hidden_sample: dict[int, str] = field(default_factory=dict)  # page -> the start of its hidden text
+    # the failure depends on this machine (time, memory, a crash), not only on the file's bytes
+    transient: bool = False
+
+    def to_json(self) -> dict:
+        return {"page_errors": self.page_errors, "hidden": self.hidden, "notes": list(self.notes),
+                "hidden_sample": self.hidden_sample}
+
+    @classmethod
+    def from_json(cls, pages: tuple[str, ...], error: str | None, data: dict) -> "Extraction":
+        def by_page(key: str) -> dict:
+            return {int(k): v for k, v in data.get(key, {}).items()}
+        return cls(pages, error, by_page("page_errors"), by_page("hidden"), tuple(data.get("notes", ())),
+                   by_page("hidden_sample"))
+
+    def problems(self) -> list[str]:
+        """What was lost or repaired reading this file, one phrase each (empty when nothing was)."""
+        out = list(self.notes)
+        if self.page_errors:
+            first = next(iter(self.page_errors.items()))
+            out.append(f"{len(self.page_errors)} page(s) unreadable, kept empty "
+                       f"({_listed(list(map(str, self.page_errors)))}; page {first[0]}: {first[1]})")
+        return out
+
+
+def _listed(items: list[str], n: int = 5) -> str:
+    return ", ".join(items[:n]) + ("…" if len(items) > n else "")
+
+
+def _white(color: int) -> bool:
+    return all((color >> shift) & 0xFF >= 0xF2 for shift in (16, 8, 0))
+
+
+def _hidden_kind(span: dict) -> str | None:
+    return ("invisible" if span.get("alpha", 255) == 0 else "tiny" if span["size"] < TINY_PT
+            else "white" if _white(span["color"]) else None)
+
+
+def hidden_text(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> tuple[dict[str, int], str, str]:
+    """Characters of hidden text on a page by kind (only kinds that occur), the start of that text, and
+    the page's text without it (one line per text line). Only text inside the page is counted: text
+    placed off the page is not extracted, so not indexed. ``textpage``: the page's parsed text, reused
+    (parsing the page is most of the cost)."""
+    found: dict[str, int] = {}
+    sample: list[str] = []
+    visible: list[str] = []
+    tp = textpage or page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
+    for block in page.get_text("dict", textpage=tp)["blocks"]:
+        for line in block.get("lines", ()):
+            kept = []
+            for span in line["spans"]:
+                kind = _hidden_kind(span) if span["text"].strip() else None
+                if kind:
+                    found[kind] = found.get(kind, 0) + len(span["text"].strip())
+                    sample.append(span["text"].strip())
+                else:
+                    kept.append(span["text"])
+            if kept:
+                visible.append("".join(kept) + "\n")
+    return found, " ".join(sample)[:SAMPLE], "".join(visible)
+
+
+def extract(path: Path, visible_only: bool = False) -> Extraction:
+    """Read every page of ``path`` in this process. Never raises: failures are in the result. With
+    ``visible_only`` a page with hidden text keeps only its visible text."""
+    pymupdf.TOOLS.reset_mupdf_warnings()
+    try:
+        pdf = pymupdf.open(path)
+    except Exception as e:  # noqa: BLE001 - any failure of one file is reported and skipped
+        return Extraction(error=_describe(e))
+    with pdf:
+        if pdf.needs_pass:
+            return Extraction(error="encrypted (needs a password)")
+        try:
+            count = pdf.page_count
+        except Exception as e:  # noqa: BLE001
+            return Extraction(error=_describe(e))
+        if count == 0:
+            return Extraction(error="no pages (damaged or not a PDF)")
+        texts, errors, hidden, samples = [], {}, {}, {}
+        for number in range(1, count + 1):
+            try:
+                page = pdf.load_page(number - 1)
+                textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)  # get_text("text")'s flags
+                texts.append(page.get_text("text", textpage=textpage))
+            except Exception as e:  # noqa: BLE001 - one page's failure costs that page only
+                if _out_of_memory(e):  # the document, not the page, is over its bound
+                    return Extraction(error=TOO_BIG, transient=True)
+                texts.append("")
+                errors[number] = _describe(e)
+                continue
+            try:
+                kinds, sample, visible = hidden_text(page, textpage)
+                if kinds:
+                    hidden[number], samples[number] = kinds, sample
+                    if visible_only:
+                        texts[-1] = visible
+            except Exception as e:  # noqa: BLE001
+                if _out_of_memory(e):
+                    return Extraction(error=TOO_BIG, transient=True)
+                errors[number] = f"hidden-text check failed: {_describe(e)}"
+        notes = []
+        if pdf.is_repaired:
+            warnings = " ".join(pymupdf.TOOLS.mupdf_warnings().split())
+            blank = [str(n) for n, t in enumerate(texts, 1) if not t.strip() and n not in errors]
+            lost = f"; {len(blank)} of {count} pages have no text after the repair ({_listed(blank)})" if blank else ""
+            notes.append(f"damaged file repaired by MuPDF{lost} (MuPDF: {warnings[:160] or 'no detail'})")
+    return Extraction(tuple(texts), None, errors, hidden, tuple(notes), samples)
+
+
+TOO_BIG = "too large (over the memory bound while extracting)"
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    msg = str(e).lower()
+    return isinstance(e, MemoryError) or ("alloc (" in msg and "failed" in msg) or "out of memory" in msg
+
+
+def _describe(e: BaseException) -> str:
+    return TOO_BIG if _out_of_memory(e) else f"{type(e).__name__}: {e}".strip()
+
+
+# ---- bounded child processes ------------------------------------------------------------------------------
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def _address_space() -> int:
+    """This process's virtual size now (a forked child starts with its parent's, which may be large)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _child(path: str, memory_mb: int, visible_only: bool, conn) -> None:
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    limit = _address_space() + (memory_mb << 20)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ValueError, OSError):
+        pass
+    try:
+        conn.send(extract(Path(path), visible_only))
+    except MemoryError:
+        conn.send(Extraction(error=TOO_BIG, transient=True))
+    conn.close()
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """fork where there is one: a child starts in milliseconds with PyMuPDF loaded, and never re-imports
+    the caller's main module (forkserver and spawn would re-run an unguarded script or fail from stdin)."""
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, memory_mb: int = MEMORY_MB,
+                visible_only: bool = False) -> Iterator[tuple[int, Extraction]]:
+    """``(index into paths, extraction)`` for every path, in completion order, at most ``workers`` at once.
+    A child over ``seconds`` is killed; one that dies is reported; none outlives this generator."""
+    ctx = _context()
+    todo = list(enumerate(paths))[::-1]
+    running: dict = {}  # connection -> (index, process, deadline)
+    try:
+        while todo or running:
+            while todo and len(running) < max(1, workers):
+                i, path = todo.pop()
+                recv, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(str(path), memory_mb, visible_only, send), daemon=True)
+                proc.start()
+                send.close()
+                running[recv] = (i, proc, time.monotonic() + seconds)
+            timeout = max(0.0, min(d for _, _, d in running.values()) - time.monotonic())
+            ready = wait(list(running), timeout=timeout)
+            for conn in ready:
+                i, proc, _ = running.pop(conn)
+                try:
+                    result = conn.recv()
+                except (EOFError, OSError):
+                    proc.join()
+                    result = Extraction(error=_died(proc.exitcode), transient=True)
+                conn.close()
+                proc.join()
+                yield i, result
+            now = time.monotonic()
+            for conn, (i, proc, deadline) in list(running.items()):
+                if deadline <= now and conn not in ready:
+                    proc.kill()
+                    proc.join()
+                    conn.close()
+                    del running[conn]
+                    yield i, Extraction(error=f"too large (took over {seconds:g} s to extract)", transient=True)
+    finally:
+        for conn, (_, proc, _) in running.items():
+            proc.kill()
+            proc.join()
+            conn.close()
+
+
+def _died(code: int | None) -> str:
+    if code is not None and code < 0:
+        if -code == signal.SIGKILL:
+            return "too large (the extraction process was killed, most likely for memory)"
+        return f"extraction crashed ({signal.Signals(-code).name})"
+    return f"extraction process exited with status {code}"

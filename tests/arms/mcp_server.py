@@ -1,0 +1,58 @@
+"""A tiny MCP server for the mcp arm's tests, on the SDK's own server API (FastMCP, stdio).
+
+The query decides the behaviour, so one server exercises every path: hits, a refusal, a tool error, an
+inline error, an unreadable answer, a document the corpus does not hold, a slow call and a crash.
+``STATE`` (a folder) holds a warm-up counter and the crash-once marker.
+"""
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.fastmcp import FastMCP
+
+STATE = Path(os.environ["MCP_TEST_STATE"])
+server = FastMCP("evalkit-test-server")
+
+
+@server.tool()
+def warm(folder: str) -> dict:
+    """Reports done on its second call, as a server that warms a folder in budgeted steps."""
+    counter = STATE / "warm-calls"
+    n = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(n))
+    return {"done": n >= 2, "folder": folder}
+
+
+@server.tool()
+def search(query: str, k: int, folder: str) -> dict:
+    if query == "crash" or (query == "crash once" and not (STATE / "crashed").exists()):
+        (STATE / "crashed").touch()
+        os._exit(3)
+    if query == "slow":
+        time.sleep(30)
+    if query == "tool error":
+        raise ValueError("the index is locked")
+    if query == "inline error":
+        return {"problem": "index missing", "results": {"items": []}}
+    if query == "refuse":
+        return {"results": {"items": []}, "verdict": "no evidence"}
+    if query == "stranger":
+        return {"results": {"items": [{"file": f"file://{folder}/elsewhere.pdf", "n": 1, "s": 1.0}]}}
+    items = [{"file": f"file://{folder}/b%20doc.pdf", "n": 2, "s": 0.9},
+             {"file": f"file://{folder}/a.pdf", "n": 1, "s": 0.5},
+             {"file": f"file://{folder}/b%20doc.pdf", "n": 1, "s": 0.5}]
+    return {"results": {"items": items[:k]}, "verdict": "ok", "query": query}
+
+
+@server.tool(structured_output=False)
+def search_text(query: str) -> str:
+    """Answers in text content only: JSON for a normal query, prose otherwise."""
+    if query == "prose":
+        return "I found nothing useful."
+    return '{"results": {"items": [{"file": "a", "n": 3}]}}'
+
+
+if __name__ == "__main__":
+    print("test server starting", file=sys.stderr)
+    server.run("stdio")

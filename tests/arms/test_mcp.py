@@ -1,0 +1,304 @@
+"""The mcp arm against a real MCP server over stdio: a tiny one written here with the SDK's server API
+(tests/arms/mcp_server.py), and pdf-mcp itself on a few real manuals."""
+import json
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from evalkit import arms, corpus, qrels
+from evalkit import run as runner
+from evalkit.arms import ArmError, ArmFailure
+from evalkit.arms.mcp import Mapping, fill, load_definition
+from evalkit.cli import main
+from tests.conftest import make_pdf
+
+SERVER = Path(__file__).with_name("mcp_server.py")
+REPO = Path(__file__).resolve().parents[2]
+
+CONFIG = '''
+[arm.test]
+command = "{python}"
+args = ["@SERVER@"]
+env = { MCP_TEST_STATE = "@STATE@" }
+timeout = 2
+
+[arm.test.warmup]
+tool = "warm"
+arguments = { folder = "{corpus_dir}" }
+until = "done"
+
+[arm.test.search]
+tool = "search"
+arguments = { query = "{query}", k = "{k}", folder = "{corpus_dir}" }
+
+[arm.test.result]
+hits = "results.items"
+document = "file"
+names = "uri"
+page = "n"
+score = "s"
+error = "problem"
+refuse_field = "verdict"
+refuse_value = "no evidence"
+
+[arm.text]
+command = "{python}"
+args = ["@SERVER@"]
+env = { MCP_TEST_STATE = "@STATE@" }
+
+[arm.text.search]
+tool = "search_text"
+arguments = { query = "{query}" }
+
+[arm.text.result]
+hits = "results.items"
+document = "file"
+names = "stem"
+page = "n"
+'''
+
+
+def _setup(tmp_path):
+    """A folder of two tiny PDFs (one name with a space), its corpus, and a config naming the test server."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    make_pdf(docs / "a.pdf", ["alpha", "beta"])
+    make_pdf(docs / "b doc.pdf", ["gamma", "delta"])
+    state = tmp_path / "state"
+    state.mkdir()
+    config = tmp_path / "arms.toml"
+    config.write_text(CONFIG.replace("@SERVER@", str(SERVER)).replace("@STATE@", str(state)))
+    return corpus.from_dir(docs, "tiny"), config, state
+
+
+@pytest.fixture
+def setup(tmp_path):
+    return _setup(tmp_path)
+
+
+@pytest.fixture
+def arm(setup):
+    """An arm of its own, for tests that restart, kill or close its server."""
+    c, config, _ = setup
+    a = arms.make(f"mcp(config={config},name=test)", c, None)
+    yield a
+    a.close()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One arm (and its state folder) shared by the tests that only ask queries: a server start is slow."""
+    c, config, state = _setup(tmp_path_factory.mktemp("mcp"))
+    a = arms.make(f"mcp(config={config},name=test)", c, None)
+    yield a, state
+    a.close()
+
+
+def test_hits_are_mapped_in_the_tool_order_after_the_warm_up(shared):
+    arm, state = shared
+    assert (state / "warm-calls").read_text() == "2"  # called until it reported done
+    r = arm.search("anything", 10)
+    assert [(h.doc, h.page, h.score) for h in r.hits] == [("b doc.pdf", 2, 0.9), ("a.pdf", 1, 0.5), ("b doc.pdf", 1, 0.5)]
+    assert not r.refused and not r.error
+    assert [h.page for h in arm.search("anything", 2).hits] == [2, 1]  # {k} reaches the tool as an integer
+    assert arm.label == "mcp(name=test)"  # the definition names the arm; where the file lives does not
+
+
+def test_refusal_errors_and_unreadable_answers_are_told_apart(shared):
+    arm, _ = shared
+    refused = arm.search("refuse", 10)
+    assert refused.refused and not refused.error and refused.reason == "verdict = 'no evidence'"
+    for query, message in (("tool error", "returned an error: .*the index is locked"),
+                           ("inline error", "answered with an error: index missing"),
+                           ("stranger", "elsewhere.pdf.* is not a document of the corpus")):
+        r = arm.search(query, 10)
+        assert not r.refused and not r.hits
+        assert r.error and re.search(message, r.error), r.error
+
+
+def test_text_content_is_read_as_json_and_prose_is_an_error(setup):
+    c, config, _ = setup
+    a = arms.make(f"mcp(config={config},name=text)", c, None)
+    try:
+        r = a.search("json", 10)
+        assert [(h.doc, h.page, h.score) for h in r.hits] == [("a.pdf", 3, 1.0)]  # no score: the tool's order
+        assert "not JSON: I found nothing useful" in a.search("prose", 10).error
+    finally:
+        a.close()
+
+
+def test_a_timeout_is_an_error_and_the_next_query_is_answered(arm):
+    t0 = time.perf_counter()
+    r = arm.search("slow", 10)
+    assert r.error.startswith("timeout") and time.perf_counter() - t0 < 15
+    assert len(arm.search("anything", 10).hits) == 3  # a fresh server, not one still busy sleeping
+
+
+def test_a_dead_server_is_restarted_once_then_the_arm_fails(arm):
+    assert len(arm.search("crash once", 10).hits) == 3  # died, restarted (and warmed), query asked again
+    assert arm.restarts == 1 and arm.describe()["restarts"] == 1
+    with pytest.raises(ArmFailure, match="died again after one restart"):
+        arm.search("crash", 10)
+
+
+def test_describe_records_the_server_schema_and_transport(shared):
+    arm, _ = shared
+    d = arm.describe()
+    assert d["server"]["name"] == "evalkit-test-server" and {"warm", "search"} <= set(d["server"]["tools"])
+    assert len(d["server"]["tools_sha256"]) == 64 and len(d["definition_sha256"]) == 64
+    assert d["transport"]["samples"] == 20 and 0 < d["transport"]["ping_median_s"] < 1
+
+
+def test_close_ends_the_process(arm):
+    process_dir = arm.tmp
+    arm.close()
+    assert not process_dir.exists() and arm.server is None
+    arm.close()  # idempotent (it also runs at exit)
+
+
+def test_a_server_that_never_answers_is_given_up_and_ended(setup, tmp_path):
+    c, _, _ = setup
+    pid_file = tmp_path / "pid"
+    config = tmp_path / "mute.toml"
+    config.write_text(f'''
+[arm.mute]
+command = "{{python}}"
+args = ["-c", "import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"]
+startup_timeout = 3
+search = {{ tool = "search" }}
+''')
+    t0 = time.perf_counter()
+    with pytest.raises(ArmFailure, match="did not start within 3 s"):
+        arms.make(f"mcp(config={config},name=mute)", c, None)
+    assert time.perf_counter() - t0 < 30
+    pid = int(pid_file.read_text())
+    for _ in range(50):  # the SDK's shutdown: stdin closed, then SIGTERM after 2 s
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"server process {pid} is still running")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("", "defines no arm 'test'"),
+    ("[arm.test]\ncommand = 'x'\n", "needs 'search'"),
+    ("[arm.test]\ncommand = 'x'\nsearch = { tool = 't' }\ncolour = 'red'\n", "unknown key.*colour"),
+    ("[arm.test]\ncommand = 'x'\nsearch = { tool = 't' }\nresult = { names = 'url' }\n", "one of name, stem, path, uri"),
+    ("[arm.test]\ncommand = 'x'\nsearch = { tool = 't' }\nresult = { hitz = 'a' }\n", "hitz"),
+    ("not toml [", "cannot read"),
+])
+def test_bad_definitions_name_the_file_and_key(tmp_path, body, message):
+    p = tmp_path / "arms.toml"
+    p.write_text(body)
+    with pytest.raises(ArmError, match=message):
+        load_definition(p, "test")
+
+
+def test_a_run_refuses_a_wrong_definition_before_any_arm_runs(setup, tmp_path):
+    c, config, _ = setup
+    with pytest.raises(ArmError, match="defines no arm 'tset'"):
+        runner.run(c, None, None, ["global-index", f"mcp(config={config},name=tset)"], tmp_path / "res")
+    assert not (tmp_path / "res").exists()
+    with pytest.raises(ArmError, match="needs config=FILE and name=DEFINITION"):
+        arms.validate("mcp(name=x)")
+
+
+def test_fill_keeps_types_and_refuses_unknown_placeholders():
+    assert fill({"k": "{k}", "q": "find {query}!", "xs": ["{k}"], "n": 3}, {"k": 5, "query": "x"}) == \
+        {"k": 5, "q": "find x!", "xs": [5], "n": 3}
+    with pytest.raises(ArmError, match=r"unknown placeholder \{qury\}"):
+        fill("{qury}", {"query": "x"})
+
+
+def test_mapping_rejects_what_would_corrupt_a_ranking():
+    m = Mapping(hits="h", document="d", page="p", score="s", names="name")
+    docs = {"a.pdf"}
+    assert "repeats a.pdf#1" in m.result({"h": [{"d": "a.pdf", "p": 1, "s": 1}] * 2}, docs).error
+    assert "is not a page number" in m.result({"h": [{"d": "a.pdf", "p": "one", "s": 1}]}, docs).error
+    assert "is not a number" in m.result({"h": [{"d": "a.pdf", "p": 1, "s": None}]}, docs).error
+    assert "no list of hits" in m.result({"x": 1}, docs).error
+    assert Mapping(hits="h", document="d", page="p", page_base=0).result(
+        {"h": [{"d": "a.pdf", "p": 0}]}, docs).hits[0].page == 1
+
+
+def test_a_run_records_errors_apart_from_refusals(setup, tmp_path):
+    """End to end: errors land in the jsonl with their message, as outcome ``error`` and in ``errors``."""
+    c, config, _ = setup
+    qfile = tmp_path / "q.toml"
+    qfile.write_text('''
+[set]
+name = "tiny"
+[[query]]
+id = "ok"
+class = "needle"
+text = "anything"
+judgments = [{ doc = "a.pdf", page = 1, gain = 3 }]
+[[query]]
+id = "err"
+class = "needle"
+text = "tool error"
+judgments = [{ doc = "a.pdf", page = 1, gain = 3 }]
+[[query]]
+id = "no"
+class = "abstain"
+text = "refuse"
+judgments = []
+[[query]]
+id = "err-abstain"
+class = "abstain"
+text = "inline error"
+judgments = []
+''')
+    qs = qrels.load(qfile)
+    out = runner.run(c, None, qs, [f"mcp(config={config},name=test)"], tmp_path / "res", progress=False)
+    recs = {json.loads(line)["query"]: json.loads(line) for line in (out / "runs" / "mcp(name=test).jsonl").open()}
+    assert "the index is locked" in recs["err"]["error"] and recs["ok"]["error"] == ""
+    pq = pd.read_parquet(out / "per_query.parquet").set_index("query")
+    assert pq.loc["err", "outcome"] == "error" and pq.loc["err", "nDCG@10"] == 0.0 and not pq.loc["err", "refused"]
+    assert pq.loc["no", "outcome"] == "correct_refusal" and pq.loc["err-abstain", "outcome"] == "error"
+    s = pd.read_csv(out / "summary.csv").set_index(["arm", "class"]).loc[("mcp(name=test)", "all")]
+    assert s["errors"] == 2
+    assert s["correct_refusal_rate"] == 0.5 and s["wrongful_refusal_rate"] == 0.0  # errors stay in denominators
+    assert math.isclose(s["nDCG@10"], pq.loc["ok", "nDCG@10"] / 2)  # the errored query scores 0, not dropped
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["arms"][0]["describe"]["server"]["name"] == "evalkit-test-server"
+
+
+def test_the_cli_exits_2_with_one_line_when_the_server_cannot_start(setup, tmp_path, capsys):
+    c, config, _ = setup
+    bad = tmp_path / "bad.toml"
+    bad.write_text(config.read_text().replace('command = "{python}"', 'command = "/nonexistent/server"', 1))
+    code = main(["search", "x", "--docs", str(c.root), "--cache", str(tmp_path / "cache.sqlite"),
+                 "--arm", f"mcp(config={bad},name=test)"])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and "Traceback" not in err
+    assert last.startswith("evalkit: arm mcp(name=test): the server did not start") and "/nonexistent/server" in last
+
+
+@pytest.mark.slow
+def test_pdf_mcp_on_real_manuals(small):
+    """pdf-mcp itself, keyword mode, on the ten small real manuals: hits map to the corpus's names, a
+    query no page matches is a refusal, and its index lands in evalkit's cache folder (the test cache,
+    kept between runs like the corpora, so only the first run warms), not the user's."""
+    c, store = small
+    a = arms.make(f"mcp(config={REPO / 'examples' / 'arms.toml'},name=pdf-mcp-keyword)", c, store)
+    try:
+        r = a.search("booktabs midrule", 10)
+        assert not r.error and "booktabs.pdf" in [h.doc for h in r.hits[:3]]
+        assert {h.doc for h in r.hits} <= {d.name for d in c.documents}
+        assert a.search("xyzzyq plughq", 10).refused
+        d = a.describe()
+        assert d["server"]["name"] == "pdf-mcp" and "pdf_corpus_search" in d["server"]["tools"]
+        where = Path(os.environ["EVALKIT_CACHE"]) / "mcp" / "pdf-mcp" / f"small-{c.digest()[:16]}"
+        assert (where / "cache.db").exists()  # its own cache, where the definition says
+    finally:
+        a.close()

@@ -1,0 +1,54 @@
+import math
+
+import pytest
+
+from evalkit import arms, corpus, qrels, report_servers
+from evalkit import run as runner
+from evalkit.records import Hit, Result
+from evalkit.results import Results
+from tests.conftest import make_pdf
+
+
+class Served(arms.Arm):
+    """An in-process stand-in for a server-backed arm: fails one query, describes a server."""
+    name = "served"
+
+    def search(self, query, k):
+        if query == "fail":
+            return Result(error="timeout: no answer within 1 s")
+        return Result((Hit("a.pdf", 1, 1.0),))
+
+    def describe(self):
+        return {"definition": "x", "definition_sha256": "d" * 64, "restarts": 1, "warmup_seconds": [2.0, 0.5],
+                "server": {"name": "srv", "version": "1.2", "tools_sha256": "f" * 64},
+                "transport": {"ping_median_s": 0.001, "samples": 20}}
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    real = arms.registry
+    monkeypatch.setattr(arms, "registry", lambda: {**real(), "served": Served})
+    (tmp_path / "docs").mkdir()
+    make_pdf(tmp_path / "docs" / "a.pdf", ["alpha"])
+    q = tmp_path / "q.toml"
+    q.write_text('[set]\nname = "t"\n'
+                 '[[query]]\nid = "ok"\nclass = "needle"\ntext = "alpha"\njudgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n'
+                 '[[query]]\nid = "bad"\nclass = "needle"\ntext = "fail"\njudgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n')
+    c = corpus.from_dir(tmp_path / "docs")
+    return Results.load(runner.run(c, None, qrels.load(q), ["served"], tmp_path / "res",
+                                   progress=False))
+
+
+def test_errors_lists_each_failed_query_with_its_message(results):
+    e = report_servers.errors(results)
+    assert e.to_dict("records") == [{"arm": "served", "query": "bad", "class": "needle",
+                                     "error": "timeout: no answer within 1 s"}]
+    assert results.table().loc["served", "errors"] == 1
+
+
+def test_servers_reports_version_digests_and_transport_share(results):
+    s = report_servers.servers(results).loc["served"]
+    assert s["server"] == "srv 1.2" and s["tool schema sha256"] == "f" * 12 and s["restarts"] == 1
+    assert s["warm-up s"] == 2.5
+    median = results.per_query["latency_s"].median()
+    assert math.isclose(s["transport share"], 0.001 / median)

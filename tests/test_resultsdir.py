@@ -1,0 +1,154 @@
+import json
+
+import pytest
+
+from evalkit import arms, resultsdir
+from evalkit.cli import main
+from evalkit.records import Result
+
+from .test_cli import one_line_error, tiny  # noqa: F401 - the fixture
+
+
+def test_a_foreign_folder_is_refused_and_left_alone(tiny, capsys):
+    home, argv = tiny
+    (home / "res").mkdir()
+    (home / "res" / "summary.csv").write_text("mine\n")
+    assert main(argv) == 2
+    one_line_error(capsys, "is not empty and is not an evalkit results directory", "summary.csv")
+    assert (home / "res" / "summary.csv").read_text() == "mine\n" and not (home / "res" / "runs").exists()
+
+
+def test_a_second_run_in_the_same_directory_names_the_holder(tiny, capsys):
+    home, argv = tiny
+    with resultsdir.owned(home / "res", "the test"):
+        assert main(argv) == 2
+        one_line_error(capsys, "is in use by another run (pid", "the test")
+        assert resultsdir.held(home / "res")
+    assert not resultsdir.held(home / "res")
+    assert main(argv) == 0
+
+
+def test_answers_no_manifest_describes_are_never_trusted(tiny, capsys):
+    home, argv = tiny
+    assert main(argv) == 0
+    runs = home / "res" / "runs"
+    fake = json.dumps({"query": "q1", "text": "walrus migration", "hits": [["ghost.pdf", 1, 9.0]],
+                       "refused": False, "reason": "", "latency": 0.0})
+    (runs / "global-index.jsonl").write_text(fake + "\n")
+    argv[argv.index("keyword")] = "keyword,global-index"
+    assert main(argv + ["--resume"]) == 0
+    assert "moved aside to global-index.jsonl.untrusted" in capsys.readouterr().err
+    assert "ghost.pdf" not in (runs / "global-index.trec").read_text()
+    assert (runs / "global-index.jsonl.untrusted").read_text() == fake + "\n"
+
+
+class Broken(arms.Arm):
+    name = "broken"
+
+    def search(self, query, k) -> Result:
+        raise RuntimeError("the arm fell over")
+
+
+def test_a_failed_run_is_marked_failed(tiny, capsys, monkeypatch):
+    real = arms.registry
+    monkeypatch.setattr(arms, "registry", lambda: {**real(), "broken": Broken})
+    home, argv = tiny
+    argv[argv.index("keyword")] = "keyword,broken"
+    assert main(argv) == 1
+    one_line_error(capsys, "RuntimeError: the arm fell over", "--debug")
+    m = json.loads((home / "res" / "manifest.json").read_text())
+    assert m["status"] == "failed" and m["error"] == "RuntimeError: the arm fell over"
+    assert not resultsdir.held(home / "res")
+
+
+SLOW_RUN = """
+import sys, time
+from evalkit import arms
+from evalkit.cli import main
+
+class Slow(arms.Arm):
+    '''global-index, a quarter second per query: slow enough to be killed in the middle.'''
+    name = "slow"
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.inner = arms.make("global-index", corpus, store)
+
+    def search(self, query, k):
+        time.sleep(0.25)
+        return self.inner.search(query, k)
+
+real = arms.registry
+arms.registry = lambda: {**real(), "slow": Slow}
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_kill_9_then_resume_gives_byte_identical_trec_files(small, tmp_path, capsys):
+    import subprocess
+    import sys
+    import time
+
+    from .test_run import QUERIES
+
+    c, store = small
+    q = tmp_path / "small.toml"
+    q.write_text(QUERIES + "".join(f'\n[[query]]\nid = "x{i}"\nclass = "abstain"\ntext = "gantt chart number {i}"\n'
+                                   for i in range(8)))
+    def run(out, *extra):
+        return subprocess.Popen([sys.executable, "-c", SLOW_RUN, "run", "--docs", str(c.root), "--cache",
+                                 str(store.path), "--qrels", str(q), "--arms", "keyword,slow", "--out", str(out),
+                                 *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    whole = run(tmp_path / "whole")
+    assert whole.wait(timeout=300) == 0, whole.stderr.read()[-2000:]
+    victim = run(tmp_path / "killed")
+    answers = tmp_path / "killed" / "runs" / "slow.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (answers.exists() and answers.read_text().count("\n") >= 3):
+        time.sleep(0.02)
+    victim.kill()  # SIGKILL: no handler runs
+    victim.wait()
+    done = answers.read_text().count("\n")
+    assert 3 <= done < 12, "the run was not killed in the middle"
+    assert main(["summary", str(tmp_path / "killed")]) == 2  # no tables were written yet
+    manifest = json.loads((tmp_path / "killed" / "manifest.json").read_text())
+    assert resultsdir.status(tmp_path / "killed", manifest).startswith("interrupted (killed")
+    resumed = run(tmp_path / "killed", "--resume")
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read()[-2000:]
+    for f in ("keyword.trec", "slow.trec"):
+        assert (tmp_path / "killed" / "runs" / f).read_bytes() == (tmp_path / "whole" / "runs" / f).read_bytes()
+    assert json.loads((tmp_path / "killed" / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_resume_refuses_to_mix_all_text_and_visible_text(tiny, capsys):
+    home, argv = tiny
+    assert main(argv) == 0
+    assert main(argv + ["--resume", "--hidden-text", "drop"]) == 2
+    one_line_error(capsys, "its extractor differs")
+
+
+class CtrlC(arms.Arm):
+    name = "ctrl-c"
+
+    def search(self, query, k) -> Result:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_exits_130(tiny, capsys, monkeypatch):
+    real = arms.registry
+    monkeypatch.setattr(arms, "registry", lambda: {**real(), "ctrl-c": CtrlC})
+    home, argv = tiny
+    argv[argv.index("keyword")] = "keyword,ctrl-c"
+    assert main(argv) == 130
+    one_line_error(capsys, "interrupted", "--resume")
+    m = json.loads((home / "res" / "manifest.json").read_text())
+    assert m["status"] == "interrupted" and (home / "res" / "runs" / "keyword.trec").exists()
+
+
+def test_a_report_waits_for_no_run_it_names_the_holder(tiny, capsys):
+    home, argv = tiny
+    assert main(argv) == 0
+    with resultsdir.owned(home / "res", "evalkit run"):
+        assert main(["report", str(home / "res")]) == 2
+        one_line_error(capsys, "is in use by another run", "evalkit run")
