@@ -144,6 +144,7 @@ def latency(build: Callable[[], arms.Arm], queries: Sequence[str], k: int, round
     waits for: per round a fresh arm (its build not timed; the cache file stays warm), ``warmup`` queries
     asked untimed, then every other query once, timed. Asking the same query again would time the arms'
     per-query caches instead."""
+    warmup = min(warmup, len(queries) // 2)  # a short list keeps most of its queries timed
     times = []
     for _ in range(rounds):
         arm = build()
