@@ -42,10 +42,14 @@ report: $(VENV)/.installed
 	$(BIN)/evalkit run --corpus $(CORPUS) --qrels qrels/$(CORPUS).toml --arms '$(ARMS)' --out results/$(CORPUS) --resume
 	$(BIN)/evalkit report results/$(CORPUS)
 
+# Speed: extraction, embedding vs fastembed, per-arm latency at k = 10 and 100, measures vs pytrec_eval, into
+# results/bench-$(CORPUS)/. `make bench SCALE=25,50,100,200,400` adds the cost curve on the 511-document
+# `texdocs` corpus (fetched here; its 400-document subset is embedded once, which takes a while).
+SCALE ?=
 bench: $(VENV)/.installed
-	$(BIN)/python benchmarks/extraction.py --corpus $(CORPUS)
-	$(BIN)/python benchmarks/arms.py --corpus $(CORPUS) --qrels qrels/$(CORPUS).toml --embed
-	$(BIN)/python benchmarks/measures.py --queries 10000
+	$(BIN)/evalkit corpus fetch $(CORPUS)
+	$(if $(SCALE),$(BIN)/evalkit corpus fetch texdocs)
+	$(BIN)/evalkit bench --corpus $(CORPUS) --out results/bench-$(CORPUS) $(if $(SCALE),--scale $(SCALE) --embed)
 
 # Refusal across sets: thresholds chosen on one query set, reported on the other (README, "Refusal"),
 # then the report of each set with one trade-off curve per admission policy.

@@ -315,18 +315,68 @@ def cmd_summary(args) -> int:
 def cmd_report(args) -> int:
     from nbclient.exceptions import CellExecutionError
 
-    from . import report
+    from . import bench, report
 
-    Results.load(args.results)  # a folder that is not a results directory is named, not created
+    is_bench = (args.results / "bench.csv").exists()
     try:
-        with resultsdir.owned(args.results, "evalkit report"):  # never while a run is writing there
-            html = report.render(args.results, out_html=args.out, pair=args.pair)
+        if is_bench:
+            html = bench.render(args.results, out_html=args.out)
+        else:
+            Results.load(args.results)  # a folder that is not a results directory is named, not created
+            with resultsdir.owned(args.results, "evalkit report"):  # never while a run is writing there
+                html = report.render(args.results, out_html=args.out, pair=args.pair)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error
         print(f"evalkit: the report notebook failed: {e}", file=sys.stderr)
         return 1
-    print(f"report:   {html}\nnotebook: {args.results / 'report.ipynb'}\nfigures:  {args.results / 'figures'}")
+    if is_bench:
+        print(f"report:   {html}\nnotebook: {args.results / 'bench.ipynb'}")
+    else:
+        print(f"report:   {html}\nnotebook: {args.results / 'report.ipynb'}\nfigures:  {args.results / 'figures'}")
+    return 0
+
+
+# ---- bench ----------------------------------------------------------------------------------------------
+
+def cmd_bench(args) -> int:
+    import os
+
+    from . import bench
+    from .arms.semantic import SemanticArm
+    from .embeddings import ModelSpec
+
+    before = bench.load_average()
+    if not (args.corpus or args.docs):
+        args.corpus = "latex"
+    if not (args.qrels or args.corpus):
+        raise UsageError("--docs needs --qrels: the queries to time")
+    qfile = args.qrels or Path("qrels") / f"{args.corpus}.toml"
+    queries = [q.text for q in qrels.load(qfile).queries]
+    out = args.out or Path("results") / f"bench-{args.corpus or args.docs.name}"
+    model = os.environ.get("EVALKIT_MODEL") or SemanticArm.defaults["model"]
+    spec = ModelSpec(model, os.environ.get("EVALKIT_MODEL_DIR") or None, SemanticArm.defaults["max_tokens"],
+                     SemanticArm.defaults["window"])
+    ingest, store = open_corpus(args, quiet=True)
+    print(f"evalkit bench on {ingest.corpus.name} ({len(ingest.corpus.documents)} documents, {ingest.corpus.pages} pages), "
+          f"{len(queries)} queries from {qfile}; load average {before[0]:.2f}")
+    figures = bench.measure(store, ingest.corpus, queries, split_top(args.arms, ","), runs=args.runs,
+                            rounds=args.rounds, embed_docs=args.embed_docs, measure_queries=args.measure_queries,
+                            spec=spec)
+    frame = None
+    if args.scale:
+        sizes = [int(n) for n in args.scale.split(",")]
+        args.corpus, args.docs = args.scale_corpus, None
+        big, _ = open_corpus(args, quiet=True)
+        sub = bench.nested_subsets(big.corpus, [max(sizes)], args.seed)[0]
+        if args.embed:  # the largest subset holds every smaller one
+            arms.make("semantic", sub, store)
+        print(f"scale on {big.corpus.name}: {sizes} documents (nested, seed {args.seed})")
+        frame = bench.scale(store, big.corpus, sizes, queries, split_top(args.scale_arms, ","), seed=args.seed,
+                            spec=spec)
+        print(bench.exponents(frame).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    bench.write(out, figures, bench.bench_environment(before), frame)
+    print(f"bench: {out / 'bench.csv'}" + (f", {out / 'scale.csv'}, {out / 'scale.png'}" if frame is not None else ""))
     return 0
 
 
@@ -508,6 +558,24 @@ def parser() -> argparse.ArgumentParser:
     rn.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
     rn.set_defaults(func=cmd_run)
 
+    from .bench import LATENCY_ARMS, SCALE_ARMS
+
+    be = sub.add_parser("bench", help="speed: extraction, embedding, per-arm latency, measures; --scale: the cost curve")
+    add_corpus_args(be, required=False)  # default: --corpus latex
+    be.add_argument("--qrels", type=Path, help="queries to time (default: qrels/<corpus>.toml)")
+    be.add_argument("--out", type=Path, help="bench directory (default: results/bench-<corpus>)")
+    be.add_argument("--arms", default=",".join(LATENCY_ARMS))
+    be.add_argument("--runs", type=int, default=3, help="cold extraction runs (the median is reported)")
+    be.add_argument("--rounds", type=int, default=3, help="timed passes over the queries per arm and k")
+    be.add_argument("--embed-docs", type=int, default=5, help="documents for the cold embedding figure (0: skip)")
+    be.add_argument("--measure-queries", type=int, default=10_000, help="random queries for measures vs pytrec_eval (0: skip)")
+    be.add_argument("--scale", metavar="N,N,…", help="nested subset sizes for the cost curve, e.g. 25,50,100,200,400")
+    be.add_argument("--scale-corpus", default="texdocs", metavar="NAME", help="corpus the subsets are drawn from")
+    be.add_argument("--scale-arms", default=",".join(SCALE_ARMS))
+    be.add_argument("--embed", action="store_true", help="embed the largest subset first (else vector arms need cached vectors)")
+    be.add_argument("--seed", type=int, default=0)
+    be.set_defaults(func=cmd_bench)
+
     rb = sub.add_parser("robustness", help="rename every document at random, re-run one arm and report how far "
                                            "each measure moves (a name-independent arm moves 0)")
     add_corpus_args(rb)
@@ -525,7 +593,7 @@ def parser() -> argparse.ArgumentParser:
     sm.add_argument("--by", choices=["class"], help="one row per arm and class")
     sm.set_defaults(func=cmd_summary)
 
-    rp = sub.add_parser("report", help="execute the report notebook on a results directory: HTML, notebook, figures")
+    rp = sub.add_parser("report", help="execute the report notebook on a results directory (or a bench directory): HTML, notebook, figures")
     rp.add_argument("results", type=Path)
     rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
     rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the run's first two)")

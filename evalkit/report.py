@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
 
-from . import dirs, stats
+from . import dirs, notebooks, stats
 from . import qrels as _qrels
 from .records import CLASSES
 from .results import DEFINITIONS, HEADLINE, Results
@@ -47,14 +45,6 @@ OUTCOME_LABELS = {"answered": "answered", "wrongful_refusal": "refused (wrongly)
                   "correct_refusal": "refused (correctly)", "answered_abstain": "answered (should refuse)"}
 MEASURE_LABELS = {"nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc"}
 ALL = "all answerable"
-# nbconvert's lab template with the blocks that load scripts from a CDN (require.js, MathJax, mermaid,
-# widgets) left empty: the report uses none of them, and it must open without a network.
-OFFLINE_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
-{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
-{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
-{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-"""
 
 
 class Markdown(str):
@@ -580,28 +570,6 @@ def fig_ties(results: Results, colours: dict[str, str] | None = None) -> Figure:
 
 # ---- render ---------------------------------------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-def _parameters_cell(pairs: dict) -> str:
-    return "# Parameters\n" + "".join(f"{k} = {v!r}\n" for k, v in pairs.items())
-
-
-def inject_parameters(nb, **params):
-    """Insert a cell tagged ``injected-parameters`` after the cell tagged ``parameters`` (papermill's
-    convention), replacing one injected before; returns the notebook."""
-    import nbformat
-
-    cells = [c for c in nb.cells if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
-    at = next((i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
-    if at is None:
-        raise ValueError("the notebook has no cell tagged 'parameters'")
-    cell = nbformat.v4.new_code_cell(_parameters_cell(params), metadata={"tags": ["injected-parameters"]})
-    cells.insert(at + 1, cell)
-    nb.cells = cells
-    return nb
-
-
 def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Sequence[str] | str | None = None,
            notebook: str | Path | None = None, timeout: int = 600, kernel_name: str = "python3") -> Path:
     """Execute the report notebook on ``results_dir`` and write ``<results>/report.ipynb``, the HTML report
@@ -609,12 +577,6 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
     or font from elsewhere, so it opens offline) and ``<results>/figures/*.png``;
     returns the HTML's path. A failing cell raises nbclient's CellExecutionError naming the cell and the
     error; nothing is written then."""
-    import nbformat
-    from jinja2 import DictLoader
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-    from nbconvert import HTMLExporter
-
     res = Results.load(Path(results_dir).resolve())
     if pair is not None:
         pair = list(resolve_pair(res, pair))
@@ -622,32 +584,8 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
     figures.mkdir(exist_ok=True)
     for name in FIGURES + OPTIONAL_FIGURES:  # a figure left from an earlier report must not pass for this one's
         (figures / f"{name}.png").unlink(missing_ok=True)
-    source = Path(notebook or NOTEBOOK)
-    nb = inject_parameters(nbformat.read(source, as_version=4), results=str(res.path), pair=pair,
-                           figures=str(figures))
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the kernel's inline backend
-    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP warning
-                            resources={"metadata": {"path": str(res.path)}})
-    try:
-        client.execute(env=env)
-    except CellExecutionError as e:
-        index, cell = next(((i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code" and any(
-            o.get("output_type") == "error" for o in c.get("outputs", []))), (None, None))
-        where = f"cell {index} (In [{cell.get('execution_count')}])" if cell is not None else "a cell"
-        code = "\n".join("    " + line for line in (cell.source if cell else "").splitlines())
-        tb = "\n".join(_ANSI.sub("", line) for o in (cell.outputs if cell else [])
-                       if o.get("output_type") == "error" for line in o.get("traceback", []))
-        raise CellExecutionError(f"report notebook {source.name}, {where} failed on {res.path}: "
-                                 f"{e.ename}: {e.evalue}\n{code}\n\n{tb}", e.ename, e.evalue) from None
-    nbformat.write(nb, res.path / "report.ipynb")
     m = res.manifest
-    exporter = HTMLExporter(template_name="lab", template_file="evalkit-offline", exclude_input=True,
-                            exclude_output_prompt=True, embed_images=True,  # outputs only: report.ipynb keeps the code
-                            extra_loaders=[DictLoader({"evalkit-offline": OFFLINE_TEMPLATE})])
-    body, _ = exporter.from_notebook_node(
-        nb, resources={"metadata": {"name": f"evalkit report: {m['corpus']['name']} × {m['qrels']['name']}"}})
-    out = Path(out_html) if out_html else res.path / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(body, encoding="utf-8")
-    return out
+    return notebooks.execute(Path(notebook or NOTEBOOK), res.path, "report",
+                             f"evalkit report: {m['corpus']['name']} × {m['qrels']['name']}",
+                             out_html=out_html, timeout=timeout, kernel_name=kernel_name,
+                             results=str(res.path), pair=pair, figures=str(figures))

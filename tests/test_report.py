@@ -240,20 +240,6 @@ def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tm
     assert seen["images"] == [0, 0]
 
 
-def test_inject_parameters_follows_the_parameters_cell_and_replaces_an_earlier_one():
-    nb = nbformat.read(report.NOTEBOOK, as_version=4)
-    n = len(nb.cells)
-    report.inject_parameters(nb, results="/x", pair=None)
-    report.inject_parameters(nb, results="/y", pair=["a", "b"])
-    assert len(nb.cells) == n + 1
-    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    assert nb.cells[at + 1].metadata["tags"] == ["injected-parameters"]
-    assert nb.cells[at + 1].source == "# Parameters\nresults = '/y'\npair = ['a', 'b']\n"
-    nb.cells[at].metadata["tags"] = []
-    with pytest.raises(ValueError, match="no cell tagged 'parameters'"):
-        report.inject_parameters(nb, results="/z")
-
-
 def test_the_report_notebook_uses_only_evalkit_pandas_and_matplotlib():
     nb = nbformat.read(report.NOTEBOOK, as_version=4)
     assert not any(c.outputs for c in nb.cells if c.cell_type == "code")  # a template, saved clean

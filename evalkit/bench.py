@@ -1,0 +1,408 @@
+"""Speed and scale, measured: ``evalkit bench`` and the figures of a bench directory.
+
+    <out>/bench.csv         one row per figure: what, value, unit, runs, note (medians of repeated runs)
+    <out>/environment.json  interpreter, SQLite, package versions, machine, load average before and after
+    <out>/scale.csv         with --scale: per subset size and arm, latency (median / p95), build time, index size
+    <out>/scale.png         the cost curve, log-log, with each arm's fitted growth exponent
+
+Timings depend on the machine and on what else runs on it, so every file records the environment and the
+load average, and figures from different environments are not compared. Scale subsets are nested and
+seeded: the first n documents of one seeded permutation (of the documents in sha256 order, so file names
+play no part), so a larger subset always holds the smaller ones.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import arms, measures
+from .arms import lexical
+from .corpus import Corpus
+from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, windows
+from .pages import PageStore
+from .run import environment
+
+LATENCY_ARMS = ("keyword", "keyword(tiebreak=page)", "global-index", "score-merge", "semantic", "hybrid",
+                "hybrid(keyword=global-index)")
+SCALE_ARMS = ("keyword", "global-index", "semantic", "hybrid", "hybrid(keyword=global-index)")
+VECTOR_ARMS = ("semantic", "hybrid")  # arms that need a corpus's vectors (hybrid through its semantic input)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured figure: ``value`` is the median over ``runs`` repetitions."""
+
+    section: str
+    what: str
+    value: float
+    unit: str
+    runs: int = 1
+    note: str = ""
+
+
+def load_average() -> tuple[float, float, float]:
+    return os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
+
+
+def peak_memory_mib() -> float:
+    """Peak resident memory of this process and of its waited-for children, MiB (Linux reports KiB)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) / 1024
+
+
+def copy_pages(store: PageStore, corpus: Corpus, path: Path) -> PageStore:
+    """A fresh page store at ``path`` holding only ``corpus``'s extracted pages (copied, not re-extracted),
+    so index builds and sizes are measured on exactly that subset."""
+    fresh = PageStore(path)
+    shas = [d.sha256 for d in corpus.documents]
+    marks = ",".join("?" * len(shas))
+    with fresh.db:
+        fresh.db.execute("ATTACH DATABASE ? AS src", (str(store.path),))
+        for table in ("documents", "pages"):
+            fresh.db.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table} WHERE sha256 IN ({marks})", shas)
+    fresh.db.execute("DETACH DATABASE src")
+    return fresh
+
+
+def copy_vectors(store: PageStore, fresh: PageStore, corpus: Corpus, spec: ModelSpec) -> bool:
+    """Copy ``corpus``'s cached vectors for ``spec`` into ``fresh``; False when some document has none
+    (the bench then leaves vector arms out rather than embedding for minutes)."""
+    key = spec.key
+    shas = [d.sha256 for d in corpus.documents]
+    marks = ",".join("?" * len(shas))
+    store.db.executescript(VECTOR_SCHEMA)
+    have = store.db.execute(f"SELECT count(*) FROM vector_docs WHERE key=? AND sha256 IN ({marks})",
+                            (key, *shas)).fetchone()[0]
+    if have < len(set(shas)):
+        return False
+    fresh.db.executescript(VECTOR_SCHEMA)
+    with fresh.db:
+        fresh.db.execute("ATTACH DATABASE ? AS src", (str(store.path),))
+        for table in ("vector_docs", "vectors"):
+            fresh.db.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table} WHERE key=? AND sha256 IN ({marks})",
+                             (key, *shas))
+    fresh.db.execute("DETACH DATABASE src")
+    return True
+
+
+def db_bytes(store: PageStore) -> int:
+    """The cache file's size after a WAL checkpoint (what the indexes add is the difference of two)."""
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return store.path.stat().st_size
+
+
+# ---- the figures ---------------------------------------------------------------------------------------------
+
+def extraction(corpus: Corpus, runs: int = 3) -> list[float]:
+    """Cold extraction, pages/s, one figure per run: every document into a fresh page store."""
+    rates = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp, PageStore(Path(tmp) / "pages.sqlite") as store:
+            t0 = time.perf_counter()
+            ing = store.ingest(corpus, progress=False)
+            rates.append(ing.corpus.pages / (time.perf_counter() - t0))
+    return rates
+
+
+def embedding(store: PageStore, corpus: Corpus, spec: ModelSpec, docs: int, batch_size: int = 16) -> dict[str, float]:
+    """Cold embedding of the first ``docs`` documents (sha256 order) two ways on the same windows: evalkit's
+    cached path (windows, fastembed, float32 blobs into SQLite) and fastembed alone; windows/s of each and
+    their ratio. The model is loaded before either clock starts."""
+    chosen = sorted(corpus.documents, key=lambda d: d.sha256)[:docs]
+    texts = [w for d in chosen for page in store.texts(d) for w in windows(page, spec.window)]
+    embedder = Embedder(spec, batch_size=batch_size)
+    embedder.passages(texts[:batch_size])  # warm: onnxruntime's first call allocates its arena
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = copy_pages(store, replace(corpus, documents=tuple(chosen)), Path(tmp) / "e.sqlite")
+        t0 = time.perf_counter()
+        ensure_vectors(fresh, chosen, spec, lambda: embedder, progress=False)
+        ours = time.perf_counter() - t0
+        fresh.close()
+    t0 = time.perf_counter()
+    for _ in embedder.model.passage_embed(texts, batch_size=batch_size):
+        pass
+    raw = time.perf_counter() - t0
+    return {"windows": len(texts), "evalkit": len(texts) / ours, "fastembed": len(texts) / raw, "ratio": raw / ours}
+
+
+def latency(build: Callable[[], arms.Arm], queries: Sequence[str], k: int, rounds: int = 3,
+            warmup: int = 5) -> np.ndarray:
+    """Seconds per search with a warm index and a query asked for the first time, which is what a user
+    waits for: per round a fresh arm (its build not timed; the cache file stays warm), ``warmup`` queries
+    asked untimed, then every other query once, timed. Asking the same query again would time the arms'
+    per-query caches instead."""
+    warmup = min(warmup, len(queries) // 2)  # a short list keeps most of its queries timed
+    times = []
+    for _ in range(rounds):
+        arm = build()
+        for q in queries[:warmup]:
+            arm.search(q, k)
+        for q in queries[warmup:]:
+            t0 = time.perf_counter()
+            arm.search(q, k)
+            times.append(time.perf_counter() - t0)
+        arm.close()
+    return np.asarray(times)
+
+
+def random_runs(n_queries: int, depth: int = 100, seed: int = 0) -> tuple[list[list[str]], list[dict[str, int]]]:
+    """Random graded qrels (1-20 judged pages, gains 0..3, some judged pages never retrieved) and rankings of
+    ``depth`` distinct pages from 200 documents x 30 pages, most of them unjudged."""
+    rng = np.random.default_rng(seed)
+    rankings, qrels = [], []
+    for _ in range(n_queries):
+        cells = rng.choice(200 * 30, size=depth + 20, replace=False)
+        pids = [f"doc{c // 30:03d}.pdf#{c % 30 + 1}" for c in cells]
+        judged = rng.choice(len(pids), size=int(rng.integers(1, 21)), replace=False)
+        qrels.append({pids[j]: int(g) for j, g in zip(judged, rng.integers(0, 4, size=len(judged)))})
+        rankings.append(pids[:depth])
+    return rankings, qrels
+
+
+def measures_vs_pytrec(n_queries: int = 10_000, repeats: int = 5, seed: int = 0) -> dict[str, float]:
+    """nDCG@10, RR and Recall@10 over ``n_queries`` random runs: seconds for evalkit's per-query functions
+    and for pytrec_eval (building its input dicts included: that is what a caller pays), median of
+    ``repeats``, and the largest disagreement (must be 0 up to rounding)."""
+    import pytrec_eval
+
+    rankings, qrels = random_runs(n_queries, seed=seed)
+
+    def ours():
+        return [[measures.ndcg(r, q, 10), measures.rr(r, q), measures.recall(r, q, 10)] for r, q in zip(rankings, qrels)]
+
+    def theirs():
+        qd = {str(i): q for i, q in enumerate(qrels)}
+        run = {str(i): {pid: float(len(r) - rank) for rank, pid in enumerate(r)} for i, r in enumerate(rankings)}
+        out = pytrec_eval.RelevanceEvaluator(qd, {"ndcg_cut_10", "recip_rank", "recall_10"}).evaluate(run)
+        return [[out[str(i)][m] for m in ("ndcg_cut_10", "recip_rank", "recall_10")] for i in range(n_queries)]
+
+    t_ours, a = _timed(ours, repeats)
+    t_theirs, b = _timed(theirs, repeats)
+    return {"evalkit_s": t_ours, "pytrec_eval_s": t_theirs, "ratio": t_ours / t_theirs,
+            "max_diff": float(np.max(np.abs(np.asarray(a) - np.asarray(b))))}
+
+
+def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+# ---- scale ---------------------------------------------------------------------------------------------------
+
+def nested_subsets(corpus: Corpus, sizes: Sequence[int], seed: int = 0) -> list[Corpus]:
+    """The first n documents of one seeded permutation of the corpus (documents in sha256 order), per n."""
+    if max(sizes) > len(corpus.documents):
+        raise ValueError(f"corpus {corpus.name!r} has {len(corpus.documents)} documents, fewer than {max(sizes)}")
+    docs = sorted(corpus.documents, key=lambda d: d.sha256)
+    order = np.random.default_rng(seed).permutation(len(docs))
+    return [replace(corpus, name=f"{corpus.name}[{n}]",
+                    documents=tuple(sorted((docs[i] for i in order[:n]), key=lambda d: d.name)))
+            for n in sorted(sizes)]
+
+
+def scale(store: PageStore, corpus: Corpus, sizes: Sequence[int], queries: Sequence[str],
+          specs: Sequence[str] = SCALE_ARMS, k: int = 10, rounds: int = 1, seed: int = 0,
+          spec: ModelSpec | None = None, log: Callable[[str], None] = print) -> pd.DataFrame:
+    """Per nested subset and arm: index build time and size (in a fresh store holding only the subset's
+    pages), and per-query latency (median, p95; :func:`latency`: index warm, query asked for the first time). Vector arms run only where the subset's vectors are
+    cached (``evalkit bench --scale … --embed`` embeds them first)."""
+    rows = []
+    for sub in nested_subsets(corpus, sizes, seed):
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = copy_pages(store, sub, Path(tmp) / "scale.sqlite")
+            base = db_bytes(fresh)
+            t0 = time.perf_counter()
+            lexical.ensure_document_indexes(fresh, sub)
+            t_doc = time.perf_counter() - t0
+            doc_bytes = db_bytes(fresh) - base
+            t0 = time.perf_counter()
+            lexical.ensure_global_index(fresh, sub)
+            t_global = time.perf_counter() - t0
+            global_bytes = db_bytes(fresh) - base - doc_bytes
+            vectors = spec is not None and copy_vectors(store, fresh, sub, spec)
+            for s in specs:
+                if arms.parse_spec(s)[0] in VECTOR_ARMS and not vectors:
+                    log(f"  {sub.name}: {s} left out (no cached vectors for every document)")
+                    continue
+                label = arms.make(s, sub, fresh).label
+                t = latency(lambda: arms.make(s, sub, fresh), queries, k, rounds) * 1000
+                rows.append({"documents": len(sub.documents), "pages": sub.pages, "arm": label,
+                             "median_ms": float(np.median(t)), "p95_ms": float(np.percentile(t, 95)),
+                             "doc_index_s": t_doc, "doc_index_bytes": doc_bytes,
+                             "global_index_s": t_global, "global_index_bytes": global_bytes})
+                log(f"  {sub.name}: {label:<40} {rows[-1]['median_ms']:7.2f} ms median")
+            fresh.close()
+    return pd.DataFrame(rows)
+
+
+def growth_exponent(x: Sequence[float], y: Sequence[float]) -> float:
+    """b in y ≈ a·x^b, by least squares on log y against log x (1 = linear growth, 0 = flat)."""
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    return float(np.polyfit(lx, ly, 1)[0])
+
+
+def exponents(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per arm: fitted growth exponent of median latency over documents, and the latency ratio between the
+    largest subset and the one a quarter its size (the issue's 400-vs-100 target), where both exist."""
+    rows = []
+    for arm, g in frame.groupby("arm", sort=False):
+        g = g.sort_values("documents")
+        n = g["documents"].to_numpy()
+        row = {"arm": arm, "exponent": growth_exponent(n, g["median_ms"]) if len(g) > 1 else math.nan,
+               "largest": int(n[-1]), "median_ms_largest": float(g["median_ms"].iloc[-1])}
+        quarter = g[g["documents"] == n[-1] // 4]
+        row["ratio_to_quarter"] = float(g["median_ms"].iloc[-1] / quarter["median_ms"].iloc[0]) if len(quarter) else math.nan
+        rows.append(row)
+    idx = frame.drop_duplicates("documents").sort_values("documents")
+    for what in ("doc_index_s", "global_index_s", "doc_index_bytes", "global_index_bytes"):
+        if len(idx) > 1:
+            rows.append({"arm": f"[{what}]", "exponent": growth_exponent(idx["documents"], idx[what].clip(lower=1e-9)),
+                         "largest": int(idx["documents"].iloc[-1]), "median_ms_largest": math.nan,
+                         "ratio_to_quarter": math.nan})
+    return pd.DataFrame(rows)
+
+
+def plot_scale(frame: pd.DataFrame):
+    """Log-log cost curve against documents: latency per arm, index build time, index size; each line's
+    fitted growth exponent in its legend."""
+    from matplotlib import pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    fits = exponents(frame).set_index("arm")
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for arm, g in frame.groupby("arm", sort=False):
+        g = g.sort_values("documents")
+        axes[0].plot(g["documents"], g["median_ms"], marker="o", label=f"{arm} ({fits.loc[arm, 'exponent']:.2f})")
+    idx = frame.drop_duplicates("documents").sort_values("documents")
+    for ax, scale_by, cols in ((axes[1], 1, ("doc_index_s", "global_index_s")),
+                               (axes[2], 2 ** 20, ("doc_index_bytes", "global_index_bytes"))):
+        for col, label in zip(cols, ("per-document FTS5 indexes", "global FTS5 index")):
+            b = fits.loc[f"[{col}]", "exponent"] if f"[{col}]" in fits.index else math.nan
+            ax.plot(idx["documents"], idx[col] / scale_by, marker="o", label=f"{label} ({b:.2f})")
+    sizes = sorted(frame["documents"].unique())
+    for ax, title, unit in ((axes[0], "Warm per-query latency, median, k = 10", "ms"),
+                            (axes[1], "Cold index build", "s"), (axes[2], "Index size", "MiB")):
+        ax.set(xscale="log", yscale="log", xlabel="documents (nested subsets)", ylabel=unit, title=title)
+        ax.set_xticks(sizes, labels=[str(n) for n in sizes])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, title="growth exponent", title_fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# ---- a bench directory ---------------------------------------------------------------------------------------
+
+def write(out: Path, figures: Sequence[Figure], env: dict, scale_frame: pd.DataFrame | None = None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([asdict(f) for f in figures]).to_csv(out / "bench.csv", index=False)
+    (out / "environment.json").write_text(json.dumps(env, indent=2) + "\n")
+    if scale_frame is not None and len(scale_frame):
+        scale_frame.to_csv(out / "scale.csv", index=False)
+        exponents(scale_frame).to_csv(out / "scale_fit.csv", index=False)
+        fig = plot_scale(scale_frame)
+        fig.savefig(out / "scale.png", dpi=150, bbox_inches="tight", facecolor="white")
+
+
+def table(figures: Sequence[Figure] | pd.DataFrame) -> str:
+    """The figures as a plain-text table."""
+    f = figures if isinstance(figures, pd.DataFrame) else pd.DataFrame([asdict(x) for x in figures])
+    return f.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+def load(path: Path | str) -> dict[str, pd.DataFrame | dict]:
+    """A bench directory's files: ``figures``, ``environment``, and ``scale``/``fit`` when present."""
+    path = Path(path)
+    if not (path / "bench.csv").exists():
+        raise FileNotFoundError(f"{path} is not a bench directory (no bench.csv): run `evalkit bench --out {path}`")
+    out: dict[str, pd.DataFrame | dict] = {"figures": pd.read_csv(path / "bench.csv"),
+                                           "environment": json.loads((path / "environment.json").read_text())}
+    if (path / "scale.csv").exists():
+        out["scale"] = pd.read_csv(path / "scale.csv")
+        out["fit"] = pd.read_csv(path / "scale_fit.csv")
+    return out
+
+
+def bench_environment(before: tuple[float, float, float]) -> dict:
+    return {**environment(), "load_average_before": list(before), "load_average_after": list(load_average()),
+            "peak_memory_mib": peak_memory_mib(), "cpu_count": os.cpu_count(),
+            "disk_free_bytes": shutil.disk_usage(Path.cwd()).free}
+
+
+def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Sequence[str] = LATENCY_ARMS,
+            runs: int = 3, rounds: int = 3, embed_docs: int = 5, measure_queries: int = 10_000,
+            spec: ModelSpec | None = None, log: Callable[[str], None] = print) -> list[Figure]:
+    """Every figure of ``evalkit bench`` on one corpus whose pages (and, for the vector arms, vectors) are in
+    ``store``; each is logged as it is measured."""
+    figures: list[Figure] = []
+
+    def add(f: Figure) -> None:
+        figures.append(f)
+        log(f"  {f.section:<11} {f.what:<58} {f.value:>10.4g} {f.unit}")
+
+    rates = extraction(corpus, runs)
+    add(Figure("extraction", f"cold extraction, {corpus.name} ({corpus.pages} pages)", statistics.median(rates),
+               "pages/s", runs, f"runs: {', '.join(f'{r:.0f}' for r in rates)}"))
+    if embed_docs and spec is not None:
+        e = embedding(store, corpus, spec, embed_docs)
+        note = f"{int(e['windows'])} windows of the first {embed_docs} documents (sha256 order)"
+        add(Figure("embedding", "cold embedding, evalkit (cached path)", e["evalkit"], "windows/s", 1, note))
+        add(Figure("embedding", "cold embedding, fastembed alone, same windows", e["fastembed"], "windows/s", 1, note))
+        add(Figure("embedding", "evalkit / fastembed throughput", e["ratio"], "ratio", 1, "1.0 = no overhead"))
+    for s in specs:
+        label = arms.make(s, corpus, store).label
+        for k in (10, 100):
+            t = latency(lambda: arms.make(s, corpus, store), queries, k, rounds) * 1000
+            note = f"{len(t) // rounds} first-time queries x {rounds} rounds, index warm"
+            add(Figure("latency", f"{label}, k={k}, median", float(np.median(t)), "ms", rounds, note))
+            add(Figure("latency", f"{label}, k={k}, p95", float(np.percentile(t, 95)), "ms", rounds, note))
+    if measure_queries:
+        m = measures_vs_pytrec(measure_queries)
+        note = f"nDCG@10 + RR + Recall@10, max |difference| {m['max_diff']:.3g}"
+        add(Figure("measures", f"evalkit, {measure_queries} queries", m["evalkit_s"] * 1000, "ms", 5, note))
+        add(Figure("measures", f"pytrec_eval, {measure_queries} queries (dicts built)", m["pytrec_eval_s"] * 1000, "ms", 5, note))
+        add(Figure("measures", "evalkit / pytrec_eval time", m["ratio"], "ratio", 5, "< 1 = evalkit faster"))
+    add(Figure("memory", "peak resident memory (this process, children)", peak_memory_mib(), "MiB"))
+    return figures
+
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "bench.ipynb"
+
+
+def environment_summary(env: dict):
+    """One Markdown line on where the figures were measured (the notebook's first output)."""
+    from .report import Markdown
+
+    m = env.get("machine", {})
+    pk = ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items())
+    before, after = env.get("load_average_before", [math.nan]), env.get("load_average_after", [math.nan])
+    return Markdown(f"**Machine** {m.get('processor', '?')}, {m.get('cpus', '?')} CPUs, "
+                    f"{(m.get('memory_bytes') or 0) / 2 ** 30:.0f} GiB · **Python** {env.get('python', '?')} · "
+                    f"**SQLite** {env.get('sqlite', '?')} · **load average** {before[0]:.2f} before, "
+                    f"{after[0]:.2f} after · **peak memory** {env.get('peak_memory_mib', math.nan):.0f} MiB · {pk}")
+
+
+def render(path: Path | str, out_html: Path | str | None = None) -> Path:
+    """Execute ``notebooks/bench.ipynb`` on a bench directory into ``<dir>/bench.html`` (and ``.ipynb``)."""
+    from .notebooks import execute
+
+    path = Path(path).resolve()
+    load(path)  # a clear error for a folder that is not a bench directory
+    return execute(NOTEBOOK, path, "bench", f"evalkit bench: {path.name}", out_html=out_html, bench=str(path))

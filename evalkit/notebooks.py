@@ -1,0 +1,78 @@
+"""Executing a report notebook headless and exporting it as a self-contained HTML page.
+
+One path for every notebook evalkit renders (the results report, the bench report): parameters are injected
+papermill-style, nbclient executes the notebook in its own kernel, and nbconvert writes HTML with the
+figures embedded and no script, style or font loaded from elsewhere, so the page opens offline.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+# nbconvert's lab template with the blocks that load scripts from a CDN (require.js, MathJax, mermaid,
+# widgets) left empty: the reports use none of them, and they must open without a network.
+OFFLINE_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _parameters_cell(pairs: dict) -> str:
+    return "# Parameters\n" + "".join(f"{k} = {v!r}\n" for k, v in pairs.items())
+
+
+def inject_parameters(nb, **params):
+    """Insert a cell tagged ``injected-parameters`` after the cell tagged ``parameters`` (papermill's
+    convention), replacing one injected before; returns the notebook."""
+    import nbformat
+
+    cells = [c for c in nb.cells if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+    at = next((i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if at is None:
+        raise ValueError("the notebook has no cell tagged 'parameters'")
+    cell = nbformat.v4.new_code_cell(_parameters_cell(params), metadata={"tags": ["injected-parameters"]})
+    cells.insert(at + 1, cell)
+    nb.cells = cells
+    return nb
+
+
+def execute(source: Path, where: Path, name: str, title: str, out_html: str | Path | None = None,
+            timeout: int = 600, kernel_name: str = "python3", **params) -> Path:
+    """Execute ``source`` with ``params`` in ``where`` and write ``<where>/<name>.ipynb`` and the HTML page
+    (``out_html``, default ``<where>/<name>.html``); returns the HTML's path. A failing cell raises
+    nbclient's CellExecutionError naming the cell, its code and the error; nothing is written then."""
+    import nbformat
+    from jinja2 import DictLoader
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    from nbconvert import HTMLExporter
+
+    nb = inject_parameters(nbformat.read(source, as_version=4), **params)
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the kernel's inline backend
+    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP warning
+                            resources={"metadata": {"path": str(where)}})
+    try:
+        client.execute(env=env)
+    except CellExecutionError as e:
+        index, cell = next(((i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code" and any(
+            o.get("output_type") == "error" for o in c.get("outputs", []))), (None, None))
+        at = f"cell {index} (In [{cell.get('execution_count')}])" if cell is not None else "a cell"
+        code = "\n".join("    " + line for line in (cell.source if cell else "").splitlines())
+        tb = "\n".join(_ANSI.sub("", line) for o in (cell.outputs if cell else [])
+                       if o.get("output_type") == "error" for line in o.get("traceback", []))
+        raise CellExecutionError(f"report notebook {source.name}, {at} failed on {where}: "
+                                 f"{e.ename}: {e.evalue}\n{code}\n\n{tb}", e.ename, e.evalue) from None
+    nbformat.write(nb, where / f"{name}.ipynb")
+    exporter = HTMLExporter(template_name="lab", template_file="evalkit-offline", exclude_input=True,
+                            exclude_output_prompt=True, embed_images=True,  # outputs only: the .ipynb keeps the code
+                            extra_loaders=[DictLoader({"evalkit-offline": OFFLINE_TEMPLATE})])
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    out = Path(out_html) if out_html else where / f"{name}.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(body, encoding="utf-8")
+    return out
