@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
-import os
 import resource
 import signal
 import sys

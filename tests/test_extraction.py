@@ -1,5 +1,4 @@
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import pytest
 
 from evalkit import corpus
 from evalkit.cli import main
-from evalkit.extraction import extract, extract_all
+from evalkit.extraction import extract_all
 from evalkit.pages import PageStore
 
 from .conftest import make_pdf

@@ -5,7 +5,7 @@ from evalkit.cli import main
 from evalkit.qrels import QrelsError
 from evalkit.text import contains
 
-from .conftest import TEST_HOME, make_pdf
+from .conftest import make_pdf
 
 PAGES = {
     "a.pdf": ["The geometry package sets page margins.", "Tables get rules from booktabs."],

@@ -1,7 +1,5 @@
 import json
 
-import pytest
-
 from evalkit import arms, resultsdir
 from evalkit.cli import main
 from evalkit.records import Result

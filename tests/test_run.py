@@ -8,7 +8,7 @@ import pytrec_eval
 from evalkit import arms, qrels
 from evalkit import run as runner
 from evalkit.cli import main
-from evalkit.records import Hit, Result
+from evalkit.records import Hit
 from evalkit.results import Results
 
 QUERIES = '''
