@@ -1,9 +1,11 @@
 """SQLite FTS5 indexes and the query analysis shared by the lexical arms.
 
-Two kinds of index live in the cache database, both contentless (the text stays in the page store):
-- one FTS5 table per document, keyed by the document's sha256: each has its own BM25 statistics
-  (IDF, average page length), exactly as a per-document search tool would;
-- one corpus-wide FTS5 table per corpus digest, with a side table mapping rowids to (document, page).
+The arms read one corpus-wide FTS5 table per corpus digest (contentless: the text stays in the page
+store), with a side table mapping rowids to (document, page). FTS5 tokenizes and finds each query term's
+pages; BM25 is then computed in NumPy with FTS5's own formula, either with the corpus-wide statistics or
+with each document's own (IDF, average page length), exactly as a per-document search tool's one FTS5
+table per document would score them. Those per-document tables can still be built
+(:func:`ensure_document_indexes`): the tests check the NumPy scores against them to the bit.
 
 Query semantics: the query's words (stop words dropped, unless nothing else is left) are OR-ed, each as a
 quoted FTS5 string, so no user punctuation (quotes, ``NEAR(``, ``*``, ``-``) is ever read as syntax and a
@@ -57,7 +59,9 @@ def document_table(sha256: str) -> str:
 
 
 def ensure_document_indexes(store: PageStore, corpus: Corpus) -> dict[str, str]:
-    """Build the per-document FTS5 tables that are missing; document name -> table name."""
+    """Build the per-document FTS5 tables that are missing; document name -> table name. No arm reads them
+    (the keyword arm computes the same scores from the corpus-wide table): they are the reference its
+    tests compare with, and what a per-document tool's index costs to build (benchmarks)."""
     db = store.db
     db.executescript(_REGISTRY)
     tables = {}

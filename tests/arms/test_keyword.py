@@ -6,10 +6,9 @@ from collections import defaultdict
 
 import pytest
 
-from evalkit import arms, corpus, qrels
+from evalkit import arms, qrels
 from evalkit.arms.lexical import ensure_document_indexes, match_expression, query_terms
 from evalkit.fusion import fuse
-from evalkit.pages import PageStore
 
 from ..conftest import ROOT
 
@@ -78,19 +77,6 @@ def reference_search(arm, query: str, k: int) -> list[tuple[str, int, float]]:
     fused = fuse(([(doc, page) for page, _ in pages] for doc, pages in ranked.items()),
                  tiebreak=lambda dp: (-by_page.get(dp, 0.0), -content.get(dp[0], 0.0), arm.sha[dp[0]], dp[1]))
     return [(doc, page, score) for (doc, page), score in fused[:k]]
-
-
-@pytest.fixture(scope="session")
-def rmanuals(real_env):
-    mp = pytest.MonkeyPatch()
-    for key, value in real_env.items():
-        mp.setenv(key, value)
-    c = corpus.load("rmanuals")
-    corpus.fetch(c)
-    store = PageStore()
-    yield store.ingest(c, progress=False).corpus, store
-    store.close()
-    mp.undo()
 
 
 @pytest.mark.parametrize("spec", VARIANTS)
