@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+
 T = TypeVar("T", bound=Hashable)
 
 K = 60
@@ -31,3 +33,14 @@ def fuse(rankings: Iterable[Sequence[T]], tiebreak: Callable[[T], Any], k: int =
     scores = rrf_scores(rankings, k)
     return sorted(scores.items(), key=lambda kv: (-kv[1], tiebreak(kv[0])))
 
+
+
+def round_robin_depth(lengths: Sequence[int], k: int) -> int:
+    """How deep each of several *disjoint* rankings must be read for the top k of their fusion: an item at
+    rank r scores 1/(k_rrf + r) whichever ranking holds it, so the fused list is all first items, then all
+    second items, and so on; its top k lies within the first r ranks once those hold k items."""
+    lengths = np.asarray(lengths)
+    depth = 1
+    while depth < lengths.max(initial=0) and np.minimum(lengths, depth).sum() < k:
+        depth += 1
+    return depth

@@ -47,22 +47,33 @@ def real_env():
             "EVALKIT_LOCK": str(ROOT / "corpora.lock")}
 
 
-@pytest.fixture(scope="session")
-def latex(real_env):
-    """The real `latex` corpus, fetched (apt-get download + dpkg-deb) and its pages in the store."""
+def _real_corpus(name: str, env: dict[str, str]):
+    """A real corpus, fetched (apt-get download + dpkg-deb) and its pages in the store: yields (corpus, store)."""
     from evalkit import corpus
     from evalkit.pages import PageStore
 
     mp = pytest.MonkeyPatch()
-    for k, v in real_env.items():
+    for k, v in env.items():
         mp.setenv(k, v)
-    c = corpus.load("latex")
+    c = corpus.load(name)
     corpus.fetch(c)
     store = PageStore()
     ingest = store.ingest(c, progress=False)
     yield ingest.corpus, store
     store.close()
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def latex(real_env):
+    """The real `latex` corpus: (corpus, store)."""
+    yield from _real_corpus("latex", real_env)
+
+
+@pytest.fixture(scope="session")
+def rmanuals(real_env):
+    """The real `rmanuals` corpus: (corpus, store)."""
+    yield from _real_corpus("rmanuals", real_env)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.fusion import fuse, rrf_scores
+from evalkit.fusion import fuse, round_robin_depth, rrf_scores
 from evalkit.measures import ties_at
 
 
@@ -33,3 +33,19 @@ def test_fused_order_is_total_and_scores_never_increase(lists):
     assert sorted(x for x, _ in fused) == sorted({x for lst in lists for x in lst})
     scores = [s for _, s in fused]
     assert scores == sorted(scores, reverse=True)
+
+
+@given(st.lists(st.integers(0, 12), max_size=8), st.integers(1, 40))
+def test_round_robin_depth_keeps_the_fused_top_k_of_disjoint_rankings(lengths, k):
+    # brute force: fusing the rankings cut at that depth gives the same top k as fusing them whole
+    rankings = [[(i, r) for r in range(n)] for i, n in enumerate(lengths)]
+    tiebreak = lambda item: (hash(item) % 7, item)  # noqa: E731 - any total order
+    depth = round_robin_depth(lengths, k)
+    assert fuse([r[:depth] for r in rankings], tiebreak)[:k] == fuse(rankings, tiebreak)[:k]
+    if depth > 1:  # and it is the least such depth
+        assert sum(min(n, depth - 1) for n in lengths) < k
+
+
+def test_round_robin_depth_by_hand():
+    assert round_robin_depth([5, 5, 5], 3) == 1 and round_robin_depth([5, 5, 5], 4) == 2
+    assert round_robin_depth([1, 9], 5) == 4 and round_robin_depth([2, 2], 10) == 2 and round_robin_depth([], 10) == 1

@@ -15,4 +15,4 @@ class GlobalIndexArm(Arm):
         self.global_index = GlobalIndex(store, corpus)
 
     def search(self, query: str, k: int) -> Result:
-        return Result(tuple(Hit(d, p, s) for d, p, s in self.global_index.bm25(query_terms(query))[:k]))
+        return Result(tuple(Hit(d, p, s) for d, p, s in self.global_index.bm25(query_terms(query), k)))

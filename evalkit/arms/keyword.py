@@ -10,15 +10,20 @@ itself, then by the document's.
 
 ``idf_scope``: ``doc`` ranks pages with each document's own FTS5 statistics (the per-document tool);
 ``corpus`` ranks pages inside each document with corpus-wide statistics (one index, then the same fusion).
+
+Speed: the per-document scores are those each document's own FTS5 table would give, but computed from the
+corpus-wide index's postings in NumPy (:meth:`GlobalIndex.bm25_scores`), so a query costs one FTS5
+query per query term however many documents there are, not one per document. Only the ranks the fused
+top k can reach are turned into Python objects (:func:`round_robin_depth`).
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import numpy as np
 
-from ..fusion import fuse
+from ..fusion import fuse, round_robin_depth
 from ..records import Hit, Result
 from . import Arm
-from .lexical import GlobalIndex, ensure_document_indexes, match_expression, query_terms
+from .lexical import GlobalIndex, query_terms
 
 
 class KeywordArm(Arm):
@@ -30,36 +35,40 @@ class KeywordArm(Arm):
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
         self.global_index = GlobalIndex(store, corpus)
-        self.tables = ensure_document_indexes(store, corpus) if self.params["idf_scope"] == "doc" else {}
         self.sha = {d.name: d.sha256 for d in corpus.documents}
+
+    def _ranked(self, terms: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every matching page as (row, score, rank in its document), grouped by document, best first in
+        each, equal scores by page."""
+        index = self.global_index
+        rows, score = index.bm25_scores(terms, self.params["idf_scope"])
+        doc = index.doc[rows]
+        order = np.lexsort((index.page[rows], -score, doc))
+        rows, score, doc = rows[order], score[order], doc[order]
+        first = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # where each document's pages start
+        rank = np.arange(len(rows)) - np.repeat(first, np.diff(np.r_[first, len(rows)]))
+        return rows, score, rank
+
+    def _lists(self, rows: np.ndarray, score: np.ndarray, rank: np.ndarray, depth: int) -> dict[str, list[tuple[int, float]]]:
+        index, out = self.global_index, {}
+        keep = rank < depth
+        for d, page, s in zip(index.doc[rows[keep]].tolist(), index.page[rows[keep]].tolist(), score[keep].tolist()):
+            out.setdefault(index.docs[d], []).append((page, s))
+        return out
 
     def per_document(self, terms: list[str], k: int) -> dict[str, list[tuple[int, float]]]:
         """Each matching document's top ``k`` pages as (page, -bm25), best first, equal scores by page."""
-        if self.params["idf_scope"] == "corpus":
-            out: dict[str, list[tuple[int, float]]] = defaultdict(list)
-            for doc, page, score in self.global_index.bm25(terms):
-                out[doc].append((page, score))
-            return {d: sorted(v, key=lambda ps: (-ps[1], ps[0]))[:k] for d, v in out.items()}
-        expr = match_expression(terms)
-        out = {}
-        db = self.store.db
-        matching = self.global_index.content_scores(terms)  # documents holding a query word (cached)
-        for doc, table in self.tables.items():
-            if doc not in matching:
-                continue
-            rows = db.execute(f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? "
-                              f"ORDER BY bm25({table}), rowid LIMIT {int(k)}", (expr,)).fetchall()
-            if rows:
-                out[doc] = [(page, -score) for page, score in rows]
-        return out
+        return self._lists(*self._ranked(terms), k)
 
     def search(self, query: str, k: int) -> Result:
         terms = query_terms(query)
         if not terms:
             return Result()
-        ranked = self.per_document(terms, k)
-        content = self.global_index.content_scores(terms)
-        by_page = self.global_index.page_content_scores(terms) if self.params["tiebreak"] == "page" else {}
+        index = self.global_index
+        rows, score, rank = self._ranked(terms)
+        ranked = self._lists(rows, score, rank, round_robin_depth(np.bincount(index.doc[rows]), k))
+        content = index.content_scores(terms)
+        by_page = index.page_content_scores(terms) if self.params["tiebreak"] == "page" else {}
         fused = fuse(([(doc, page) for page, _ in pages] for doc, pages in ranked.items()),
                      tiebreak=lambda dp: (-by_page.get(dp, 0.0), -content.get(dp[0], 0.0), self.sha[dp[0]], dp[1]),
                      k=self.params["rrf_k"])

@@ -88,7 +88,7 @@ class Lexicon:
 
     def __init__(self, store, corpus):
         self.index = GlobalIndex(store, corpus)
-        self.n = len(self.index.pages)
+        self.n = self.index.n_pages
 
     def weights(self, terms: list[str]) -> dict[str, float]:
         return {t: idf(len(self.index.pages_with(t)), self.n) for t in terms}
