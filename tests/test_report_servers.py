@@ -4,6 +4,7 @@ import pytest
 
 from evalkit import arms, corpus, qrels, report_servers
 from evalkit import run as runner
+from evalkit.pages import PageStore
 from evalkit.records import Hit, Result
 from evalkit.results import Results
 from tests.conftest import make_pdf
@@ -35,8 +36,8 @@ def results(tmp_path, monkeypatch):
                  '[[query]]\nid = "ok"\nclass = "needle"\ntext = "alpha"\njudgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n'
                  '[[query]]\nid = "bad"\nclass = "needle"\ntext = "fail"\njudgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n')
     c = corpus.from_dir(tmp_path / "docs")
-    return Results.load(runner.run(c, None, qrels.load(q), ["served"], tmp_path / "res",
-                                   progress=False))
+    with PageStore(tmp_path / "cache.sqlite") as store:  # the arm reads no page; the run records the extractor
+        return Results.load(runner.run(c, store, qrels.load(q), ["served"], tmp_path / "res", progress=False))
 
 
 def test_errors_lists_each_failed_query_with_its_message(results):
