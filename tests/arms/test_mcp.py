@@ -15,6 +15,7 @@ from evalkit import run as runner
 from evalkit.arms import ArmError, ArmFailure
 from evalkit.arms.mcp import Mapping, fill, load_definition
 from evalkit.cli import main
+from evalkit.pages import PageStore
 from tests.conftest import make_pdf
 
 SERVER = Path(__file__).with_name("mcp_server.py")
@@ -258,7 +259,8 @@ text = "inline error"
 judgments = []
 ''')
     qs = qrels.load(qfile)
-    out = runner.run(c, None, qs, [f"mcp(config={config},name=test)"], tmp_path / "res", progress=False)
+    with PageStore(tmp_path / "cache.sqlite") as store:  # the mcp arm reads no page; the run records the extractor
+        out = runner.run(c, store, qs, [f"mcp(config={config},name=test)"], tmp_path / "res", progress=False)
     recs = {json.loads(line)["query"]: json.loads(line) for line in (out / "runs" / "mcp(name=test).jsonl").open()}
     assert "the index is locked" in recs["err"]["error"] and recs["ok"]["error"] == ""
     pq = pd.read_parquet(out / "per_query.parquet").set_index("query")
