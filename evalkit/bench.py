@@ -283,10 +283,10 @@ def plot_scale(frame: pd.DataFrame):
     """Log-log cost curve against documents: latency per arm, index build time, index size; each line's
     fitted growth exponent in its legend."""
     from matplotlib import pyplot as plt
-    from matplotlib.ticker import NullFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     fits = exponents(frame).set_index("arm")
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5.5))
     for arm, g in frame.groupby("arm", sort=False):
         g = g.sort_values("documents")
         axes[0].plot(g["documents"], g["median_ms"], marker="o", label=f"{arm} ({fits.loc[arm, 'exponent']:.2f})")
@@ -297,13 +297,16 @@ def plot_scale(frame: pd.DataFrame):
             b = fits.loc[f"[{col}]", "exponent"] if f"[{col}]" in fits.index else math.nan
             ax.plot(idx["documents"], idx[col] / scale_by, marker="o", label=f"{label} ({b:.2f})")
     sizes = sorted(frame["documents"].unique())
-    for ax, title, unit in ((axes[0], "Warm per-query latency, median, k = 10", "ms"),
+    for ax, title, unit in ((axes[0], "Per-query latency (index warm, query new), median, k = 10", "ms"),
                             (axes[1], "Cold index build", "s"), (axes[2], "Index size", "MiB")):
         ax.set(xscale="log", yscale="log", xlabel="documents (nested subsets)", ylabel=unit, title=title)
         ax.set_xticks(sizes, labels=[str(n) for n in sizes])
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, title="growth exponent", title_fontsize=8)
+        ax.legend(fontsize=8, title="growth exponent", title_fontsize=8, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.16), frameon=False)
     fig.tight_layout()
     return fig
 
