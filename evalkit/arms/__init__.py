@@ -157,15 +157,20 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name, params
 
 
+def lookup(spec: str, known: dict[str, type[Configurable]], kind: str) -> tuple[type[Configurable], dict[str, str]]:
+    """The class ``spec`` names in ``known`` (a registry of arms or policies) and its raw parameters,
+    checked without building anything."""
+    name, params = parse_spec(spec)
+    if name not in known:
+        raise ArmError(f"unknown {kind} {name!r} (known: {', '.join(sorted(known))})")
+    known[name].resolve(params)
+    return known[name], params
+
+
 def validate(spec: str) -> tuple[type[Arm], dict[str, str]]:
     """The arm class and raw parameters of ``spec``, checked without building anything (so a run can
     refuse a misspelt arm before it starts)."""
-    name, params = parse_spec(spec)
-    arms = registry()
-    if name not in arms:
-        raise ArmError(f"unknown arm {name!r} (known: {', '.join(sorted(arms))})")
-    arms[name].resolve(params)
-    return arms[name], params
+    return lookup(spec, registry(), "arm")
 
 
 def same_arm(specs: list[str]) -> tuple[str, str] | None:

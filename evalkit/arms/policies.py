@@ -30,7 +30,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..records import Result
-from . import ArmError, Configurable, make, parse_spec
+from . import ArmError, Configurable, lookup, make
 from .lexical import GlobalIndex, query_terms
 
 
@@ -300,12 +300,7 @@ def registry() -> dict[str, type[Policy]]:
 
 
 def validate(spec: str) -> tuple[type[Policy], dict[str, str]]:
-    name, params = parse_spec(spec)
-    policies = registry()
-    if name not in policies:
-        raise ArmError(f"unknown policy {name!r} (known: {', '.join(sorted(policies))})")
-    policies[name].resolve(params)
-    return policies[name], params
+    return lookup(spec, registry(), "policy")
 
 
 def make_policy(spec: str, corpus, store) -> Policy:
