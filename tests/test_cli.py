@@ -1,6 +1,7 @@
 import json
 import shlex
 import shutil
+import sqlite3
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -287,9 +288,12 @@ def test_a_damaged_cache_is_named_with_the_command_that_rebuilds_it(tiny, capsys
     home, argv = tiny
     assert main(argv) == 0
     db = home / "cache" / "evalkit.sqlite"
+    with sqlite3.connect(db) as c:  # move every page out of the WAL, so wrecking the file wrecks data
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(db.read_bytes())
-    for page in range(1, len(data) // 4096):  # wreck every page but the first (the schema)
-        data[page * 4096 + 100: page * 4096 + 1100] = b"\xff" * 1000
+    assert len(data) // 4096 > 2
+    for page in range(1, len(data) // 4096):  # wreck every page's b-tree header but the first's (the schema)
+        data[page * 4096: page * 4096 + 12] = b"\xff" * 12
     db.write_bytes(bytes(data))
     for f in ("evalkit.sqlite-wal", "evalkit.sqlite-shm"):
         (home / "cache" / f).unlink(missing_ok=True)
