@@ -63,38 +63,40 @@ def peak_memory_mib() -> float:
     return max(own, children) / 1024
 
 
+def _copy_rows(store: PageStore, fresh: PageStore, tables: Sequence[str], where: str, params: Sequence) -> None:
+    """Copy the rows of ``tables`` matching ``where`` from ``store``'s file into ``fresh``, in one transaction."""
+    with fresh.db:
+        fresh.db.execute("ATTACH DATABASE ? AS src", (str(store.path),))
+        for table in tables:
+            fresh.db.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table} WHERE {where}", params)
+    fresh.db.execute("DETACH DATABASE src")
+
+
+def _in_corpus(corpus: Corpus) -> tuple[str, list[str]]:
+    """An SQL condition selecting ``corpus``'s documents by sha256, and its parameters."""
+    shas = [d.sha256 for d in corpus.documents]
+    return f"sha256 IN ({','.join('?' * len(shas))})", shas
+
+
 def copy_pages(store: PageStore, corpus: Corpus, path: Path) -> PageStore:
     """A fresh page store at ``path`` holding only ``corpus``'s extracted pages (copied, not re-extracted),
     so index builds and sizes are measured on exactly that subset."""
     fresh = PageStore(path)
-    shas = [d.sha256 for d in corpus.documents]
-    marks = ",".join("?" * len(shas))
-    with fresh.db:
-        fresh.db.execute("ATTACH DATABASE ? AS src", (str(store.path),))
-        for table in ("documents", "pages"):
-            fresh.db.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table} WHERE sha256 IN ({marks})", shas)
-    fresh.db.execute("DETACH DATABASE src")
+    where, shas = _in_corpus(corpus)
+    _copy_rows(store, fresh, ("documents", "pages"), where, shas)
     return fresh
 
 
 def copy_vectors(store: PageStore, fresh: PageStore, corpus: Corpus, spec: ModelSpec) -> bool:
     """Copy ``corpus``'s cached vectors for ``spec`` into ``fresh``; False when some document has none
     (the bench then leaves vector arms out rather than embedding for minutes)."""
-    key = spec.key
-    shas = [d.sha256 for d in corpus.documents]
-    marks = ",".join("?" * len(shas))
+    where, shas = _in_corpus(corpus)
     store.db.executescript(VECTOR_SCHEMA)
-    have = store.db.execute(f"SELECT count(*) FROM vector_docs WHERE key=? AND sha256 IN ({marks})",
-                            (key, *shas)).fetchone()[0]
+    have = store.db.execute(f"SELECT count(*) FROM vector_docs WHERE key=? AND {where}", (spec.key, *shas)).fetchone()[0]
     if have < len(set(shas)):
         return False
     fresh.db.executescript(VECTOR_SCHEMA)
-    with fresh.db:
-        fresh.db.execute("ATTACH DATABASE ? AS src", (str(store.path),))
-        for table in ("vector_docs", "vectors"):
-            fresh.db.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table} WHERE key=? AND sha256 IN ({marks})",
-                             (key, *shas))
-    fresh.db.execute("DETACH DATABASE src")
+    _copy_rows(store, fresh, ("vector_docs", "vectors"), f"key=? AND {where}", (spec.key, *shas))
     return True
 
 
