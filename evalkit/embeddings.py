@@ -177,28 +177,30 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
         return
     bar = tqdm(total=sum(d.pages for d in todo), unit="page", desc=f"embed {spec.model}", disable=not progress,
                file=sys.stderr)
+    chunks: dict[str, list[list[tuple[int, int, str]]]] = {}  # documents in flight: their chunks
+    where: list[tuple[Document, int]] = []  # call index -> (document, chunk number)
+
+    def texts():  # one call per chunk, read a document at a time as the calls are consumed
+        for d in todo:
+            chunks[d.sha256] = _chunks(store, d, spec.window)
+            for n, chunk in enumerate(chunks[d.sha256]):
+                where.append((d, n))
+                yield [w for _, _, w in chunk]
+
     ex = executor.current()
     if ex is None:
-        embedder = embedder_factory()
-        for d in todo:
-            rows = []
-            for chunk in _chunks(store, d, spec.window):  # progress moves inside a long document too
-                rows += _rows(key, d, chunk, embedder.passages([w for _, _, w in chunk]))
-                bar.update(len({p for p, _, _ in chunk}))
-            _write_vectors(db, key, d, rows)
+        vectors = enumerate(map(embedder_factory().passages, texts()))
     else:
-        chunks = {d.sha256: _chunks(store, d, spec.window) for d in todo}
-        where = [(d, n) for d in todo for n in range(len(chunks[d.sha256]))]
-        got: dict[str, dict[int, np.ndarray]] = {d.sha256: {} for d in todo}
-        calls = ((spec, batch_size, [w for _, _, w in chunks[d.sha256][n]]) for d, n in where)
-        for i, vecs in ex.map(embed_chunk, calls):
-            d, n = where[i]
-            got[d.sha256][n] = vecs
-            bar.update(len({p for p, _, _ in chunks[d.sha256][n]}))
-            if len(got[d.sha256]) == len(chunks[d.sha256]):
-                rows = [r for m, chunk in enumerate(chunks[d.sha256]) for r in _rows(key, d, chunk, got[d.sha256][m])]
-                _write_vectors(db, key, d, rows)
-                del got[d.sha256]
+        vectors = ex.map(embed_chunk, ((spec, batch_size, t) for t in texts()))
+    got: dict[str, dict[int, np.ndarray]] = {}
+    for i, vecs in vectors:  # progress moves inside a long document too
+        d, n = where[i]
+        got.setdefault(d.sha256, {})[n] = vecs
+        bar.update(len({p for p, _, _ in chunks[d.sha256][n]}))
+        if len(got[d.sha256]) == len(chunks[d.sha256]):
+            done_vecs = got.pop(d.sha256)
+            _write_vectors(db, key, d, [r for m, chunk in enumerate(chunks.pop(d.sha256))
+                                        for r in _rows(key, d, chunk, done_vecs[m])])
     bar.close()
 
 
