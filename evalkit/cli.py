@@ -39,15 +39,17 @@ def add_hidden_text_arg(p: argparse.ArgumentParser) -> None:
                         "(visible text only, in a cache of its own: evalkit-visible.sqlite)")
 
 
-def open_corpus(args: argparse.Namespace, quiet: bool = False) -> tuple[Ingest, PageStore]:
-    """The corpus named by --corpus/--docs, with its pages in the store; unreadable files are reported."""
+def open_corpus(args: argparse.Namespace, quiet: bool = False,
+                store: PageStore | None = None) -> tuple[Ingest, PageStore]:
+    """The corpus named by --corpus/--docs, with its pages in the store (``store``, else the one --cache and
+    --hidden-text name); unreadable files are reported."""
     c = corpora.load(args.corpus, args.root) if args.corpus else corpora.from_dir(args.docs)
     if args.corpus:
         v = corpora.verify(c)
         if v.missing or v.changed:
             raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
                               f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
-    store = PageStore(args.cache, args.hidden_text)
+    store = store or PageStore(args.cache, args.hidden_text)
     ingest = store.ingest(c, progress=not quiet)
     for name, error in ingest.errors.items():
         print(f"skipped {name}: {error}", file=sys.stderr)
@@ -367,7 +369,7 @@ def cmd_bench(args) -> int:
     if args.scale:
         sizes = [int(n) for n in args.scale.split(",")]
         args.corpus, args.docs = args.scale_corpus, None
-        big, _ = open_corpus(args, quiet=True)
+        big, _ = open_corpus(args, quiet=True, store=store)
         sub = bench.nested_subsets(big.corpus, [max(sizes)], args.seed)[0]
         if args.embed:  # the largest subset holds every smaller one
             arms.make("semantic", sub, store)
