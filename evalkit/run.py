@@ -114,7 +114,15 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
     return done
 
 
+def _record(q: Query, result: Result, latency: float) -> dict:
+    """The jsonl record of one answer: what ``_result`` reads back and --resume compares by query text."""
+    return {"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
+            "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
+            "error": result.error, "latency": latency}
+
+
 def _result(rec: dict) -> Result:
+    """The answer a jsonl record holds (its inverse is ``_record``)."""
     return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
                   confidence=rec.get("confidence"), error=rec.get("error", ""))
 
@@ -243,11 +251,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
             ready[i] = answer
             bar.update()
             while written in ready:
-                result, latency = ready.pop(written)
-                q = todo[written]
-                f.write(json.dumps({"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
-                                    "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
-                                    "error": result.error, "latency": latency}) + "\n")
+                f.write(json.dumps(_record(todo[written], *ready.pop(written))) + "\n")
                 f.flush()
                 written += 1
 

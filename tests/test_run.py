@@ -8,7 +8,7 @@ import pytrec_eval
 from evalkit import arms, qrels
 from evalkit import run as runner
 from evalkit.cli import main
-from evalkit.records import Hit
+from evalkit.records import Hit, Query, Result
 from evalkit.results import Results
 
 QUERIES = '''
@@ -140,6 +140,18 @@ def test_trec_lines_keep_the_arms_order_through_trec_eval():
     run = {"q": {ln.split()[2]: float(ln.split()[4]) for ln in lines}}
     # trec_eval would put b before a on the raw tie (id descending), and c's tiny gap collapses at its precision
     assert pytrec_eval.RelevanceEvaluator({"q": {"a.pdf#1": 1}}, {"recip_rank"}).evaluate(run)["q"]["recip_rank"] == 1.0
+
+
+@pytest.mark.parametrize("result", [
+    Result((Hit("a.pdf", 3, 1.25), Hit("b#1.pdf", 1, -0.5)), confidence=0.75),
+    Result(refused=True, reason="no evidence", confidence=0.0),
+    Result(error="TimeoutError: no answer in 5 s"),
+])
+def test_a_jsonl_record_reads_back_as_the_same_answer(result):
+    q = Query("q1", "needle", "extra space between rows", ())
+    rec = json.loads(json.dumps(runner._record(q, result, 0.012)))  # through the file's own encoding
+    assert (rec["query"], rec["text"], rec["latency"]) == ("q1", q.text, 0.012)
+    assert runner._result(rec) == result
 
 
 def test_an_interrupted_run_resumes_without_recomputing_or_losing(small, qset, tmp_path, with_flaky):
