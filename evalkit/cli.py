@@ -80,15 +80,36 @@ def cmd_corpus_verify(args) -> int:
 
 
 def cmd_corpus_lock(args) -> int:
+    corpus = corpora.from_dir(args.dir, args.name)
+    copies = corpus.copies()
     with PageStore(args.cache) as store:
-        ingest = store.ingest(corpora.from_dir(args.dir, args.name))
-        for name, error in ingest.errors.items():
+        ingest = store.ingest(corpus)
+        unreadable = {name: error for name, error in ingest.errors.items() if name not in copies}
+        for name, error in unreadable.items():
             print(f"not locked {name}: {error}", file=sys.stderr)
-        if ingest.errors:
-            raise UsageError(f"{len(ingest.errors)} file(s) in {args.dir} cannot be read; remove them before locking")
+        for name, original in copies.items():
+            print(f"not locked {name}: an identical copy of {original} (the same bytes)", file=sys.stderr)
+        if unreadable or copies:
+            raise UsageError(f"nothing locked from {args.dir}: {_lock_problems(unreadable, copies)}")
         entry = corpora.lock_corpus(ingest.corpus, args.lock, args.description)
     print(f"locked {args.name}: {len(entry['document'])} documents, {sum(d['pages'] for d in entry['document'])} pages")
     return 0
+
+
+def _lock_problems(unreadable: dict[str, str], copies: dict[str, str]) -> str:
+    """Why nothing was locked from a folder, and what to remove, in one line."""
+    why, remove = [], []
+    if unreadable:
+        why.append(f"{len(unreadable)} file(s) cannot be read")
+        remove.append("the unreadable files")
+    if len(copies) == 1:
+        (name, original), = copies.items()
+        why.append(f"{name} and {original} are identical copies (a lock pins each document once)")
+        remove.append("one of the two")
+    elif copies:
+        why.append(f"{len(copies)} files are identical copies of others (a lock pins each document once)")
+        remove.append("the copies")
+    return f"{'; '.join(why)}: remove {' and '.join(remove)} and lock again"
 
 
 def cmd_corpus_stats(args) -> int:

@@ -48,6 +48,12 @@ class Corpus:
     def pages(self) -> int:
         return sum(d.pages for d in self.documents)
 
+    def copies(self) -> dict[str, str]:
+        """Each byte-identical copy's name -> the first name (in name order) with the same bytes: one
+        document under two names, which a lock must not pin twice."""
+        first: dict[str, str] = {}
+        return {d.name: first[d.sha256] for d in self.documents if first.setdefault(d.sha256, d.name) != d.name}
+
     def digest(self) -> str:
         """sha256 over (name, sha256) pairs: identifies exactly which bytes a result was computed on."""
         h = hashlib.sha256()

@@ -41,6 +41,31 @@ def test_lock_then_verify_exit_codes(isolated, capsys):
     assert main(["corpus", "verify", "unknown"]) == 2
 
 
+def test_lock_names_identical_copies_as_copies_and_locks_nothing(isolated, capsys):
+    d = isolated / "pdfs"
+    d.mkdir()
+    shutil.copy(make_pdf(d / "manual.pdf", ["hello", "world"]), d / "manual_copy.pdf")
+    make_pdf(d / "other.pdf", ["another"])
+    assert main(["corpus", "lock", "mine", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert "not locked manual_copy.pdf: an identical copy of manual.pdf (the same bytes)" in err
+    assert "cannot be read" not in err and "Traceback" not in err
+    assert err.endswith(f"evalkit: nothing locked from {d}: manual_copy.pdf and manual.pdf are identical copies "
+                        "(a lock pins each document once): remove one of the two and lock again\n")
+    assert not (isolated / "corpora.lock").exists()
+    (d / "junk.pdf").write_bytes(b"junk")
+    shutil.copy(d / "other.pdf", d / "other2.pdf")
+    assert main(["corpus", "lock", "mine", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert "not locked junk.pdf: " in err and "not locked other2.pdf: an identical copy of other.pdf" in err
+    assert err.endswith("1 file(s) cannot be read; 2 files are identical copies of others (a lock pins each document "
+                        "once): remove the unreadable files and the copies and lock again\n")
+    for name in ("manual_copy.pdf", "junk.pdf", "other2.pdf"):
+        (d / name).unlink()
+    assert main(["corpus", "lock", "mine", str(d)]) == 0
+    assert main(["corpus", "verify", "mine", "--root", str(d)]) == 0
+
+
 def test_arms_lists_every_arm_with_its_parameters(capsys):
     assert main(["arms"]) == 0
     out = capsys.readouterr().out

@@ -1,3 +1,4 @@
+import shutil
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,16 @@ def test_lock_rejects_duplicate_names(isolated):
                     '[[corpus.x.document]]\nname="a.pdf"\nsha256="2"\npages=1\n')
     with pytest.raises(CorpusError, match="not unique"):
         corpus.load("x")
+
+
+def test_copies_map_each_identical_copy_to_the_first_name(isolated):
+    src = _folder(isolated)
+    assert corpus.from_dir(src).copies() == {}
+    for name in ("gamma.pdf", "aardvark.pdf"):
+        shutil.copy(src / "beta.pdf", src / name)
+    shutil.copy(src / "alpha.pdf", src / "zeta.pdf")
+    assert corpus.from_dir(src).copies() == {"beta.pdf": "aardvark.pdf", "gamma.pdf": "aardvark.pdf",
+                                             "zeta.pdf": "alpha.pdf"}
 
 
 def test_digest_depends_on_names_and_bytes(isolated):
