@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny PDFs built with PyMuPDF, and the real default corpora fetched once per machine."""
+"""Shared fixtures: tiny PDFs built with PyMuPDF, the real default corpora fetched once per machine, the
+query sets and runs several test modules use, and the check of a one-line error."""
 from __future__ import annotations
 
 import os
@@ -17,6 +18,34 @@ os.environ.setdefault("EVALKIT_MODEL_DIR", "packaged")
 # A few short real manuals: enough for the real model and real FTS5 behaviour, small enough to embed quickly.
 SMALL = ("booktabs.pdf", "ctable.pdf", "float.pdf", "newfloat.pdf", "setspace-doc.pdf", "parskip.pdf",
          "subcaption.pdf", "cite.pdf", "chapterbib.pdf", "pdfpages.pdf")
+
+
+# Four queries about the `small` manuals, one per class (q4's words occur nowhere): the runs below use them.
+SMALL_QUERIES = '''
+[set]
+name = "small-set"
+[[query]]
+id = "q1"
+class = "needle"
+text = "How do I put extra space between rows of a table?"
+judgments = [{ doc = "booktabs.pdf", page = 6, gain = 3 }, { doc = "ctable.pdf", page = 5, gain = 1 }]
+[[query]]
+id = "q2"
+class = "spread"
+text = "define a new float type"
+judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 2 },
+             { doc = "float.pdf", page = 1, gain = 0 }, { doc = "newfloat.pdf", page = 1, gain = 0 }]
+[[query]]
+id = "q3"
+class = "abstain"
+text = "How do I draw a gantt chart with pgfgantt?"
+judgments = []
+[[query]]
+id = "q4"
+class = "described"
+text = "zzzqx qqqzzv"
+judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 2 }]
+'''
 
 
 def make_pdf(path: Path, pages: list[str]) -> Path:
@@ -38,6 +67,41 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("EVALKIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("EVALKIT_LOCK", str(tmp_path / "corpora.lock"))
     return tmp_path
+
+
+TINY_QUERIES = '''
+[set]
+name = "tiny"
+[[query]]
+id = "q1"
+class = "needle"
+text = "walrus migration"
+judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]
+'''
+
+
+@pytest.fixture
+def tiny(isolated):
+    """A two-document folder, its query file and the argv of a keyword run into ``res``."""
+    docs = isolated / "docs"
+    docs.mkdir()
+    make_pdf(docs / "a.pdf", ["seals", "walrus migration routes"])
+    make_pdf(docs / "b.pdf", ["penguins and a walrus"])
+    q = isolated / "tiny.toml"
+    q.write_text(TINY_QUERIES)
+    return isolated, ["run", "--docs", str(docs), "--qrels", str(q), "--arms", "keyword", "--out", str(isolated / "res")]
+
+
+def one_line_error(capsys, *needles):
+    """The error a failed command leaves on stderr: one line after any progress bars, no traceback, holding
+    every needle."""
+    err = capsys.readouterr().err
+    assert "evalkit: " in err and "Traceback" not in err, err
+    err = err[err.index("evalkit: "):]  # after any progress bars
+    assert err.count("\n") == 1, err
+    for n in needles:
+        assert n in err, err
+    return err
 
 
 @pytest.fixture(scope="session")
@@ -137,13 +201,25 @@ def small_results(small, tmp_path_factory):
     from evalkit import qrels
     from evalkit.run import run
 
-    from .test_run import QUERIES
-
     c, store = small
     d = tmp_path_factory.mktemp("small-results")
-    (d / "q.toml").write_text(QUERIES)
+    (d / "q.toml").write_text(SMALL_QUERIES)
     return run(c, store, qrels.load(d / "q.toml"), ["keyword", "global-index", "score-merge"], d / "results",
                progress=False, qrels_path=str(d / "q.toml"))
+
+
+@pytest.fixture(scope="session")
+def small_pair(small, tmp_path_factory):
+    """keyword and global-index over the small corpus and SMALL_QUERIES, loaded as Results (session-wide:
+    read it, do not write into its directory)."""
+    from evalkit import qrels
+    from evalkit.results import Results
+    from evalkit.run import run
+
+    c, store = small
+    d = tmp_path_factory.mktemp("small-pair")
+    (d / "q.toml").write_text(SMALL_QUERIES)
+    return Results.load(run(c, store, qrels.load(d / "q.toml"), ["keyword", "global-index"], d / "r", progress=False))
 
 
 @pytest.fixture(scope="session")

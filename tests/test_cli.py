@@ -11,8 +11,7 @@ from evalkit import qrels
 from evalkit.cli import main, parser
 from evalkit.run import run
 
-from .conftest import make_pdf
-from .test_run import QUERIES
+from .conftest import SMALL_QUERIES, TINY_QUERIES, make_pdf, one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent
 GATE = str(ROOT / "gate.toml")
@@ -87,7 +86,7 @@ def other_queries(small, tmp_path):
     """A real run of keyword over another query set: the first three queries of the small set only."""
     c, store = small
     path = tmp_path / "fewer.toml"
-    path.write_text(QUERIES.split('[[query]]\nid = "q4"')[0])
+    path.write_text(SMALL_QUERIES.split('[[query]]\nid = "q4"')[0])
     return run(c, store, qrels.load(path), ["keyword"], tmp_path / "fewer", progress=False)
 
 
@@ -215,39 +214,6 @@ def _expand(arg: str, env: dict) -> str:
     for k, v in env.items():
         arg = arg.replace(f"${k}", v)
     return arg
-
-
-TINY_QUERIES = '''
-[set]
-name = "tiny"
-[[query]]
-id = "q1"
-class = "needle"
-text = "walrus migration"
-judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]
-'''
-
-
-@pytest.fixture
-def tiny(isolated):
-    """A two-document folder, its query file and the argv of a keyword run into ``res``."""
-    docs = isolated / "docs"
-    docs.mkdir()
-    make_pdf(docs / "a.pdf", ["seals", "walrus migration routes"])
-    make_pdf(docs / "b.pdf", ["penguins and a walrus"])
-    q = isolated / "tiny.toml"
-    q.write_text(TINY_QUERIES)
-    return isolated, ["run", "--docs", str(docs), "--qrels", str(q), "--arms", "keyword", "--out", str(isolated / "res")]
-
-
-def one_line_error(capsys, *needles):
-    err = capsys.readouterr().err
-    assert "evalkit: " in err and "Traceback" not in err, err
-    err = err[err.index("evalkit: "):]  # after any progress bars
-    assert err.count("\n") == 1, err
-    for n in needles:
-        assert n in err, err
-    return err
 
 
 @pytest.mark.parametrize("toml, needle", [

@@ -3,28 +3,16 @@ import shutil
 import pandas as pd
 import pytest
 
-from evalkit import completeness, qrels
-from evalkit import run as runner
+from evalkit import completeness
 from evalkit.results import Results
 
-from .test_run import QUERIES
 
-
-@pytest.fixture(scope="module")
-def res(small, tmp_path_factory):
-    c, store = small
-    folder = tmp_path_factory.mktemp("res")
-    (folder / "q.toml").write_text(QUERIES)
-    return Results.load(runner.run(c, store, qrels.load(folder / "q.toml"), ["keyword", "global-index"],
-                                   folder / "r", progress=False))
-
-
-def test_judged_table_averages_per_arm_and_class(res):
-    t = completeness.judged_table(res)
-    assert list(t.index) == res.arms
+def test_judged_table_averages_per_arm_and_class(small_pair):
+    t = completeness.judged_table(small_pair)
+    assert list(t.index) == small_pair.arms
     assert list(t.columns) == ["needle", "spread", "described", completeness.ALL, "abstain"]
-    pq = res.per_query
-    for arm in res.arms:
+    pq = small_pair.per_query
+    for arm in small_pair.arms:
         a = pq[pq["arm"] == arm]
         assert t.loc[arm, "spread"] == pytest.approx(a.loc[a["query"] == "q2", "Judged@10"].item())
         answered = a[(a["class"] != "abstain") & ~a["refused"]]
@@ -33,22 +21,22 @@ def test_judged_table_averages_per_arm_and_class(res):
         assert t.loc[arm, "abstain"] == 0.0  # q3 has no judged page
 
 
-def test_the_warning_names_the_arms_under_the_threshold(res):
-    overall = completeness.judged_table(res)[completeness.ALL]
+def test_the_warning_names_the_arms_under_the_threshold(small_pair):
+    overall = completeness.judged_table(small_pair)[completeness.ALL]
     assert 0 < overall.min() < 1
-    text = completeness.judged_warning(res, threshold=overall.max() + 0.01)
+    text = completeness.judged_warning(small_pair, threshold=overall.max() + 0.01)
     assert text.startswith("**Warning: judgments too shallow for 2 arm(s).**")
     assert f"- `keyword`: Judged@10 = {overall['keyword']:.2f}" in text and "`global-index`" in text
     assert overall["keyword"] < overall["global-index"]  # on this run; the mean threshold splits them
-    one = completeness.judged_warning(res, threshold=overall.mean())
+    one = completeness.judged_warning(small_pair, threshold=overall.mean())
     assert "for 1 arm(s)" in one and "`keyword`" in one and "`global-index`" not in one
-    ok = completeness.judged_warning(res, threshold=overall.min())
+    ok = completeness.judged_warning(small_pair, threshold=overall.min())
     assert ok.startswith(f"Every arm has Judged@10 ≥ {overall.min():.2f}") and ok._repr_markdown_() == ok
 
 
-def test_a_run_from_before_judged_at_10_gets_a_note(res, tmp_path):
+def test_a_run_from_before_judged_at_10_gets_a_note(small_pair, tmp_path):
     old = tmp_path / "old"
-    shutil.copytree(res.path, old)
+    shutil.copytree(small_pair.path, old)
     pq = pd.read_parquet(old / "per_query.parquet").drop(columns="Judged@10")
     pq.to_parquet(old / "per_query.parquet", index=False)
     assert "no Judged@10 column" in completeness.judged_warning(Results.load(old))

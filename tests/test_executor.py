@@ -9,7 +9,8 @@ from evalkit import corpus, executor, run
 from evalkit.cli import main
 from evalkit.pages import PageStore
 
-from .test_run import QUERIES
+from .conftest import SMALL_QUERIES
+
 
 distributed = pytest.importorskip("distributed")
 
@@ -56,7 +57,7 @@ def test_a_run_on_the_cluster_writes_the_same_trec_files(small, cluster, tmp_pat
     for name in ("booktabs.pdf", "ctable.pdf", "float.pdf", "newfloat.pdf", "setspace-doc.pdf"):  # the judged ones
         shutil.copy(c.path(name), docs / name)
     qfile = tmp_path / "q.toml"
-    qfile.write_text(QUERIES)
+    qfile.write_text(SMALL_QUERIES)
     specs = "keyword,global-index,semantic,hybrid(keyword=global-index)"
     outs = {}
     for where in ("local", cluster):

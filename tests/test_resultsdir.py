@@ -4,7 +4,7 @@ from evalkit import arms, resultsdir
 from evalkit.cli import main
 from evalkit.records import Result
 
-from .test_cli import one_line_error, tiny  # noqa: F401 - the fixture
+from .conftest import SMALL_QUERIES, one_line_error
 
 
 def test_a_foreign_folder_is_refused_and_left_alone(tiny, capsys):
@@ -87,11 +87,10 @@ def test_kill_9_then_resume_gives_byte_identical_trec_files(small, tmp_path, cap
     import sys
     import time
 
-    from .test_run import QUERIES
 
     c, store = small
     q = tmp_path / "small.toml"
-    q.write_text(QUERIES + "".join(f'\n[[query]]\nid = "x{i}"\nclass = "abstain"\ntext = "gantt chart number {i}"\n'
+    q.write_text(SMALL_QUERIES + "".join(f'\n[[query]]\nid = "x{i}"\nclass = "abstain"\ntext = "gantt chart number {i}"\n'
                                    for i in range(8)))
     def run(out, *extra):
         return subprocess.Popen([sys.executable, "-c", SLOW_RUN, "run", "--docs", str(c.root), "--cache",

@@ -11,37 +11,13 @@ from evalkit.cli import main
 from evalkit.records import Hit, Query, Result
 from evalkit.results import Results
 
-QUERIES = '''
-[set]
-name = "small-set"
-[[query]]
-id = "q1"
-class = "needle"
-text = "How do I put extra space between rows of a table?"
-judgments = [{ doc = "booktabs.pdf", page = 6, gain = 3 }, { doc = "ctable.pdf", page = 5, gain = 1 }]
-[[query]]
-id = "q2"
-class = "spread"
-text = "define a new float type"
-judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 2 },
-             { doc = "float.pdf", page = 1, gain = 0 }, { doc = "newfloat.pdf", page = 1, gain = 0 }]
-[[query]]
-id = "q3"
-class = "abstain"
-text = "How do I draw a gantt chart with pgfgantt?"
-judgments = []
-[[query]]
-id = "q4"
-class = "described"
-text = "zzzqx qqqzzv"
-judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 2 }]
-'''
+from .conftest import SMALL_QUERIES
 
 
 @pytest.fixture
 def qset(tmp_path):
     p = tmp_path / "small.toml"
-    p.write_text(QUERIES)
+    p.write_text(SMALL_QUERIES)
     return qrels.load(p)
 
 
@@ -188,7 +164,7 @@ def test_an_interrupted_run_resumes_without_recomputing_or_losing(small, qset, t
 def test_cli_run_on_any_folder_with_a_headerless_query_file(small, tmp_path, capsys):
     c, _ = small
     q = tmp_path / "plain.toml"
-    q.write_text("[[query]]" + QUERIES.split("[[query]]", 1)[1])  # no [set] header
+    q.write_text("[[query]]" + SMALL_QUERIES.split("[[query]]", 1)[1])  # no [set] header
     out = tmp_path / "res"
     cache = small[1].path
     assert main(["run", "--docs", str(c.root), "--cache", str(cache), "--qrels", str(q), "--arms",
@@ -216,7 +192,7 @@ def test_resume_after_the_query_set_changed_asks_only_what_changed(small, qset, 
     assert len(Flaky.calls) == 4
     Flaky.calls = []
     changed = tmp_path / "changed.toml"
-    changed.write_text(QUERIES.replace('gain = 1 }]', 'gain = 2 }]').replace("define a new float type",
+    changed.write_text(SMALL_QUERIES.replace('gain = 1 }]', 'gain = 2 }]').replace("define a new float type",
                                                                                "how do I define a new float type"))
     qs2 = qrels.load(changed)
     runner.run(c, store, qs2, ["flaky"], out, resume=True, progress=False)
