@@ -34,6 +34,9 @@ class Executor(Protocol):
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
         """``(index, fn(*calls[index]))`` for every call, in completion order."""
 
+    def each_worker(self, fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
+        """``fn(*args)`` run once in every worker process, by worker address (to ask what a worker holds)."""
+
     def close(self) -> None: ...
 
 
@@ -68,6 +71,9 @@ class DaskExecutor:
                 nxt = self.client.submit(fn, *args, pure=False)
                 index[nxt.key] = i
                 running.add(nxt)
+
+    def each_worker(self, fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
+        return self.client.run(fn, *args)
 
     def close(self) -> None:
         self.client.close()

@@ -210,7 +210,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         resultsdir.write_json(manifest_path, manifest)
         try:
             _run_arm(arm, spec, qs, runs / f"{info['file']}.jsonl", k, progress)
-            if described := arm.describe():
+            if described := _describe(arm, spec):
                 built[spec]["describe"] = described
                 resultsdir.write_json(manifest_path, manifest)
         finally:
@@ -241,8 +241,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
     if ex is None:
         answers = ((i, _timed_search(arm, q.text, k)) for i, q in enumerate(todo))
     else:
-        where = (spec, arm.corpus, str(arm.store.path), "drop" if arm.store.visible_only else "index")
-        answers = ex.map(search_task, [(*where, q.text, k) for q in todo])
+        answers = ex.map(search_task, [(*_where(spec, arm), q.text, k) for q in todo])
     ready: dict[int, tuple[Result, float]] = {}
     written = 0
     with open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
@@ -265,13 +264,39 @@ def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Result, float]:
 _WORKER_ARMS: dict[tuple, arms.Arm] = {}
 
 
+def _where(spec: str, arm: arms.Arm) -> tuple[str, Corpus, str, str]:
+    """What a worker needs to build the same arm: spec, corpus, cache path and hidden-text mode."""
+    return spec, arm.corpus, str(arm.store.path), "drop" if arm.store.visible_only else "index"
+
+
+def _worker_key(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> tuple:
+    """What a worker keeps an arm under: one key, so the queries and the description find one instance."""
+    return spec, corpus.digest(), cache, hidden_text
+
+
 def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, query: str, k: int) -> tuple[Result, float]:
     """One query on one arm, timed where it runs: the task a remote executor runs. A worker process builds
     each arm once (reading indexes and vectors from the cache at the same path) and keeps it."""
-    key = (spec, corpus.digest(), cache, hidden_text)
+    key = _worker_key(spec, corpus, cache, hidden_text)
     if key not in _WORKER_ARMS:
         _WORKER_ARMS[key] = arms.make(spec, corpus, PageStore(Path(cache), hidden_text=hidden_text))
     return _timed_search(_WORKER_ARMS[key], query, k)
+
+
+def describe_task(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> dict | None:
+    """What this worker's instance of an arm describes (None where the worker answered none of its queries)."""
+    arm = _WORKER_ARMS.get(_worker_key(spec, corpus, cache, hidden_text))
+    return arm.describe() if arm is not None else None
+
+
+def _describe(arm: arms.Arm, spec: str) -> dict:
+    """The arm's description from the instances that answered: this one, or on an executor each worker's
+    (a remote worker may run another server version, restart its server, warm up on its own), by address."""
+    ex = executor.current()
+    if ex is None:
+        return arm.describe()
+    workers = {w: d for w, d in sorted(ex.each_worker(describe_task, *_where(spec, arm)).items()) if d}
+    return {"workers": workers} if workers else {}
 
 
 def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:

@@ -105,6 +105,18 @@ def one_line_error(capsys, *needles):
 
 
 @pytest.fixture(scope="session")
+def cluster():
+    """A real Dask cluster of two worker processes on this machine: its ``dask://`` address."""
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    # workers that may start children: extraction bounds every PDF in a process of its own
+    with dask.config.set({"distributed.worker.daemon": False}), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40) as c:
+        yield c.scheduler_address.replace("tcp://", "dask://")
+
+
+@pytest.fixture(scope="session")
 def real_env():
     """Environment for the real corpora: a persistent data dir and cache under .evalkit-test/."""
     return {"EVALKIT_DATA": str(TEST_HOME / "data"), "EVALKIT_CACHE": str(TEST_HOME / "cache"),

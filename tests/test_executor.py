@@ -15,16 +15,6 @@ from .conftest import SMALL_QUERIES
 distributed = pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    import dask
-
-    # workers that may start children: extraction bounds every PDF in a process of its own
-    with dask.config.set({"distributed.worker.daemon": False}), distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=40) as c:
-        yield c.scheduler_address.replace("tcp://", "dask://")
-
-
 def test_an_unknown_executor_or_an_unreachable_scheduler_is_named(tmp_path, capsys):
     with pytest.raises(executor.ExecutorError, match="unknown executor 'ray://x:1'"):
         executor.connect("ray://x:1")

@@ -1,4 +1,6 @@
+import json
 import math
+import shutil
 
 import pytest
 
@@ -53,3 +55,18 @@ def test_servers_reports_version_digests_and_transport_share(results):
     assert s["warm-up s"] == 2.5
     median = results.per_query["latency_s"].median()
     assert math.isclose(s["transport share"], 0.001 / median)
+
+
+def test_servers_on_an_executor_name_every_workers_server_and_add_up(results, tmp_path):
+    """A run on an executor records each worker's instance: a worker on another server version shows, its
+    restarts and warm-ups count, and the ping is the median over workers."""
+    path = shutil.copytree(results.path, tmp_path / "copy")
+    manifest = json.loads((path / "manifest.json").read_text())
+    one = manifest["arms"][0]["describe"]
+    other = {**one, "restarts": 0, "warmup_seconds": [1.0], "server": {**one["server"], "version": "1.3"},
+             "transport": {"ping_median_s": 0.003, "samples": 20}}
+    manifest["arms"][0]["describe"] = {"workers": {"tcp://10.0.0.1:4001": one, "tcp://10.0.0.2:4001": other}}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    s = report_servers.servers(Results.load(path)).loc["served"]
+    assert s["server"] == "srv 1.2 / srv 1.3" and s["tool schema sha256"] == "f" * 12
+    assert s["restarts"] == 1 and s["warm-up s"] == 3.5 and s["ping s (median)"] == pytest.approx(0.002)

@@ -10,12 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalkit import arms, corpus, qrels
+from evalkit import arms, corpus, executor, qrels, report_servers
 from evalkit import run as runner
 from evalkit.arms import ArmError, ArmFailure
 from evalkit.arms.mcp import Mapping, fill, load_definition
 from evalkit.cli import main
 from evalkit.pages import PageStore
+from evalkit.results import Results
 from tests.conftest import make_pdf
 
 SERVER = Path(__file__).with_name("mcp_server.py")
@@ -272,6 +273,28 @@ judgments = []
     assert math.isclose(s["nDCG@10"], pq.loc["ok", "nDCG@10"] / 2)  # the errored query scores 0, not dropped
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["arms"][0]["describe"]["server"]["name"] == "evalkit-test-server"
+
+
+def test_on_an_executor_the_manifest_describes_the_servers_that_answered(setup, cluster, tmp_path):
+    """On a Dask cluster each worker starts its own server and answers the queries; the manifest records
+    what those servers report (a restart on a worker shows), not this process's instance, which asked none."""
+    c, config, _ = setup
+    qfile = tmp_path / "q.toml"
+    qfile.write_text("".join(f'[[query]]\nid = "q{i}"\nclass = "needle"\ntext = "{text}"\n'
+                             'judgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n'
+                             for i, text in enumerate(["anything", "crash once", "anything else", "more"])))
+    spec = f"mcp(config={config},name=test)"
+    with PageStore(tmp_path / "cache.sqlite") as store, executor.use(cluster):
+        out = runner.run(c, store, qrels.load(qfile), [spec], tmp_path / "res", progress=False)
+    recs = [json.loads(line) for line in (out / "runs" / "mcp(name=test).jsonl").open()]
+    assert [r["error"] for r in recs] == [""] * 4 and recs[1]["hits"]  # the crashed server was restarted
+    described = json.loads((out / "manifest.json").read_text())["arms"][0]["describe"]
+    workers = described["workers"]
+    assert list(described) == ["workers"] and 1 <= len(workers) <= 2
+    assert all(w.startswith("tcp://") and d["server"]["name"] == "evalkit-test-server" for w, d in workers.items())
+    assert sum(d["restarts"] for d in workers.values()) == 1
+    row = report_servers.servers(Results.load(out)).loc["mcp(name=test)"]
+    assert row["restarts"] == 1 and row["server"].startswith("evalkit-test-server") and " / " not in row["server"]
 
 
 def test_the_cli_exits_2_with_one_line_when_the_server_cannot_start(setup, tmp_path, capsys):
