@@ -61,6 +61,8 @@ class SemanticArm(Arm):
     def window_scores(self, query: str) -> np.ndarray:
         """The query's cosine with every window of the corpus, rows in content order: what a page's score
         is the best of, and what an admission policy reads the query's spread over the corpus from."""
+        if not len(self.starts):
+            return np.zeros(0)
         q = self.embedder.query(query)
         q /= np.linalg.norm(q) or 1.0
         # einsum, not BLAS: one pass over the matrix on this thread, with no BLAS threads left spinning

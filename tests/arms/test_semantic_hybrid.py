@@ -3,9 +3,8 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 import numpy as np
+import pytest
 
 from evalkit import arms, corpus
 from evalkit.arms.semantic import page_maxima
