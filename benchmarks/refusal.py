@@ -23,7 +23,8 @@ from evalkit.pages import PageStore
 from evalkit.results import Results
 
 POLICIES = ["idf-mass", "score(feature=max)", "score(feature=std,of=semantic)", "score(feature=diff1,of=semantic)",
-            "score(feature=nqc,of=global-index)", "score(feature=wig,of=global-index)", "semantic"]
+            "score(feature=nqc,of=global-index)", "score(feature=wig,of=global-index)", "semantic", "spread",
+            "spread(over=pages)"]
 
 
 def record_only(arm: str, policy: str) -> str:

@@ -13,6 +13,9 @@ The built-ins, compared in the README's refusal section:
 - ``score``: a feature of an arm's own scores: MTEB's confidence functions ``max``, ``std``, ``diff1``
   (top1 - top2) over the returned list, and the query-performance predictors ``nqc`` and ``wig``.
 - ``semantic``: the best page's cosine similarity (the semantic arm's top score).
+- ``spread``: how unevenly the query resembles the corpus: the standard deviation of its cosine over every
+  window (or page) of the corpus, NQC on cosines with the whole corpus as the list. Needs no labels and no
+  fit; a query the corpus does not speak to is about as (dis)similar to everything.
 - ``evidence``: a logistic model over four signals, fitted on a development set (``evalkit refusal fit``):
   best semantic match, the share of the query's IDF mass found together on one page (do its rare words
   co-occur anywhere?), agreement of the keyword and semantic rankings, and term familiarity.
@@ -32,6 +35,7 @@ from scipy.optimize import minimize
 from ..records import Result
 from . import ArmError, Configurable, lookup, make
 from .lexical import GlobalIndex, query_terms
+from .semantic import page_maxima
 
 
 @dataclass(frozen=True)
@@ -186,11 +190,48 @@ class SemanticPolicy(Policy):
         hits = self.semantic.search(query, 1).hits
         return (hits[0].score, f"{hits[0].doc}#{hits[0].page}") if hits else (-1.0, "")
 
+    def evidence(self, query: str, page: str, extra: str = "") -> str:
+        """What a person reading a refusal should see: the query's words no page holds, the closest page."""
+        absent = absent_phrase(self.lexicon.absent(query_terms(query)))
+        closest = f"closest page {page}{extra}" if page else ""
+        return "; ".join(p for p in (absent, closest) if p)
+
     def assess(self, query: str, result: Result) -> Verdict:
         c, page = self.best(query)
-        absent = absent_phrase(self.lexicon.absent(query_terms(query)))
-        closest = f"closest page {page}" if page else ""
-        return Verdict(c, "best semantic match", "; ".join(p for p in (absent, closest) if p))
+        return Verdict(c, "best semantic match", self.evidence(query, page))
+
+
+SPREAD_UNITS = ("windows", "pages")
+
+
+def spread(scores: np.ndarray) -> float:
+    """Population standard deviation of a query's cosines over the corpus; -inf with nothing to compare."""
+    return float(np.std(scores)) if len(scores) else -math.inf
+
+
+class SpreadPolicy(SemanticPolicy):
+    """The spread of the query's cosine over the whole corpus (``over=windows``, each embedded window, or
+    ``over=pages``, each page's best window). A query some pages answer stands out from the rest of the
+    corpus; one that only shares the corpus's register (a need nothing meets, a near miss) is about equally
+    similar to many pages. Unlike the best cosine it is relative to the query's own level, so a threshold
+    has less to carry between corpora; it reads every score, not the top k that ``score(feature=std)`` sees."""
+
+    name = "spread"
+    defaults = {"of": "semantic", "over": "windows"}
+    choices = {"over": SPREAD_UNITS}
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        if not hasattr(self.semantic, "window_scores"):
+            raise ArmError(f"policy 'spread': of={self.params['of']} is not a semantic arm (it needs every window's score)")
+
+    def assess(self, query: str, result: Result) -> Verdict:
+        scores = self.semantic.window_scores(query)
+        if self.params["over"] == "pages":
+            scores = page_maxima(scores, self.semantic.starts)
+        best, page = self.best(query)
+        return Verdict(spread(scores), f"spread of semantic similarity over {len(scores)} {self.params['over']}",
+                       self.evidence(query, page, f" (best semantic match {best:.2f})"))
 
 
 # ---- evidence: a fitted combination ----------------------------------------------------------------------
@@ -291,7 +332,7 @@ def format_weights(w) -> str:
 
 def registry() -> dict[str, type[Policy]]:
     """Every policy by name: the built-ins, then plug-ins from the ``evalkit.admission`` entry points."""
-    policies = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, EvidencePolicy)}
+    policies = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy, EvidencePolicy)}
     for ep in entry_points(group="evalkit.admission"):
         if ep.name in policies:
             raise ArmError(f"plug-in policy {ep.name!r} ({ep.value}) would shadow a built-in policy")

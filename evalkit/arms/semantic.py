@@ -58,13 +58,25 @@ class SemanticArm(Arm):
         self.page_number = page_of[self.starts]
         self.doc_names = [d.name for d in by_sha]
 
-    def search(self, query: str, k: int) -> Result:
-        if not query.strip() or not len(self.starts):
-            return Result()
+    def window_scores(self, query: str) -> np.ndarray:
+        """The query's cosine with every window of the corpus, rows in content order: what a page's score
+        is the best of, and what an admission policy reads the query's spread over the corpus from."""
+        if not len(self.starts):
+            return np.zeros(0)
         q = self.embedder.query(query)
         q /= np.linalg.norm(q) or 1.0
         # einsum, not BLAS: one pass over the matrix on this thread, with no BLAS threads left spinning
-        scores = np.maximum.reduceat(np.einsum("ij,j->i", self.matrix, q), self.starts)
+        return np.einsum("ij,j->i", self.matrix, q)
+
+    def search(self, query: str, k: int) -> Result:
+        if not query.strip() or not len(self.starts):
+            return Result()
+        scores = page_maxima(self.window_scores(query), self.starts)
         order = np.lexsort((self.page_number, self.page_doc_rank, -scores))[:k]
         return Result(tuple(Hit(self.doc_names[self.page_doc_rank[i]], int(self.page_number[i]), float(scores[i]))
                             for i in order))
+
+
+def page_maxima(window_scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each page's score: the best of its windows (``starts``: the first window of each page, ascending)."""
+    return np.maximum.reduceat(window_scores, starts)

@@ -5,7 +5,8 @@ import pytest
 
 from evalkit import arms
 from evalkit.arms import ArmError
-from evalkit.arms.policies import (agreement, coverage, fit_logistic, idf, logistic, make_policy, score_feature)
+from evalkit.arms.policies import (agreement, coverage, fit_logistic, idf, logistic, make_policy, score_feature,
+                                   spread)
 from evalkit.records import Result
 
 QUERIES = ["space between rows of a table", "double spacing of the text", "define a new float type",
@@ -13,7 +14,8 @@ QUERIES = ["space between rows of a table", "double spacing of the text", "defin
 
 
 @pytest.mark.parametrize("inner", ["keyword", "hybrid(keyword=global-index)", "global-index"])
-@pytest.mark.parametrize("policy", ["semantic", "idf-mass", "score(feature=diff1,of=global-index)", "score(feature=std)"])
+@pytest.mark.parametrize("policy", ["semantic", "idf-mass", "score(feature=diff1,of=global-index)", "score(feature=std)",
+                                    "spread", "spread(over=pages)"])
 def test_a_wrapped_arm_answers_with_the_inner_ranking(small, inner, policy):
     c, store = small
     plain = arms.make(inner, c, store)
@@ -38,6 +40,21 @@ def test_refusal_below_threshold_with_a_reason_and_confidence(small):
     lex = arms.make("admit(arm=global-index,policy=idf-mass,threshold=0.99)", c, store).search(
         "pgfplots addplot", 10)
     assert lex.refused and lex.reason.startswith("no page contains 'pgfplots' or 'addplot'")
+
+
+def test_spread_refuses_with_a_reason_and_reads_every_window(small):
+    c, store = small
+    arm = arms.make("admit(arm=hybrid(keyword=global-index),policy=spread,threshold=1)", c, store)
+    r = arm.search("pgfplots addplot logarithmic axis", 10)
+    windows = len(arm.policy.semantic.matrix)
+    assert r.refused and 0 < r.confidence < 1
+    assert r.reason.startswith("no page contains 'pgfplots' or 'addplot' or 'logarithmic' or 'axis'; closest page ")
+    assert "(best semantic match 0." in r.reason
+    assert r.reason.endswith(f"; spread of semantic similarity over {windows} windows {r.confidence:.3g} < 1")
+    pages = make_policy("spread(over=pages)", c, store).assess("pgfplots addplot", Result())
+    assert pages.measure == f"spread of semantic similarity over {c.pages} pages"
+    with pytest.raises(ArmError, match="policy 'spread': of=global-index is not a semantic arm"):
+        make_policy("spread(of=global-index)", c, store)
 
 
 def test_admit_labels_are_canonical_and_bad_specs_are_named(small):
@@ -87,6 +104,12 @@ def test_score_features_by_hand():
     assert score_feature(s, "nqc", k=2) == pytest.approx(0.15 / 0.5)  # std(0.9, 0.6) / mean of all
     assert score_feature(s, "wig", k=2, n_terms=4) == pytest.approx((0.75 - 0.5) / 2)
     assert score_feature([], "max") == -math.inf
+
+
+def test_spread_by_hand():
+    assert spread(np.array([0.1, 0.3])) == pytest.approx(0.1)  # population: sqrt(((-0.1)^2 + 0.1^2) / 2)
+    assert spread(np.array([0.25, 0.25, 0.25])) == 0.0
+    assert spread(np.array([])) == -math.inf
 
 
 def test_idf_coverage_agreement_by_hand():

@@ -3,9 +3,11 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from evalkit import arms, corpus
+from evalkit.arms.semantic import page_maxima
 
 from ..conftest import SMALL
 
@@ -40,6 +42,21 @@ def test_semantic_finds_the_page_a_sentence_came_from(small):
         hits = arm.search(" ".join(words[20:45]), 3).hits
         found += any((h.doc, h.page) == (d.name, min(2, d.pages)) for h in hits)
     assert checked >= 8 and found >= checked - 2
+
+
+def test_page_maxima_by_hand():
+    # three pages: windows 0-1, window 2, windows 3-5
+    scores = np.array([0.2, 0.5, 0.1, 0.3, 0.9, 0.4])
+    assert page_maxima(scores, np.array([0, 2, 3])).tolist() == [0.5, 0.1, 0.9]
+
+
+def test_a_pages_score_is_its_best_window(small):
+    c, store = small
+    arm = arms.make("semantic", c, store)
+    q = "space between rows of a table"
+    pages = page_maxima(arm.window_scores(q), arm.starts)
+    assert len(pages) == c.pages and len(arm.window_scores(q)) == len(arm.matrix)
+    assert [h.score for h in arm.search(q, 5).hits] == pytest.approx(sorted(pages, reverse=True)[:5])
 
 
 @pytest.mark.parametrize("spec", ["keyword", "hybrid", "hybrid(keyword=global-index)", "semantic", "global-index"])
