@@ -176,11 +176,11 @@ def fig_tradeoff(results: Results) -> Figure | None:
     inner = {parse_spec(p)[1].get("arm", "") for p in by_policy}
     fig, ax = plt.subplots(figsize=(10, 6))
     for i, (policy, members) in enumerate(by_policy.items()):
-        colour = f"C{i % 10}"
+        colour, style = f"C{i % 10}", ("-", "--", ":")[i // 10 % 3]  # past ten policies the dash tells them apart
         d = confidences(results, policy if policy in arms else members[0])
         curve = refusal.tradeoff(d.confidence, d.answerable)
         name = parse_spec(policy)[1].get("policy", policy) if len(inner) == 1 else policy
-        ax.step(curve["wrongful_refusal"], curve["correct_refusal"], where="post", color=colour,
+        ax.step(curve["wrongful_refusal"], curve["correct_refusal"], where="post", color=colour, ls=style,
                 label=f"{name}  (AUROC {refusal.auroc(d.confidence, d.answerable):.2f})")
         for arm in members:
             own = confidences(results, arm)
