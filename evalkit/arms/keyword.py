@@ -38,25 +38,33 @@ class KeywordArm(Arm):
         self.global_index = GlobalIndex(store, corpus)
         self.sha = {d.name: d.sha256 for d in corpus.documents}
 
-    def _ranked(self, terms: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every matching page as (row, score, rank in its document), grouped by document, best first in
-        each, equal scores by page."""
+    def _ranked(self, terms: list[str], k: int, fused: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each matching document's best pages as (row, score, rank in its document), grouped by document,
+        best first in each, equal scores by page: its top ``k``, or (``fused``) as deep as the fused top k
+        can reach (:func:`round_robin_depth`; with many documents, only each one's best page)."""
         index = self.global_index
         rows, score = index.bm25_scores(terms, self.params["idf_scope"])
+        doc = index.doc[rows]
+        start = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # rows come in rowid order: by document
+        counts = np.diff(np.r_[start, len(rows)])
+        depth = round_robin_depth(counts, k) if fused else k
+        if depth == 1 and len(rows):  # a document's best page scores its best: sort only those, not every page
+            keep = score == np.repeat(np.maximum.reduceat(score, start), counts)
+            rows, score = rows[keep], score[keep]
         order = np.argsort(-score, kind="stable")  # best first; equal scores stay in rowid order, i.e. by page
         order = order[np.argsort(index.doc[rows[order]], kind="stable")]  # then grouped by document
         rows, score = rows[order], score[order]
         doc = index.doc[rows]
         first = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # where each document's pages start
         rank = np.arange(len(rows)) - np.repeat(first, np.diff(np.r_[first, len(rows)]))
-        return rows, score, rank
+        keep = rank < depth
+        return rows[keep], score[keep], rank[keep]
 
     def per_document(self, terms: list[str], k: int) -> dict[str, list[tuple[int, float]]]:
         """Each matching document's top ``k`` pages as (page, -bm25), best first, equal scores by page."""
         index, out = self.global_index, {}
-        rows, score, rank = self._ranked(terms)
-        keep = rank < k
-        for d, page, s in zip(index.doc[rows[keep]].tolist(), index.page[rows[keep]].tolist(), score[keep].tolist()):
+        rows, score, _ = self._ranked(terms, k, fused=False)
+        for d, page, s in zip(index.doc[rows].tolist(), index.page[rows].tolist(), score.tolist()):
             out.setdefault(index.docs[d], []).append((page, s))
         return out
 
@@ -65,9 +73,8 @@ class KeywordArm(Arm):
         if not terms:
             return Result()
         index = self.global_index
-        rows, _, rank = self._ranked(terms)
-        keep = rank < round_robin_depth(np.bincount(index.doc[rows]), k)
-        rows, rank, doc = rows[keep], rank[keep], index.doc[rows[keep]]
+        rows, _, rank = self._ranked(terms, k, fused=True)
+        doc = index.doc[rows]
         by_doc, by_row = index.content_weights(terms)
         by_page = -by_row[rows] if self.params["tiebreak"] == "page" else np.zeros(len(rows))
         order, fused = fuse_disjoint(rank, (by_page, -by_doc[doc], index.sha_rank[doc], index.page[rows]),

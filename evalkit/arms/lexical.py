@@ -211,17 +211,22 @@ def idf_table(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return fts5_idf(np.repeat(rows, rows + 1).astype(np.float64), hits.astype(np.float64)), start
 
 
-def fts5_bm25_term(idf: np.ndarray, tf: np.ndarray, length: np.ndarray, avgdl: np.ndarray) -> np.ndarray:
+def fts5_length_norm(length: np.ndarray, avgdl: np.ndarray | float) -> np.ndarray:
+    """The length part of FTS5's bm25() denominator, k1·(1 − b + b·|D|/avgdl), computed as fts5_aux.c does;
+    it depends on the row alone (and its table's mean length), so an index computes it once per row."""
+    return K1 * (1 - B + B * length / avgdl)
+
+
+def fts5_bm25_term(idf: np.ndarray | float, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
     """One phrase's part of FTS5's bm25(), written as fts5_aux.c computes it (same operations, same order,
     so the sum over a query's phrases is the score FTS5 would return, to the bit)."""
-    return idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
+    return idf * ((tf * (K1 + 1.0)) / (tf + norm))
 
 
-def fts5_term_frequency(score: np.ndarray, idf: float, length: np.ndarray, avgdl: float) -> np.ndarray:
+def fts5_term_frequency(score: np.ndarray, idf: float, norm: np.ndarray) -> np.ndarray:
     """A phrase's count on each row, from the row's single-phrase bm25() score: FTS5 gives no term
-    frequency through SQL, but that score is ``idf·tf(k1+1)/(tf + L)``, strictly increasing in tf, so
-    tf = score·L/(idf(k1+1) − score), rounded (tf is a whole count)."""
-    norm = K1 * (1 - B + B * length / avgdl)
+    frequency through SQL, but that score is ``idf·tf(k1+1)/(tf + norm)``, strictly increasing in tf, so
+    tf = score·norm/(idf(k1+1) − score), rounded (tf is a whole count)."""
     return np.rint(score * norm / (idf * (K1 + 1.0) - score))
 
 
@@ -310,6 +315,9 @@ class GlobalIndex:
         self.doc_rows = np.bincount(self.doc[1:], minlength=len(self.docs)).astype(np.float64)
         self.doc_avgdl = np.bincount(self.doc[1:], self.length[1:], minlength=len(self.docs)) / np.maximum(self.doc_rows, 1)
         self.doc_idf, self.doc_idf_start = idf_table(self.doc_rows)
+        # bm25()'s length normalisation of each row, with the corpus's mean length and with its document's
+        self.norm = {"corpus": fts5_length_norm(self.length, self.avgdl),
+                     "doc": fts5_length_norm(self.length, self.doc_avgdl[self.doc])}
         self.matches = lru_cache(maxsize=RECENT_QUERIES)(self._matches)
         self._content = lru_cache(maxsize=RECENT_QUERIES)(self._content_weights)
         self.pages_with = lru_cache(maxsize=RECENT_TERMS)(self._pages_with)
@@ -339,7 +347,7 @@ class GlobalIndex:
             f"FROM {self.table} WHERE {self.table} MATCH ? LIMIT -1)", (match_expression([term]),)).fetchone()
         rows = np.array(rows.split(",") if rows else [], np.int64)
         tf = fts5_term_frequency(np.array(scores.split(",") if scores else [], np.float64),
-                                 self._idf(len(rows)), self.length[rows], self.avgdl)
+                                 self._idf(len(rows)), self.norm["corpus"][rows])
         return rows, tf
 
     def bm25_scores(self, terms: list[str], scope: str = "corpus") -> tuple[np.ndarray, np.ndarray]:
@@ -355,10 +363,10 @@ class GlobalIndex:
             if scope == "doc":
                 doc = self.doc[rows]
                 hits = np.bincount(doc, minlength=len(self.docs))  # pages of each document holding the term
-                idf, avgdl = self.doc_idf[self.doc_idf_start[doc] + hits[doc]], self.doc_avgdl[doc]
+                idf = self.doc_idf[self.doc_idf_start[doc] + hits[doc]]
             else:
-                idf, avgdl = self._idf(len(rows)), self.avgdl
-            score[rows] += fts5_bm25_term(idf, tf, self.length[rows], avgdl)
+                idf = self._idf(len(rows))
+            score[rows] += fts5_bm25_term(idf, tf, self.norm[scope][rows])
         return m.rows, score[m.rows]
 
     def _idf(self, hits: int) -> float:
