@@ -205,10 +205,10 @@ def idf_table(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every IDF a table of ``rows[d]`` rows can give, for each d: ``table[start[d] + hits]`` is
     :func:`fts5_idf` of ``hits`` rows out of ``rows[d]``, for hits = 0..rows[d]. Computed once per index
     (pages + documents logarithms), so a query looks its per-document IDFs up instead of taking them."""
-    rows = rows.astype(np.int64)
-    start = np.r_[0, np.cumsum(rows + 1)[:-1]]
-    hits = np.arange(int((rows + 1).sum())) - np.repeat(start, rows + 1)
-    return fts5_idf(np.repeat(rows, rows + 1).astype(np.float64), hits.astype(np.float64)), start
+    sizes = rows.astype(np.int64) + 1
+    start = np.cumsum(sizes) - sizes
+    hits = np.arange(sizes.sum()) - np.repeat(start, sizes)
+    return fts5_idf(np.repeat(sizes - 1, sizes).astype(np.float64), hits.astype(np.float64)), start
 
 
 def fts5_length_norm(length: np.ndarray, avgdl: np.ndarray | float) -> np.ndarray:
@@ -327,11 +327,10 @@ class GlobalIndex:
         splits into several is a phrase, and only FTS5 knows where its tokens stand (:meth:`_phrase`)."""
         tokens = self.tokenize(terms)
         single = [t[0] for t in tokens if len(t) == 1]
-        found = {term: (np.frombuffer(rows, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE))
+        found = {(term,): (np.frombuffer(rows, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE))
                  for term, rows, tf in self.db.execute(
                      f"SELECT term, rows, tf FROM {self.postings} WHERE term IN ({','.join('?' * len(single))})", single)}
-        postings = [found.get(t[0], NO_POSTINGS) if len(t) == 1 else self._phrase(w) if t else NO_POSTINGS
-                    for w, t in zip(terms, tokens)]
+        postings = [self._phrase(w) if len(t) > 1 else found.get(t, NO_POSTINGS) for w, t in zip(terms, tokens)]
         union = np.zeros(len(self.doc), bool)
         for rows, _ in postings:
             union[rows] = True
