@@ -295,7 +295,7 @@ def plot_scale(frame: pd.DataFrame):
     idx = frame.drop_duplicates("documents").sort_values("documents")
     for ax, scale_by, cols in ((axes[1], 1, ("doc_index_s", "global_index_s")),
                                (axes[2], 2 ** 20, ("doc_index_bytes", "global_index_bytes"))):
-        for col, label in zip(cols, ("per-document FTS5 indexes", "global FTS5 index")):
+        for col, label in zip(cols, ("per-document FTS5 indexes", "global FTS5 index + postings")):
             b = fits.loc[f"[{col}]", "exponent"] if f"[{col}]" in fits.index else math.nan
             ax.plot(idx["documents"], idx[col] / scale_by, marker="o", label=f"{label} ({b:.2f})")
     sizes = sorted(frame["documents"].unique())

@@ -34,6 +34,15 @@ def fuse(rankings: Iterable[Sequence[T]], tiebreak: Callable[[T], Any], k: int =
     return sorted(scores.items(), key=lambda kv: (-kv[1], tiebreak(kv[0])))
 
 
+def fuse_disjoint(rank: np.ndarray, tiebreak: Sequence[np.ndarray], k: int = K,
+                  top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fuse` of *disjoint* rankings (each item in exactly one), vectorised: an item at 0-based rank r
+    in its ranking scores 1/(k + r + 1), so the order is by rank, then by the ``tiebreak`` arrays (one key
+    per array, first array first, each ascending). Returns the first ``top`` items' indices into ``rank``
+    and their scores. For rankings of thousands of items, where a Python key per item is the cost."""
+    order = np.lexsort((*reversed(tiebreak), rank))[:top]
+    return order, 1.0 / (k + rank[order] + 1)
+
 
 def round_robin_depth(lengths: Sequence[int], k: int) -> int:
     """How deep each of several *disjoint* rankings must be read for the top k of their fusion: an item at

@@ -1,7 +1,9 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.fusion import fuse, round_robin_depth, rrf_scores
+import numpy as np
+
+from evalkit.fusion import fuse, fuse_disjoint, round_robin_depth, rrf_scores
 from evalkit.measures import ties_at
 
 
@@ -49,3 +51,15 @@ def test_round_robin_depth_keeps_the_fused_top_k_of_disjoint_rankings(lengths, k
 def test_round_robin_depth_by_hand():
     assert round_robin_depth([5, 5, 5], 3) == 1 and round_robin_depth([5, 5, 5], 4) == 2
     assert round_robin_depth([1, 9], 5) == 4 and round_robin_depth([2, 2], 10) == 2 and round_robin_depth([], 10) == 1
+
+
+@given(st.lists(st.integers(0, 6), max_size=8), st.integers(0, 3), st.integers(1, 30), st.integers(0, 60))
+def test_fuse_disjoint_is_fuse_of_disjoint_rankings(lengths, seed, top, k):
+    # items (ranking, position); two tie-break keys with many ties, then a unique one: the brute force is fuse()
+    rng = np.random.default_rng(seed)
+    items = [(i, r) for i, n in enumerate(lengths) for r in range(n)]
+    a, b = rng.integers(0, 2, len(items)), rng.integers(0, 3, len(items)).astype(float)
+    key = {item: (a[j], b[j], j) for j, item in enumerate(items)}
+    want = fuse([[(i, r) for r in range(n)] for i, n in enumerate(lengths)], key.__getitem__, k)[:top]
+    order, scores = fuse_disjoint(np.array([r for _, r in items], int), (a, b, np.arange(len(items))), k, top)
+    assert [(items[j], s) for j, s in zip(order.tolist(), scores.tolist())] == want

@@ -12,15 +12,16 @@ itself, then by the document's.
 ``corpus`` ranks pages inside each document with corpus-wide statistics (one index, then the same fusion).
 
 Speed: the per-document scores are those each document's own FTS5 table would give, but computed from the
-corpus-wide index's postings in NumPy (:meth:`GlobalIndex.bm25_scores`), so a query costs one FTS5
-query per query term however many documents there are, not one per document. Only the ranks the fused
-top k can reach are turned into Python objects (:func:`round_robin_depth`).
+corpus-wide index's postings in NumPy (:meth:`GlobalIndex.bm25_scores`), so a query costs one postings
+read per query term however many documents there are, not one FTS5 query per document. The fusion is
+vectorised too (:func:`fuse_disjoint` over the ranks the fused top k can reach, :func:`round_robin_depth`):
+only the k hits become Python objects.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..fusion import fuse, round_robin_depth
+from ..fusion import fuse_disjoint, round_robin_depth
 from ..records import Hit, Result
 from . import Arm
 from .lexical import GlobalIndex, query_terms
@@ -37,39 +38,46 @@ class KeywordArm(Arm):
         self.global_index = GlobalIndex(store, corpus)
         self.sha = {d.name: d.sha256 for d in corpus.documents}
 
-    def _ranked(self, terms: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every matching page as (row, score, rank in its document), grouped by document, best first in
-        each, equal scores by page."""
+    def _ranked(self, terms: list[str], k: int, fused: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each matching document's best pages as (row, score, rank in its document), grouped by document,
+        best first in each, equal scores by page: its top ``k``, or (``fused``) as deep as the fused top k
+        can reach (:func:`round_robin_depth`; with many documents, only each one's best page)."""
         index = self.global_index
         rows, score = index.bm25_scores(terms, self.params["idf_scope"])
         doc = index.doc[rows]
-        order = np.lexsort((index.page[rows], -score, doc))
-        rows, score, doc = rows[order], score[order], doc[order]
+        start = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # rows come in rowid order: by document
+        counts = np.diff(np.r_[start, len(rows)])
+        depth = round_robin_depth(counts, k) if fused else k
+        if depth == 1 and len(rows):  # a document's best page scores its best: sort only those, not every page
+            keep = score == np.repeat(np.maximum.reduceat(score, start), counts)
+            rows, score = rows[keep], score[keep]
+        order = np.argsort(-score, kind="stable")  # best first; equal scores stay in rowid order, i.e. by page
+        order = order[np.argsort(index.doc[rows[order]], kind="stable")]  # then grouped by document
+        rows, score = rows[order], score[order]
+        doc = index.doc[rows]
         first = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # where each document's pages start
         rank = np.arange(len(rows)) - np.repeat(first, np.diff(np.r_[first, len(rows)]))
-        return rows, score, rank
-
-    def _lists(self, rows: np.ndarray, score: np.ndarray, rank: np.ndarray, depth: int) -> dict[str, list[tuple[int, float]]]:
-        index, out = self.global_index, {}
         keep = rank < depth
-        for d, page, s in zip(index.doc[rows[keep]].tolist(), index.page[rows[keep]].tolist(), score[keep].tolist()):
-            out.setdefault(index.docs[d], []).append((page, s))
-        return out
+        return rows[keep], score[keep], rank[keep]
 
     def per_document(self, terms: list[str], k: int) -> dict[str, list[tuple[int, float]]]:
         """Each matching document's top ``k`` pages as (page, -bm25), best first, equal scores by page."""
-        return self._lists(*self._ranked(terms), k)
+        index, out = self.global_index, {}
+        rows, score, _ = self._ranked(terms, k, fused=False)
+        for d, page, s in zip(index.doc[rows].tolist(), index.page[rows].tolist(), score.tolist()):
+            out.setdefault(index.docs[d], []).append((page, s))
+        return out
 
     def search(self, query: str, k: int) -> Result:
         terms = query_terms(query)
         if not terms:
             return Result()
         index = self.global_index
-        rows, score, rank = self._ranked(terms)
-        ranked = self._lists(rows, score, rank, round_robin_depth(np.bincount(index.doc[rows]), k))
-        content = index.content_scores(terms)
-        by_page = index.page_content_scores(terms) if self.params["tiebreak"] == "page" else {}
-        fused = fuse(([(doc, page) for page, _ in pages] for doc, pages in ranked.items()),
-                     tiebreak=lambda dp: (-by_page.get(dp, 0.0), -content.get(dp[0], 0.0), self.sha[dp[0]], dp[1]),
-                     k=self.params["rrf_k"])
-        return Result(tuple(Hit(doc, page, score) for (doc, page), score in fused[:k]))
+        rows, _, rank = self._ranked(terms, k, fused=True)
+        doc = index.doc[rows]
+        by_doc, by_row = index.content_weights(terms)
+        by_page = -by_row[rows] if self.params["tiebreak"] == "page" else np.zeros(len(rows))
+        order, fused = fuse_disjoint(rank, (by_page, -by_doc[doc], index.sha_rank[doc], index.page[rows]),
+                                     self.params["rrf_k"], k)
+        return Result(tuple(Hit(index.docs[d], p, s) for d, p, s in
+                            zip(doc[order].tolist(), index.page[rows[order]].tolist(), fused.tolist())))

@@ -1,11 +1,13 @@
 """SQLite FTS5 indexes and the query analysis shared by the lexical arms.
 
 The arms read one corpus-wide FTS5 table per corpus digest (contentless: the text stays in the page
-store), with a side table mapping rowids to (document, page). FTS5 tokenizes and finds each query term's
-pages; BM25 is then computed in NumPy with FTS5's own formula, either with the corpus-wide statistics or
-with each document's own (IDF, average page length), exactly as a per-document search tool's one FTS5
-table per document would score them. Those per-document tables can still be built
-(:func:`ensure_document_indexes`): the tests check the NumPy scores against them to the bit.
+store), with a side table mapping rowids to (document, page) and a postings table built with it: per
+index term, the rowids holding it and its count on each, as packed arrays. A query's words are tokenized
+by FTS5's own tokenizer (:class:`Tokenizer`), each term's postings are one blob read, and BM25 is then
+computed in NumPy with FTS5's own formula, either with the corpus-wide statistics or with each document's
+own (IDF, average page length), exactly as a per-document search tool's one FTS5 table per document
+would score them. Those per-document tables can still be built (:func:`ensure_document_indexes`): the
+tests check the NumPy scores against them to the bit.
 
 Query semantics: the query's words (stop words dropped, unless nothing else is left) are OR-ed, each as a
 quoted FTS5 string, so no user punctuation (quotes, ``NEAR(``, ``*``, ``-``) is ever read as syntax and a
@@ -15,6 +17,9 @@ in natural language rarely has all its words on the answering page, which is why
 from __future__ import annotations
 
 import math
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -47,14 +52,15 @@ def match_expression(terms: list[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def settings(store: PageStore) -> str:
-    """What an index's content depends on besides the documents: the text extractor and the tokenizer."""
-    return f"{store.extractor}|{TOKENIZE}"
+def settings(store: PageStore, kind: str) -> str:
+    """What an index's content depends on besides the documents: the text extractor and the tokenizer, and
+    for the corpus-wide index the layout of its postings table (an index built without it is rebuilt)."""
+    return f"{store.extractor}|{TOKENIZE}" + (f"|{POSTINGS_LAYOUT}" if kind == "global" else "")
 
 
-def _settings_ok(store: PageStore, name: str) -> bool:
+def _settings_ok(store: PageStore, name: str, kind: str) -> bool:
     row = store.db.execute("SELECT settings FROM fts_indexes WHERE name=?", (name,)).fetchone()
-    return row is not None and row[0] == settings(store)
+    return row is not None and row[0] == settings(store, kind)
 
 
 def document_table(sha256: str) -> str:
@@ -71,16 +77,16 @@ def ensure_document_indexes(store: PageStore, corpus: Corpus) -> dict[str, str]:
     for d in corpus.documents:
         name = document_table(d.sha256)
         tables[d.name] = name
-        if _settings_ok(store, name):
+        if _settings_ok(store, name, "document"):
             continue
         with db:
             db.execute("BEGIN IMMEDIATE")
-            if not _settings_ok(store, name):  # another process may have built it while this one waited
+            if not _settings_ok(store, name, "document"):  # another process may have built it while this one waited
                 db.execute(f"DROP TABLE IF EXISTS {name}")
                 db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='', tokenize='{TOKENIZE}')")
                 db.executemany(f"INSERT INTO {name}(rowid, text) VALUES (?, ?)", enumerate(store.texts(d), 1))
                 db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'document', ?, ?, NULL)",
-                           (name, d.sha256, settings(store)))
+                           (name, d.sha256, settings(store, "document")))
     return tables
 
 
@@ -92,20 +98,18 @@ def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
     db.executescript(_REGISTRY)
     digest = corpus.digest()
     name = f"fts_global_{digest[:24]}"
-    if _settings_ok(store, name):
+    if _settings_ok(store, name, "global"):
         return name
     folder = str(corpus.root.resolve())
     with db:
         db.execute("BEGIN IMMEDIATE")
-        if _settings_ok(store, name):  # another process built it while this one waited
+        if _settings_ok(store, name, "global"):  # another process built it while this one waited
             return name
         for (old,) in db.execute("SELECT name FROM fts_indexes WHERE kind='global' AND corpus=? AND name<>?",
                                  (folder, name)).fetchall():  # the same folder, changed: drop its old index
-            db.execute(f"DROP TABLE IF EXISTS {old}")
-            db.execute("DELETE FROM fts_global_pages WHERE name=?", (old,))
+            _drop_global(db, old)
             db.execute("DELETE FROM fts_indexes WHERE name=?", (old,))
-        db.execute(f"DROP TABLE IF EXISTS {name}")
-        db.execute("DELETE FROM fts_global_pages WHERE name=?", (name,))
+        _drop_global(db, name)
         db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='', tokenize='{TOKENIZE}')")
         rowid = 0
         for d in corpus.documents:
@@ -115,8 +119,74 @@ def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
                 rows.append((rowid, text, d.name, d.sha256, page))
             db.executemany(f"INSERT INTO {name}(rowid, text) VALUES (?, ?)", [r[:2] for r in rows])
             db.executemany("INSERT INTO fts_global_pages VALUES (?, ?, ?, ?, ?)", [(name, r[0], *r[2:]) for r in rows])
-        db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'global', ?, ?, ?)", (name, digest, settings(store), folder))
+        build_postings(db, name)
+        db.execute("INSERT OR REPLACE INTO fts_indexes VALUES (?, 'global', ?, ?, ?)",
+                   (name, digest, settings(store, "global"), folder))
     return name
+
+
+def _drop_global(db: sqlite3.Connection, name: str) -> None:
+    """Drop a corpus-wide index: its FTS5 table, postings table and rowid map."""
+    db.execute(f"DROP TABLE IF EXISTS {name}")
+    db.execute(f"DROP TABLE IF EXISTS {postings_table(name)}")
+    db.execute("DELETE FROM fts_global_pages WHERE name=?", (name,))
+
+
+# ---- postings ------------------------------------------------------------------------------------------------
+
+POSTINGS_LAYOUT = "postings-1"  # per term: rowids and counts as little-endian int32 arrays
+POSTINGS_DTYPE = np.dtype("<i4")
+CHUNK_INSTANCES = 1 << 22  # occurrences read from fts5vocab per query while building: bounds the memory
+
+
+def postings_table(name: str) -> str:
+    return f"{name}_postings"
+
+
+def run_lengths(counts: np.ndarray, rowids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From FTS5's occurrence stream (``rowids``: the row of every occurrence, grouped by term in index
+    order, ascending within a term; ``counts``: occurrences per term) the (term index, rowid, count) of
+    every distinct (term, row) pair, in the same order. Runs are found in NumPy: SQLite would have to sort
+    millions of occurrences to GROUP BY them."""
+    term = np.repeat(np.arange(len(counts)), counts)
+    start = np.flatnonzero(np.r_[True, (term[1:] != term[:-1]) | (rowids[1:] != rowids[:-1])])
+    return term[start], rowids[start], np.diff(np.r_[start, len(rowids)])
+
+
+def _term_chunks(counts: np.ndarray, limit: int) -> Iterator[tuple[int, int]]:
+    """Consecutive [i, j) ranges of terms holding at most ``limit`` occurrences each (a single term with more
+    is a range of its own)."""
+    ends, i = np.cumsum(counts), 0
+    while i < len(counts):
+        j = max(i + 1, int(np.searchsorted(ends, (ends[i - 1] if i else 0) + limit, side="right")))
+        yield i, j
+        i = j
+
+
+def build_postings(db: sqlite3.Connection, name: str, limit: int = CHUNK_INSTANCES) -> None:
+    """Write the postings table of the FTS5 table ``name``: per term, the rowids holding it and its count on
+    each. Read from fts5vocab: its 'row' table lists the terms in index order with their occurrence
+    counts, its 'instance' table every occurrence's rowid in the same order (read as one string per chunk
+    of terms: FTS5 is fast, a Python tuple per occurrence is not)."""
+    vocab_row, vocab_instance = f"temp.{name}_vocab_row", f"temp.{name}_vocab_instance"
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab_row} USING fts5vocab(main, {name}, row)")
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab_instance} USING fts5vocab(main, {name}, instance)")
+    table = postings_table(name)
+    db.execute(f"CREATE TABLE {table} (term TEXT PRIMARY KEY, rows BLOB NOT NULL, tf BLOB NOT NULL)")
+    vocab = db.execute(f"SELECT term, cnt FROM {vocab_row}").fetchall()
+    terms = [t for t, _ in vocab]
+    counts = np.array([c for _, c in vocab], np.int64)
+    for i, j in _term_chunks(counts, limit):
+        text = db.execute(f"SELECT group_concat(doc) FROM {vocab_instance} WHERE term >= ? AND term <= ?",
+                          (terms[i], terms[j - 1])).fetchone()[0]
+        term, rows, tf = run_lengths(counts[i:j], np.fromstring(text, np.int64, sep=","))
+        rows, tf = rows.astype(POSTINGS_DTYPE), tf.astype(POSTINGS_DTYPE)
+        edges = np.searchsorted(term, np.arange(j - i + 1))
+        db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)",
+                       ((terms[i + t], rows[a:b].tobytes(), tf[a:b].tobytes())
+                        for t, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist()))))
+    db.execute(f"DROP TABLE {vocab_row}")
+    db.execute(f"DROP TABLE {vocab_instance}")
 
 
 # FTS5's bm25() constants (fts5_aux.c)
@@ -131,17 +201,32 @@ def fts5_idf(rows: np.ndarray, hits: np.ndarray) -> np.ndarray:
     return np.where(idf <= 0.0, 1e-6, idf)
 
 
-def fts5_bm25_term(idf: np.ndarray, tf: np.ndarray, length: np.ndarray, avgdl: np.ndarray) -> np.ndarray:
+def idf_table(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every IDF a table of ``rows[d]`` rows can give, for each d: ``table[start[d] + hits]`` is
+    :func:`fts5_idf` of ``hits`` rows out of ``rows[d]``, for hits = 0..rows[d]. Computed once per index
+    (pages + documents logarithms), so a query looks its per-document IDFs up instead of taking them."""
+    sizes = rows.astype(np.int64) + 1
+    start = np.cumsum(sizes) - sizes
+    hits = np.arange(sizes.sum()) - np.repeat(start, sizes)
+    return fts5_idf(np.repeat(sizes - 1, sizes).astype(np.float64), hits.astype(np.float64)), start
+
+
+def fts5_length_norm(length: np.ndarray, avgdl: np.ndarray | float) -> np.ndarray:
+    """The length part of FTS5's bm25() denominator, k1·(1 − b + b·|D|/avgdl), computed as fts5_aux.c does;
+    it depends on the row alone (and its table's mean length), so an index computes it once per row."""
+    return K1 * (1 - B + B * length / avgdl)
+
+
+def fts5_bm25_term(idf: np.ndarray | float, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
     """One phrase's part of FTS5's bm25(), written as fts5_aux.c computes it (same operations, same order,
     so the sum over a query's phrases is the score FTS5 would return, to the bit)."""
-    return idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
+    return idf * ((tf * (K1 + 1.0)) / (tf + norm))
 
 
-def fts5_term_frequency(score: np.ndarray, idf: float, length: np.ndarray, avgdl: float) -> np.ndarray:
+def fts5_term_frequency(score: np.ndarray, idf: float, norm: np.ndarray) -> np.ndarray:
     """A phrase's count on each row, from the row's single-phrase bm25() score: FTS5 gives no term
-    frequency through SQL, but that score is ``idf·tf(k1+1)/(tf + L)``, strictly increasing in tf, so
-    tf = score·L/(idf(k1+1) − score), rounded (tf is a whole count)."""
-    norm = K1 * (1 - B + B * length / avgdl)
+    frequency through SQL, but that score is ``idf·tf(k1+1)/(tf + norm)``, strictly increasing in tf, so
+    tf = score·norm/(idf(k1+1) − score), rounded (tf is a whole count)."""
     return np.rint(score * norm / (idf * (K1 + 1.0) - score))
 
 
@@ -155,6 +240,32 @@ def _varint(blob: bytes) -> int:
     return value
 
 
+class Tokenizer:
+    """FTS5's own tokenizer, applied to query words: they are written to an in-memory contentless FTS5 table
+    with the index's tokenizer and read back through fts5vocab ('instance'), so a query word becomes the
+    index terms its pages' words became, with no second tokenizer or stemmer to keep in step with SQLite's.
+    (FTS5 tokenizes a quoted MATCH string the same way: porter and unicode61 have no query-only tokens.)"""
+
+    def __init__(self):
+        self.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self.db.execute(f"CREATE VIRTUAL TABLE q USING fts5(text, content='', tokenize='{TOKENIZE}')")
+        self.db.execute("CREATE VIRTUAL TABLE q_vocab USING fts5vocab(q, instance)")
+        self.lock = threading.Lock()  # one arm may serve several threads (an executor's worker)
+
+    def __call__(self, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """Each word's tokens, in order: usually one; none for a word of separators; several for a word
+        FTS5 splits where Python's word pattern does not (a phrase, to FTS5)."""
+        with self.lock, self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("INSERT INTO q(rowid, text) VALUES (?, ?)", enumerate(words))
+            found = self.db.execute("SELECT doc, term FROM q_vocab ORDER BY doc, offset").fetchall()
+            self.db.execute("INSERT INTO q(q) VALUES ('delete-all')")
+        tokens: list[list[str]] = [[] for _ in words]
+        for i, term in found:
+            tokens[i].append(term)
+        return [tuple(t) for t in tokens]
+
+
 @dataclass(frozen=True)
 class Matches:
     """Where a query's terms occur in the corpus-wide index: per term (in query order) the rows holding it
@@ -165,6 +276,14 @@ class Matches:
     rows: np.ndarray
 
 
+NO_POSTINGS = (np.zeros(0, POSTINGS_DTYPE), np.zeros(0, POSTINGS_DTYPE))
+# Queries analysed by one index kept for the next call: the keyword arm asks for its query's matches three
+# times (scores, document and page tie-breaks) and a hybrid over it once more. A few queries, not hundreds:
+# each holds the postings of its terms, up to every page of the corpus per term.
+RECENT_QUERIES = 4
+RECENT_TERMS = 32  # the refusal policies ask for each query term's pages several times per query
+
+
 class GlobalIndex:
     """The corpus-wide FTS5 index: BM25 over all pages, which documents contain which terms, and the
     per-row statistics (document, page, length in tokens) that let each document's own BM25 be computed
@@ -173,6 +292,8 @@ class GlobalIndex:
     def __init__(self, store: PageStore, corpus: Corpus):
         self.db = store.db
         self.table = ensure_global_index(store, corpus)
+        self.postings = postings_table(self.table)
+        self.tokenize = Tokenizer()
         rows = self.db.execute("SELECT rowid, doc, page, sha256 FROM fts_global_pages WHERE name=? ORDER BY rowid",
                                (self.table,)).fetchall()
         self.docs = list(dict.fromkeys(doc for _, doc, _, _ in rows))  # documents in rowid order
@@ -180,7 +301,8 @@ class GlobalIndex:
         sha = dict((doc, s) for _, doc, _, s in rows)
         sha_rank = {s: i for i, s in enumerate(sorted(set(sha.values())))}
         size = len(rows) + 1  # arrays are indexed by rowid, which runs 1..pages
-        self.doc = np.zeros(size, np.int64)
+        # the smallest integer type for document numbers: NumPy sorts 8- and 16-bit integers by radix
+        self.doc = np.zeros(size, np.min_scalar_type(max(len(self.docs) - 1, 0)))
         self.page = np.zeros(size, np.int64)
         for rowid, doc, page, _ in rows:
             self.doc[rowid], self.page[rowid] = index[doc], page
@@ -192,47 +314,59 @@ class GlobalIndex:
         # each document's row count and mean length: the statistics its own FTS5 table would hold
         self.doc_rows = np.bincount(self.doc[1:], minlength=len(self.docs)).astype(np.float64)
         self.doc_avgdl = np.bincount(self.doc[1:], self.length[1:], minlength=len(self.docs)) / np.maximum(self.doc_rows, 1)
-        # the keyword arm and a hybrid over it analyse the same query: do it once
-        self.matches = lru_cache(maxsize=256)(self._matches)
-        self._content = lru_cache(maxsize=256)(self._content_weights)
-        self.pages_with = lru_cache(maxsize=1024)(self._pages_with)
+        self.doc_idf, self.doc_idf_start = idf_table(self.doc_rows)
+        # bm25()'s length normalisation of each row, with the corpus's mean length and with its document's
+        self.norm = {"corpus": fts5_length_norm(self.length, self.avgdl),
+                     "doc": fts5_length_norm(self.length, self.doc_avgdl[self.doc])}
+        self.matches = lru_cache(maxsize=RECENT_QUERIES)(self._matches)
+        self._content = lru_cache(maxsize=RECENT_QUERIES)(self._content_weights)
+        self.pages_with = lru_cache(maxsize=RECENT_TERMS)(self._pages_with)
 
     def _matches(self, terms: tuple[str, ...]) -> Matches:
-        """One FTS5 query per term. Rows come back as two strings (the subquery's ``LIMIT -1`` keeps SQLite
-        from merging bm25() into the aggregate): FTS5 is fast, a Python tuple per row is not. The text
-        form of a score keeps 15 digits, plenty to recover a whole count from it."""
-        term_rows, term_tf = [], []
-        for t in terms:
-            rows, scores = self.db.execute(
-                f"SELECT group_concat(r), group_concat(s) FROM (SELECT rowid AS r, -bm25({self.table}) AS s "
-                f"FROM {self.table} WHERE {self.table} MATCH ? LIMIT -1)", (match_expression([t]),)).fetchone()
-            rows = np.array(rows.split(",") if rows else [], np.int64)
-            term_rows.append(rows)
-            term_tf.append(fts5_term_frequency(np.array(scores.split(",") if scores else [], np.float64),
-                                               self._idf(len(rows)), self.length[rows], self.avgdl))
-        union = np.unique(np.concatenate(term_rows)) if term_rows else np.zeros(0, np.int64)
-        return Matches(tuple(term_rows), tuple(term_tf), union)
+        """Each term's postings: one blob read per term that FTS5 tokenizes to one index term; a term it
+        splits into several is a phrase, and only FTS5 knows where its tokens stand (:meth:`_phrase`)."""
+        tokens = self.tokenize(terms)
+        single = [t[0] for t in tokens if len(t) == 1]
+        found = {(term,): (np.frombuffer(rows, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE))
+                 for term, rows, tf in self.db.execute(
+                     f"SELECT term, rows, tf FROM {self.postings} WHERE term IN ({','.join('?' * len(single))})", single)}
+        postings = [self._phrase(w) if len(t) > 1 else found.get(t, NO_POSTINGS) for w, t in zip(terms, tokens)]
+        union = np.zeros(len(self.doc), bool)
+        for rows, _ in postings:
+            union[rows] = True
+        return Matches(tuple(r for r, _ in postings), tuple(tf for _, tf in postings), np.flatnonzero(union))
+
+    def _phrase(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding a query word that FTS5 reads as a phrase, and the phrase's count on each, from one
+        FTS5 query. Rows come back as two strings (the subquery's ``LIMIT -1`` keeps SQLite from merging
+        bm25() into the aggregate); FTS5 gives no count through SQL, but bm25() of the phrase alone
+        determines it (:func:`fts5_term_frequency`)."""
+        rows, scores = self.db.execute(
+            f"SELECT group_concat(r), group_concat(s) FROM (SELECT rowid AS r, -bm25({self.table}) AS s "
+            f"FROM {self.table} WHERE {self.table} MATCH ? LIMIT -1)", (match_expression([term]),)).fetchone()
+        rows = np.array(rows.split(",") if rows else [], np.int64)
+        tf = fts5_term_frequency(np.array(scores.split(",") if scores else [], np.float64),
+                                 self._idf(len(rows)), self.norm["corpus"][rows])
+        return rows, tf
 
     def bm25_scores(self, terms: list[str], scope: str = "corpus") -> tuple[np.ndarray, np.ndarray]:
         """(rows, score) of every page matching any term, score = -bm25() for the OR of the terms, as FTS5
         computes it over the corpus-wide table (``scope="corpus"``) or over the page's own document's table
         (``"doc"``: that document's row count, mean length and per-term page counts). Computed from the
-        postings with FTS5's formula, so a query costs one FTS5 query per term (cached), not one per
-        document, and matches FTS5 to the bit (tests/arms/test_keyword.py)."""
+        postings with FTS5's formula, so a query costs one read per term, not one FTS5 query per document,
+        and matches FTS5 to the bit (tests/arms/test_keyword.py). Scores accumulate over all rows, term by
+        term in query order, as FTS5 adds its phrases."""
         m = self.matches(tuple(terms))
-        score = np.zeros(len(m.rows))
+        score = np.zeros(len(self.doc))
         for rows, tf in zip(m.term_rows, m.term_tf):
             if scope == "doc":
                 doc = self.doc[rows]
-                hits = np.bincount(doc, minlength=len(self.docs)).astype(np.float64)  # pages holding the term
-                held = np.flatnonzero(hits)
-                idf = np.zeros(len(self.docs))
-                idf[held] = fts5_idf(self.doc_rows[held], hits[held])
-                idf, avgdl = idf[doc], self.doc_avgdl[doc]
+                hits = np.bincount(doc, minlength=len(self.docs))  # pages of each document holding the term
+                idf = self.doc_idf[self.doc_idf_start[doc] + hits[doc]]
             else:
-                idf, avgdl = self._idf(len(rows)), self.avgdl
-            score[np.searchsorted(m.rows, rows)] += fts5_bm25_term(idf, tf, self.length[rows], avgdl)
-        return m.rows, score
+                idf = self._idf(len(rows))
+            score[rows] += fts5_bm25_term(idf, tf, self.norm[scope][rows])
+        return m.rows, score[m.rows]
 
     def _idf(self, hits: int) -> float:
         return float(fts5_idf(np.array([len(self.length) - 1.0]), np.array([float(hits)]))[0])
@@ -244,6 +378,9 @@ class GlobalIndex:
         if not terms:
             return []
         rows, score = self.bm25_scores(terms)
+        if k is not None and k < len(score):  # only the k best scores (and pages tied with the k-th) are sorted
+            keep = score >= -np.partition(-score, k - 1)[k - 1]
+            rows, score = rows[keep], score[keep]
         doc = self.doc[rows]
         order = np.lexsort((rows, self.page[rows], self.sha_rank[doc], -score))[:k]
         return [(self.docs[doc[i]], int(self.page[rows[i]]), float(score[i])) for i in order]
@@ -252,14 +389,8 @@ class GlobalIndex:
         """The content tie-break of documents: for each matching document, the sum over the query terms it
         contains of w_t = ln(1 + N/df_t), N = documents matching the query, df_t = matching documents
         containing t. A document holding more of the query's rarer words is ahead; its name plays no part."""
-        docs, _ = self._content(tuple(terms))
+        docs, _ = self.content_weights(terms)
         return {self.docs[i]: float(docs[i]) for i in np.flatnonzero(docs)}
-
-    def page_content_scores(self, terms: list[str]) -> dict[tuple[str, int], float]:
-        """The same sum of w_t, over the query terms each matching *page* contains."""
-        m = self.matches(tuple(terms))
-        _, pages = self._content(tuple(terms))
-        return {(self.docs[self.doc[r]], int(self.page[r])): float(w) for r, w in zip(m.rows, pages)}
 
     @property
     def n_pages(self) -> int:
@@ -270,16 +401,19 @@ class GlobalIndex:
         rows = self.matches((term,)).term_rows[0]
         return frozenset((self.docs[d], int(p)) for d, p in zip(self.doc[rows], self.page[rows]))
 
+    def content_weights(self, terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The sum of w_t (:meth:`content_scores`) per document (an array over documents) and per page (an
+        array over rowids: the page's own query terms), terms added in query order."""
+        return self._content(tuple(terms))
+
     def _content_weights(self, terms: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """w_t summed per document (array over documents) and per matching row (array over ``rows``), terms
-        added in query order."""
         m = self.matches(terms)
-        docs_with = [np.unique(self.doc[rows]) for rows in m.term_rows]
-        n = len(np.unique(self.doc[m.rows]))
-        docs, pages = np.zeros(len(self.docs)), np.zeros(len(m.rows))
+        docs_with = [np.flatnonzero(np.bincount(self.doc[rows], minlength=len(self.docs))) for rows in m.term_rows]
+        n = len(np.flatnonzero(np.bincount(self.doc[m.rows], minlength=len(self.docs))))
+        docs, pages = np.zeros(len(self.docs)), np.zeros(len(self.doc))
         for rows, with_t in zip(m.term_rows, docs_with):
             if len(rows):
                 w = math.log(1 + n / len(with_t))
                 docs[with_t] += w
-                pages[np.searchsorted(m.rows, rows)] += w
+                pages[rows] += w
         return docs, pages

@@ -100,7 +100,7 @@ def test_every_pages_per_document_score_is_fts5s_to_the_bit(request, name):
         assert arm.per_document(terms, 10**6) == reference_per_document(arm, terms, 10**6), q.id
 
 
-def test_term_frequency_recovered_from_bm25_is_fts5s_count(latex):
+def test_term_frequencies_are_fts5s_counts(latex):
     # reference: fts5vocab's 'instance' table lists every occurrence of every (stemmed) term
     c, store = latex
     g = arms.make("keyword", c, store).global_index

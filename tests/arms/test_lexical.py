@@ -1,10 +1,13 @@
+import numpy as np
 import pytest
 
 from evalkit import arms, corpus
-from evalkit.arms.lexical import match_expression, query_terms
+from evalkit.arms.lexical import (GlobalIndex, Tokenizer, build_postings, ensure_global_index, fts5_idf, idf_table,
+                                  match_expression, postings_table, query_terms, run_lengths, settings)
 from evalkit.pages import PageStore
 
 from ..conftest import make_pdf
+from .test_keyword import reference_search
 
 LEXICAL = ["keyword", "keyword(idf_scope=corpus)", "global-index", "score-merge"]
 HOSTILE = ['"', '""unbalanced "quote', "NEAR(", "NEAR(a b", "*", "-", "- minus -", "a AND OR NOT", "col:term",
@@ -95,3 +98,91 @@ def test_page_tiebreak_orders_a_band_by_the_page_itself(tmp_path):
     by_doc = arms.make("keyword", c, store).search(q, 10).hits
     first = min(c.documents, key=lambda d: d.sha256).name
     assert by_doc[0].doc == first and by_doc[0].score == by_doc[1].score
+
+
+def test_query_words_become_the_index_terms_fts5_makes_of_them():
+    # stemmed and folded as the index is; a word of Python's pattern that FTS5 splits is a phrase to FTS5
+    # (U+19B0, a New Tai Lue vowel sign: a letter to Python's Unicode tables, a separator to SQLite's)
+    assert Tokenizer()(["tables", "hyphenation", "Ünïcödé", "数学", "ab\u19b0cd", "\u19b0"]) == [
+        ("tabl",), ("hyphen",), ("unicod",), ("数学",), ("ab", "cd"), ()]
+
+
+def test_run_lengths_by_hand():
+    # term 0 occurs twice on row 1 and once on row 4; term 1 twice on row 2; term 2 once on row 1
+    term, rows, tf = run_lengths(np.array([3, 2, 1]), np.array([1, 1, 4, 2, 2, 1]))
+    assert term.tolist() == [0, 0, 1, 2] and rows.tolist() == [1, 4, 2, 1] and tf.tolist() == [2, 1, 2, 1]
+
+
+def test_idf_table_holds_fts5s_idf_for_every_count():
+    rows = np.array([0, 1, 5, 2])
+    table, start = idf_table(rows)
+    for d, n in enumerate(rows):
+        for hits in range(n + 1):
+            assert table[start[d] + hits] == fts5_idf(np.array([float(n)]), np.array([float(hits)]))[0]
+    assert len(table) == (rows + 1).sum()
+
+
+def _postings(store, name):
+    return {t: (np.frombuffer(r, "<i4").tolist(), np.frombuffer(f, "<i4").tolist())
+            for t, r, f in store.db.execute(f"SELECT term, rows, tf FROM {postings_table(name)}")}
+
+
+def _vocab_postings(store, name):
+    """The reference: every occurrence from fts5vocab's 'instance' table, counted per (term, row) by SQL."""
+    store.db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.ref_vocab USING fts5vocab(main, {name}, instance)")
+    out = {}
+    for term, row, n in store.db.execute("SELECT term, doc, count(*) FROM temp.ref_vocab GROUP BY term, doc ORDER BY term, doc"):
+        out.setdefault(term, ([], []))
+        out[term][0].append(row)
+        out[term][1].append(n)
+    store.db.execute("DROP TABLE temp.ref_vocab")
+    return out
+
+
+def test_postings_hold_fts5s_counts_on_real_manuals(small):
+    c, store = small
+    name = ensure_global_index(store, c)
+    assert _postings(store, name) == _vocab_postings(store, name)
+
+
+def _tiny(tmp_path, pages: dict[str, list[str]]):
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    for name, texts in pages.items():
+        make_pdf(folder / name, texts)
+    store = PageStore(tmp_path / "s.sqlite")
+    return store.ingest(corpus.from_dir(folder), progress=False).corpus, store
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10**6])
+def test_postings_are_the_same_however_the_occurrences_are_chunked(tmp_path, limit):
+    c, store = _tiny(tmp_path, {"a.pdf": ["tables and more tables", "rules in tables"], "b.pdf": ["a rule", "x"]})
+    name = ensure_global_index(store, c)
+    with store.db:
+        store.db.execute("BEGIN")
+        store.db.execute(f"DROP TABLE {postings_table(name)}")
+        build_postings(store.db, name, limit)
+    assert _postings(store, name) == _vocab_postings(store, name)
+    assert _postings(store, name)["tabl"] == ([1, 2], [2, 1])
+
+
+def test_an_index_built_without_postings_is_rebuilt(tmp_path):
+    c, store = _tiny(tmp_path, {"a.pdf": ["margins"], "b.pdf": ["fonts"]})
+    name = ensure_global_index(store, c)
+    store.db.execute(f"DROP TABLE {postings_table(name)}")  # as an index of an earlier evalkit had it
+    old_settings = settings(store, "document")  # extractor and tokenizer: what a global index recorded then
+    store.db.execute("UPDATE fts_indexes SET settings=? WHERE name=?", (old_settings, name))
+    assert [(d, p) for d, p, _ in GlobalIndex(store, c).bm25(["margins"])] == [("a.pdf", 1)]
+    assert _postings(store, name) == _vocab_postings(store, name)
+
+
+@pytest.mark.parametrize("spec", ["keyword", "keyword(idf_scope=corpus)", "global-index", "score-merge"])
+def test_a_word_fts5_reads_as_a_phrase_matches_as_fts5_matches_it(tmp_path, spec):
+    # "ab<U+19B0>cd" is the phrase "ab cd": only pages with the two words adjacent match, as often as they are
+    c, store = _tiny(tmp_path, {"a.pdf": ["ab cd and ab cd again", "ab then cd", "cd ab"],
+                                "b.pdf": ["one ab cd here", "tables"]})
+    arm = arms.make(spec, c, store)
+    query = "ab\u19b0cd tables"
+    hits = arm.search(query, 10).hits
+    assert [(h.doc, h.page, h.score) for h in hits] == reference_search(arm, query, 10)
+    assert {(h.doc, h.page) for h in hits} == {("a.pdf", 1), ("b.pdf", 1), ("b.pdf", 2)}
