@@ -190,19 +190,33 @@ def _address_space() -> int:
     return 0
 
 
-def _child(path: str, memory_mb: int, visible_only: bool, conn) -> None:
-    _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+def _bound_memory(memory_mb: int) -> None:
+    """From now on, let this process grow its address space by ``memory_mb`` at most. Only the soft limit
+    is set, so a worker can give each document a fresh bound of its own."""
     limit = _address_space() + (memory_mb << 20)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     except (ValueError, OSError):
         pass
-    try:
-        conn.send(extract(Path(path), visible_only))
-    except MemoryError:
-        conn.send(Extraction(error=TOO_BIG, transient=True))
-    conn.close()
+
+
+def _worker(conn, memory_mb: int, visible_only: bool) -> None:
+    """A bounded extraction process: reads the documents it is sent, one at a time, each under its own
+    memory bound, until its connection closes. Starting a process per document cost more than reading
+    a short one."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    while True:
+        try:
+            path = conn.recv()
+        except EOFError:
+            return
+        _bound_memory(memory_mb)
+        try:
+            conn.send(extract(Path(path), visible_only))
+        except MemoryError:
+            conn.send(Extraction(error=TOO_BIG, transient=True))
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -213,47 +227,76 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+@dataclass
+class _Process:
+    """A worker and the parent's end of its connection."""
+
+    proc: multiprocessing.process.BaseProcess
+    conn: multiprocessing.connection.Connection
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+
+
+def _start(ctx: multiprocessing.context.BaseContext, memory_mb: int, visible_only: bool) -> _Process:
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=_worker, args=(theirs, memory_mb, visible_only), daemon=True)
+    proc.start()
+    theirs.close()
+    return _Process(proc, ours)
+
+
 def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, memory_mb: int = MEMORY_MB,
                 visible_only: bool = False) -> Iterator[tuple[int, Extraction]]:
-    """``(index into paths, extraction)`` for every path, in completion order, at most ``workers`` at once.
-    A child over ``seconds`` is killed; one that dies is reported; none outlives this generator."""
+    """``(index into paths, extraction)`` for every path, in completion order, by at most ``workers``
+    worker processes. A worker over ``seconds`` on one document is killed, one that dies is reported, and
+    either is replaced, as is one whose document went over its memory bound; none outlives this generator.
+    Each worker gets its next document before the caller sees the last one's result, so storing results
+    does not keep the workers waiting."""
     ctx = _context()
     todo = list(enumerate(paths))[::-1]
-    running: dict = {}  # connection -> (index, process, deadline)
+    idle: list[_Process] = []
+    busy: dict = {}  # connection -> (index, worker, deadline)
+    done: list[tuple[int, Extraction]] = []
     try:
-        while todo or running:
-            while todo and len(running) < max(1, workers):
+        while True:
+            while todo and len(busy) < max(1, workers):
+                w = idle.pop() if idle else _start(ctx, memory_mb, visible_only)
                 i, path = todo.pop()
-                recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(str(path), memory_mb, visible_only, send), daemon=True)
-                proc.start()
-                send.close()
-                running[recv] = (i, proc, time.monotonic() + seconds)
-            timeout = max(0.0, min(d for _, _, d in running.values()) - time.monotonic())
-            ready = wait(list(running), timeout=timeout)
+                try:
+                    w.conn.send(str(path))
+                except OSError:
+                    pass  # the worker is gone: receiving from it says how
+                busy[w.conn] = (i, w, time.monotonic() + seconds)
+            yield from done
+            done = []
+            if not busy:
+                return
+            timeout = max(0.0, min(d for _, _, d in busy.values()) - time.monotonic())
+            ready = wait(list(busy), timeout=timeout)
             for conn in ready:
-                i, proc, _ = running.pop(conn)
+                i, w, _ = busy.pop(conn)
                 try:
                     result = conn.recv()
                 except (EOFError, OSError):
-                    proc.join()
-                    result = Extraction(error=_died(proc.exitcode), transient=True)
-                conn.close()
-                proc.join()
-                yield i, result
+                    w.proc.join()
+                    result = Extraction(error=_died(w.proc.exitcode), transient=True)
+                if result.transient:  # over a bound or dead: a fresh worker takes the next document
+                    w.stop()
+                else:
+                    idle.append(w)
+                done.append((i, result))
             now = time.monotonic()
-            for conn, (i, proc, deadline) in list(running.items()):
-                if deadline <= now and conn not in ready:
-                    proc.kill()
-                    proc.join()
-                    conn.close()
-                    del running[conn]
-                    yield i, Extraction(error=f"too large (took over {seconds:g} s to extract)", transient=True)
+            for conn, (i, w, deadline) in list(busy.items()):
+                if deadline <= now:
+                    w.stop()
+                    del busy[conn]
+                    done.append((i, Extraction(error=f"too large (took over {seconds:g} s to extract)", transient=True)))
     finally:
-        for conn, (_, proc, _) in running.items():
-            proc.kill()
-            proc.join()
-            conn.close()
+        for w in idle + [w for _, w, _ in busy.values()]:
+            w.stop()
 
 
 def extract_bytes(data: bytes, seconds: float = SECONDS, memory_mb: int = MEMORY_MB,
