@@ -19,6 +19,7 @@ page store reads visible text only (``--hidden-text drop``).
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import resource
 import signal
@@ -80,32 +81,38 @@ def _white(color: int) -> bool:
     return all((color >> shift) & 0xFF >= 0xF2 for shift in (16, 8, 0))
 
 
-def _hidden_kind(span: dict) -> str | None:
-    return ("invisible" if span.get("alpha", 255) == 0 else "tiny" if span["size"] < TINY_PT
-            else "white" if _white(span["color"]) else None)
+def _style(span: dict) -> tuple[int, float, int]:
+    """What decides whether a span is hidden: its opacity, font size and colour."""
+    return span.get("alpha", 255), span["size"], span["color"]
+
+
+def _hidden_kind(alpha: int, size: float, color: int) -> str | None:
+    return "invisible" if alpha == 0 else "tiny" if size < TINY_PT else "white" if _white(color) else None
 
 
 def hidden_text(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> tuple[dict[str, int], str, str]:
-    """Characters of hidden text on a page by kind (only kinds that occur), the start of that text, and
-    the page's text without it (one line per text line). Only text inside the page is counted: text
-    placed off the page is not extracted, so not indexed. ``textpage``: the page's parsed text, reused
-    (parsing the page is most of the cost)."""
+    """Characters of hidden text on a page by kind (only kinds that occur), the start of that text, and,
+    when there is any, the page's text without it (one line per text line; "" on a page with none, where
+    it is never used). Only text inside the page is counted: text placed off the page is not extracted,
+    so not indexed. ``textpage``: the page's parsed text, reused (parsing the page is most of the cost)."""
+    tp = textpage or page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
+    lines = [line["spans"] for block in tp.extractDICT()["blocks"] for line in block.get("lines", ())]
+    if not any(_hidden_kind(*style) for style in {_style(span) for spans in lines for span in spans}):
+        return {}, "", ""  # most pages (some 300 spans each): a handful of styles, none of them hidden
     found: dict[str, int] = {}
     sample: list[str] = []
     visible: list[str] = []
-    tp = textpage or page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
-    for block in page.get_text("dict", textpage=tp)["blocks"]:
-        for line in block.get("lines", ()):
-            kept = []
-            for span in line["spans"]:
-                kind = _hidden_kind(span) if span["text"].strip() else None
-                if kind:
-                    found[kind] = found.get(kind, 0) + len(span["text"].strip())
-                    sample.append(span["text"].strip())
-                else:
-                    kept.append(span["text"])
-            if kept:
-                visible.append("".join(kept) + "\n")
+    for spans in lines:
+        kept = []
+        for span in spans:
+            kind = _hidden_kind(*_style(span)) if span["text"].strip() else None
+            if kind:
+                found[kind] = found.get(kind, 0) + len(span["text"].strip())
+                sample.append(span["text"].strip())
+            else:
+                kept.append(span["text"])
+        if kept:
+            visible.append("".join(kept) + "\n")
     return found, " ".join(sample)[:SAMPLE], "".join(visible)
 
 
@@ -131,7 +138,7 @@ def extract(path: Path, visible_only: bool = False) -> Extraction:
             try:
                 page = pdf.load_page(number - 1)
                 textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)  # get_text("text")'s flags
-                texts.append(page.get_text("text", textpage=textpage))
+                texts.append(textpage.extractText())  # what get_text("text") returns, without its wrapper's checks
             except Exception as e:  # noqa: BLE001 - one page's failure costs that page only
                 if _out_of_memory(e):  # the document, not the page, is over its bound
                     return Extraction(error=TOO_BIG, transient=True)
@@ -207,6 +214,7 @@ def _worker(conn, memory_mb: int, visible_only: bool) -> None:
     a short one."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    gc.freeze()  # the parent's objects, inherited by fork, are no garbage: spare the collector walking them
     while True:
         try:
             path = conn.recv()
