@@ -1,11 +1,13 @@
 """Reading one PDF's pages, safely: per-page errors, damage reports, hidden text, time and memory bounds.
 
-Each document is read in a child process of its own, so a hostile file can cost only that file: MuPDF
-crashing, a page that loops, or a decompression bomb kills or stops the child, never the run. A child
-may grow its address space by ``memory_mb`` (``RLIMIT_AS``; a bound, not an exact budget: free heap
-inherited from the parent is used first) and gets ``seconds`` of wall-clock time; past either the document
-is skipped as too large. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a
-killed run leaves no extraction process behind.
+Documents are read in child processes, one document at a time per process, so a hostile file can cost
+only that file: MuPDF crashing, a page that loops, or a decompression bomb kills or stops the process
+reading it, never the run, and a fresh process takes the next document. For each document a process may
+grow its address space by ``memory_mb`` (``RLIMIT_AS``; a bound, not an exact budget: free heap inherited
+from the parent or left by earlier documents is used first) and gets ``seconds`` of wall-clock time; past
+either the document is skipped as too large. A process reads many documents because starting one per
+document cost more than reading a short one. Children die with their parent (``PR_SET_PDEATHSIG`` on
+Linux), so a killed run leaves no extraction process behind.
 
 Inside a document, a page that fails is recorded as an error for that page, with empty text, and the
 other pages are kept: page numbers never shift. A file MuPDF had to repair is reported with its warnings

@@ -9,7 +9,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from evalkit import corpus
+from evalkit import corpus, extraction
 from evalkit.cli import main
 from evalkit.extraction import extract_all
 from evalkit.pages import PageStore
@@ -144,15 +144,20 @@ def test_real_manuals_extract_as_read_the_plain_way(latex):
     assert sum(len(k) for k in got[0].hidden.values()) > 0 and got[1].hidden  # the white text is there
 
 
-def test_time_and_memory_bounds_skip_a_document_as_too_large(tmp_path):
-    doc = pymupdf.open()  # a million characters on one page, 6 kB compressed: its extraction needs more than 10 MB
+def _dense(path: Path) -> Path:
+    """A million characters on one page, 6 kB compressed: its extraction needs more than 10 MB."""
+    doc = pymupdf.open()
     page = doc.new_page()
     page.insert_text((10, 10), "walrus", fontsize=1)
     font = page.get_fonts()[0][4]
     line = "(" + "walrus " * 40 + ") Tj 0 -0.19 Td\n"
     doc.update_stream(page.get_contents()[0], (f"BT /{font} 1 Tf 10 800 Td\n" + line * 4000 + "ET\n").encode())
-    pdf = tmp_path / "dense.pdf"
-    doc.save(pdf, deflate=True)
+    doc.save(path, deflate=True)
+    return path
+
+
+def test_time_and_memory_bounds_skip_a_document_as_too_large(tmp_path):
+    pdf = _dense(tmp_path / "dense.pdf")
     [(_, slow)] = extract_all([pdf], seconds=0.001)
     assert slow.error == "too large (took over 0.001 s to extract)"
     # in a fresh process: a child forked from this one inherits its free heap, which the bound cannot see
@@ -165,12 +170,29 @@ def test_time_and_memory_bounds_skip_a_document_as_too_large(tmp_path):
     assert fine.error is None and len(fine.pages[0]) > 10**6
 
 
-def test_a_document_over_a_bound_is_tried_again_not_cached(isolated, monkeypatch):
-    from evalkit import extraction
+def test_one_worker_reads_many_documents_and_is_replaced_after_one_over_its_bound(tmp_path):
+    dense = _dense(tmp_path / "dense.pdf")
+    fine = make_pdf(tmp_path / "fine.pdf", ["walrus one", "walrus two"])
+    script = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from evalkit import extraction
+        started, start = [], extraction._start
+        extraction._start = lambda *a: started.append(1) or start(*a)
+        paths = [Path(p) for p in sys.argv[1:]]
+        for i, r in sorted(extraction.extract_all(paths, workers=1, memory_mb=8)):
+            print(i, r.error or len(r.pages))
+        print("processes", len(started))
+    """)
+    run = subprocess.run([sys.executable, "-c", script, str(fine), str(fine), str(dense), str(fine)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.stdout.splitlines() == ["0 2", "1 2", f"2 {extraction.TOO_BIG}", "3 2", "processes 2"], run.stderr
 
+
+def test_a_document_over_a_bound_is_tried_again_not_cached(isolated, monkeypatch):
     d = isolated / "docs"
     d.mkdir()
-    make_pdf(d / "a.pdf", ["walrus"])
+    _dense(d / "a.pdf")  # a second to read: a waiting worker reads a one-line file within the 1 ms bound
     with PageStore() as store:
         monkeypatch.setattr(extraction, "SECONDS", 0.001)
         ing = store.ingest(corpus.from_dir(d), progress=False)
