@@ -374,7 +374,8 @@ def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Seq
                "pages/s", runs, f"runs: {', '.join(f'{r:.0f}' for r in rates)}"))
     cores = os.cpu_count() or 1
     add(Figure("extraction", "cold extraction CPU, this process and its workers", statistics.median(cpu), "ms/page",
-               runs, f"{cores} idle cores: about {1000 * cores / statistics.median(cpu):.0f} pages/s"))
+               runs, f"{cores} cores busy at this CPU time per page: {1000 * cores / statistics.median(cpu):.0f} pages/s "
+               "(CPU time per page itself grows on a loaded machine)"))
     if embed_docs and spec is not None:
         e = embedding(store, corpus, spec, embed_docs)
         note = f"{int(e['windows'])} windows of the first {embed_docs} documents (sha256 order)"
