@@ -108,15 +108,22 @@ def db_bytes(store: PageStore) -> int:
 
 # ---- the figures ---------------------------------------------------------------------------------------------
 
-def extraction(corpus: Corpus, runs: int = 3) -> list[float]:
-    """Cold extraction, pages/s, one figure per run: every document into a fresh page store."""
-    rates = []
+def cpu_seconds() -> float:
+    """CPU time of this process and of its waited-for children (extraction workers, once joined)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def extraction(corpus: Corpus, runs: int = 3) -> list[tuple[float, float]]:
+    """Cold extraction, one ``(pages/s, CPU ms per page)`` per run: every document into a fresh page store.
+    The CPU figure (this process and its workers) depends less on what else runs on a shared machine."""
+    out = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp, PageStore(Path(tmp) / "pages.sqlite") as store:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_seconds()
             ing = store.ingest(corpus, progress=False)
-            rates.append(ing.corpus.pages / (time.perf_counter() - t0))
-    return rates
+            out.append((ing.corpus.pages / (time.perf_counter() - t0), 1000 * (cpu_seconds() - c0) / ing.corpus.pages))
+    return out
 
 
 def embedding(store: PageStore, corpus: Corpus, spec: ModelSpec, docs: int, batch_size: int = 16) -> dict[str, float]:
@@ -362,9 +369,13 @@ def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Seq
         figures.append(f)
         log(f"  {f.section:<11} {f.what:<58} {f.value:>10.4g} {f.unit}")
 
-    rates = extraction(corpus, runs)
+    rates, cpu = zip(*extraction(corpus, runs))
     add(Figure("extraction", f"cold extraction, {corpus.name} ({corpus.pages} pages)", statistics.median(rates),
                "pages/s", runs, f"runs: {', '.join(f'{r:.0f}' for r in rates)}"))
+    cores = os.cpu_count() or 1
+    add(Figure("extraction", "cold extraction CPU, this process and its workers", statistics.median(cpu), "ms/page",
+               runs, f"{cores} cores busy at this CPU time per page: {1000 * cores / statistics.median(cpu):.0f} pages/s "
+               "(CPU time per page itself grows on a loaded machine)"))
     if embed_docs and spec is not None:
         e = embedding(store, corpus, spec, embed_docs)
         note = f"{int(e['windows'])} windows of the first {embed_docs} documents (sha256 order)"

@@ -1,11 +1,13 @@
 """Reading one PDF's pages, safely: per-page errors, damage reports, hidden text, time and memory bounds.
 
-Each document is read in a child process of its own, so a hostile file can cost only that file: MuPDF
-crashing, a page that loops, or a decompression bomb kills or stops the child, never the run. A child
-may grow its address space by ``memory_mb`` (``RLIMIT_AS``; a bound, not an exact budget: free heap
-inherited from the parent is used first) and gets ``seconds`` of wall-clock time; past either the document
-is skipped as too large. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a
-killed run leaves no extraction process behind.
+Documents are read in child processes, one document at a time per process, so a hostile file can cost
+only that file: MuPDF crashing, a page that loops, or a decompression bomb kills or stops the process
+reading it, never the run, and a fresh process takes the next document. For each document a process may
+grow its address space by ``memory_mb`` (``RLIMIT_AS``; a bound, not an exact budget: free heap inherited
+from the parent or left by earlier documents is used first) and gets ``seconds`` of wall-clock time; past
+either the document is skipped as too large. A process reads many documents because starting one per
+document cost more than reading a short one. Children die with their parent (``PR_SET_PDEATHSIG`` on
+Linux), so a killed run leaves no extraction process behind.
 
 Inside a document, a page that fails is recorded as an error for that page, with empty text, and the
 other pages are kept: page numbers never shift. A file MuPDF had to repair is reported with its warnings
@@ -19,6 +21,7 @@ page store reads visible text only (``--hidden-text drop``).
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import resource
 import signal
@@ -80,32 +83,44 @@ def _white(color: int) -> bool:
     return all((color >> shift) & 0xFF >= 0xF2 for shift in (16, 8, 0))
 
 
-def _hidden_kind(span: dict) -> str | None:
-    return ("invisible" if span.get("alpha", 255) == 0 else "tiny" if span["size"] < TINY_PT
-            else "white" if _white(span["color"]) else None)
+def _style(span: dict) -> tuple[int, float, int]:
+    """What decides whether a span is hidden: its opacity, font size and colour."""
+    return span.get("alpha", 255), span["size"], span["color"]
+
+
+def _hidden_kind(alpha: int, size: float, color: int) -> str | None:
+    return "invisible" if alpha == 0 else "tiny" if size < TINY_PT else "white" if _white(color) else None
 
 
 def hidden_text(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> tuple[dict[str, int], str, str]:
-    """Characters of hidden text on a page by kind (only kinds that occur), the start of that text, and
-    the page's text without it (one line per text line). Only text inside the page is counted: text
-    placed off the page is not extracted, so not indexed. ``textpage``: the page's parsed text, reused
-    (parsing the page is most of the cost)."""
+    """:func:`hidden_in` of a page. ``textpage``: the page's parsed text, reused (parsing the page is a
+    third of the cost, the span dictionary read from it nearly half)."""
+    tp = textpage or page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
+    return hidden_in(tp.extractDICT()["blocks"])
+
+
+def hidden_in(blocks: list[dict]) -> tuple[dict[str, int], str, str]:
+    """Characters of hidden text by kind (only kinds that occur), the start of that text, and, when there
+    is any, the text without it (one line per text line; "" where nothing is hidden, as it is never used
+    there), from a page's span dictionary blocks. Only text inside the page is in them: text placed off
+    the page is not extracted, so not indexed."""
+    lines = [line["spans"] for block in blocks for line in block.get("lines", ())]
+    if not any(_hidden_kind(*style) for style in {_style(span) for spans in lines for span in spans}):
+        return {}, "", ""  # most pages (some 300 spans each): a handful of styles, none of them hidden
     found: dict[str, int] = {}
     sample: list[str] = []
     visible: list[str] = []
-    tp = textpage or page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
-    for block in page.get_text("dict", textpage=tp)["blocks"]:
-        for line in block.get("lines", ()):
-            kept = []
-            for span in line["spans"]:
-                kind = _hidden_kind(span) if span["text"].strip() else None
-                if kind:
-                    found[kind] = found.get(kind, 0) + len(span["text"].strip())
-                    sample.append(span["text"].strip())
-                else:
-                    kept.append(span["text"])
-            if kept:
-                visible.append("".join(kept) + "\n")
+    for spans in lines:
+        kept = []
+        for span in spans:
+            kind = _hidden_kind(*_style(span)) if span["text"].strip() else None
+            if kind:
+                found[kind] = found.get(kind, 0) + len(span["text"].strip())
+                sample.append(span["text"].strip())
+            else:
+                kept.append(span["text"])
+        if kept:
+            visible.append("".join(kept) + "\n")
     return found, " ".join(sample)[:SAMPLE], "".join(visible)
 
 
@@ -131,7 +146,7 @@ def extract(path: Path, visible_only: bool = False) -> Extraction:
             try:
                 page = pdf.load_page(number - 1)
                 textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)  # get_text("text")'s flags
-                texts.append(page.get_text("text", textpage=textpage))
+                texts.append(textpage.extractText())  # what get_text("text") returns, without its wrapper's checks
             except Exception as e:  # noqa: BLE001 - one page's failure costs that page only
                 if _out_of_memory(e):  # the document, not the page, is over its bound
                     return Extraction(error=TOO_BIG, transient=True)
@@ -190,19 +205,34 @@ def _address_space() -> int:
     return 0
 
 
-def _child(path: str, memory_mb: int, visible_only: bool, conn) -> None:
-    _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+def _bound_memory(memory_mb: int) -> None:
+    """From now on, let this process grow its address space by ``memory_mb`` at most. Only the soft limit
+    is set, so a worker can give each document a fresh bound of its own."""
     limit = _address_space() + (memory_mb << 20)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     except (ValueError, OSError):
         pass
-    try:
-        conn.send(extract(Path(path), visible_only))
-    except MemoryError:
-        conn.send(Extraction(error=TOO_BIG, transient=True))
-    conn.close()
+
+
+def _worker(conn, memory_mb: int, visible_only: bool) -> None:
+    """A bounded extraction process: reads the documents it is sent, one at a time, each under its own
+    memory bound, until its connection closes. Starting a process per document cost more than reading
+    a short one."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    gc.freeze()  # the parent's objects, inherited by fork, are no garbage: spare the collector walking them
+    while True:
+        try:
+            path = conn.recv()
+        except EOFError:
+            return
+        _bound_memory(memory_mb)
+        try:
+            conn.send(extract(Path(path), visible_only))
+        except MemoryError:
+            conn.send(Extraction(error=TOO_BIG, transient=True))
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -213,47 +243,76 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+@dataclass
+class _Process:
+    """A worker and the parent's end of its connection."""
+
+    proc: multiprocessing.process.BaseProcess
+    conn: multiprocessing.connection.Connection
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+
+
+def _start(ctx: multiprocessing.context.BaseContext, memory_mb: int, visible_only: bool) -> _Process:
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=_worker, args=(theirs, memory_mb, visible_only), daemon=True)
+    proc.start()
+    theirs.close()
+    return _Process(proc, ours)
+
+
 def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, memory_mb: int = MEMORY_MB,
                 visible_only: bool = False) -> Iterator[tuple[int, Extraction]]:
-    """``(index into paths, extraction)`` for every path, in completion order, at most ``workers`` at once.
-    A child over ``seconds`` is killed; one that dies is reported; none outlives this generator."""
+    """``(index into paths, extraction)`` for every path, in completion order, by at most ``workers``
+    worker processes. A worker over ``seconds`` on one document is killed, one that dies is reported, and
+    either is replaced, as is one whose document went over its memory bound; none outlives this generator.
+    Each worker gets its next document before the caller sees the last one's result, so storing results
+    does not keep the workers waiting."""
     ctx = _context()
     todo = list(enumerate(paths))[::-1]
-    running: dict = {}  # connection -> (index, process, deadline)
+    idle: list[_Process] = []
+    busy: dict = {}  # connection -> (index, worker, deadline)
+    done: list[tuple[int, Extraction]] = []
     try:
-        while todo or running:
-            while todo and len(running) < max(1, workers):
+        while True:
+            while todo and len(busy) < max(1, workers):
+                w = idle.pop() if idle else _start(ctx, memory_mb, visible_only)
                 i, path = todo.pop()
-                recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(str(path), memory_mb, visible_only, send), daemon=True)
-                proc.start()
-                send.close()
-                running[recv] = (i, proc, time.monotonic() + seconds)
-            timeout = max(0.0, min(d for _, _, d in running.values()) - time.monotonic())
-            ready = wait(list(running), timeout=timeout)
+                try:
+                    w.conn.send(str(path))
+                except OSError:
+                    pass  # the worker is gone: receiving from it says how
+                busy[w.conn] = (i, w, time.monotonic() + seconds)
+            yield from done
+            done = []
+            if not busy:
+                return
+            timeout = max(0.0, min(d for _, _, d in busy.values()) - time.monotonic())
+            ready = wait(list(busy), timeout=timeout)
             for conn in ready:
-                i, proc, _ = running.pop(conn)
+                i, w, _ = busy.pop(conn)
                 try:
                     result = conn.recv()
                 except (EOFError, OSError):
-                    proc.join()
-                    result = Extraction(error=_died(proc.exitcode), transient=True)
-                conn.close()
-                proc.join()
-                yield i, result
+                    w.proc.join()
+                    result = Extraction(error=_died(w.proc.exitcode), transient=True)
+                if result.transient:  # over a bound or dead: a fresh worker takes the next document
+                    w.stop()
+                else:
+                    idle.append(w)
+                done.append((i, result))
             now = time.monotonic()
-            for conn, (i, proc, deadline) in list(running.items()):
-                if deadline <= now and conn not in ready:
-                    proc.kill()
-                    proc.join()
-                    conn.close()
-                    del running[conn]
-                    yield i, Extraction(error=f"too large (took over {seconds:g} s to extract)", transient=True)
+            for conn, (i, w, deadline) in list(busy.items()):
+                if deadline <= now:
+                    w.stop()
+                    del busy[conn]
+                    done.append((i, Extraction(error=f"too large (took over {seconds:g} s to extract)", transient=True)))
     finally:
-        for conn, (_, proc, _) in running.items():
-            proc.kill()
-            proc.join()
-            conn.close()
+        for w in idle + [w for _, w, _ in busy.values()]:
+            w.stop()
 
 
 def extract_bytes(data: bytes, seconds: float = SECONDS, memory_mb: int = MEMORY_MB,

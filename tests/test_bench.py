@@ -8,7 +8,7 @@ from evalkit import bench
 from evalkit.cli import main
 from evalkit.records import Document
 
-from .conftest import ROOT
+from .conftest import ROOT, make_pdf
 
 
 def _corpus(n: int, tmp_path):
@@ -22,6 +22,19 @@ def test_growth_exponent_recovers_a_power_law():
     x = [25, 50, 100, 200, 400]
     assert bench.growth_exponent(x, [3 * v ** 1.5 for v in x]) == pytest.approx(1.5)
     assert bench.growth_exponent(x, [7.0] * 5) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_extraction_cpu_counts_the_workers_once_extract_all_is_done(tmp_path):
+    import resource
+
+    from evalkit.extraction import extract_all
+
+    pdfs = [make_pdf(tmp_path / f"{i}.pdf", ["walrus " * 800] * 40) for i in range(2)]
+    before, c0 = resource.getrusage(resource.RUSAGE_CHILDREN), bench.cpu_seconds()
+    assert len(list(extract_all(pdfs, workers=2))) == 2
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    workers = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    assert workers > 0 and bench.cpu_seconds() - c0 >= workers  # joined, so their time is in the figure
 
 
 def test_subsets_are_nested_seeded_and_blind_to_file_names(tmp_path):
@@ -66,6 +79,7 @@ def test_measure_scale_and_the_bench_directory_on_real_pdfs(small, tmp_path):
                             measure_queries=50, spec=spec, log=lambda _: None)
     by = {f.what: f for f in figures}
     assert by[f"cold extraction, {c.name} ({c.pages} pages)"].value > 0
+    assert by["cold extraction CPU, this process and its workers"].value > 0
     assert by["evalkit / fastembed throughput"].value > 0
     assert {"keyword, k=10, median", "keyword, k=100, p95", "global-index, k=10, median"} <= set(by)
     frame = bench.scale(store, c, [3, 6], queries, ["keyword", "global-index", "semantic"], spec=spec,
