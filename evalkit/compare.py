@@ -265,8 +265,9 @@ def notes(pair: Pair) -> list[str]:
         out.append(f"different query sets: {len(pair.unshared)} query(ies) not in both left out: {', '.join(pair.unshared)}; "
                    "each shared query counts as its own run judged it")
     if pair.depths[0] != pair.depths[1]:
-        out.append(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query: measures that look "
-                   "deeper than the shorter run (RR, Recall and Success beyond it) are not comparable")
+        out.append(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query: document-level measures "
+                   "(documents are ranked from the pages kept) and measures that look deeper than the shorter run "
+                   "(RR, Recall and Success beyond it) are not comparable")
     if pair.environment:
         out.append("latencies are not comparable, the runs' environments differ: " + "; ".join(pair.environment))
     return out

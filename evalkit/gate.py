@@ -156,9 +156,14 @@ class Verdict:
 def evaluate(baseline: compare.Side, candidate: compare.Side, rules_path: Path | str,
              allow_different_queries: bool = False) -> Verdict:
     """Pair the two sides and evaluate every rule of ``rules_path``. Anything that stops the evaluation
-    (another corpus or query set, a bad rules file, a missing robustness report) raises CompareError."""
+    (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
+    raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
+    so every document-level measure moves with depth alone."""
     parsed = rules.load(rules_path)
     pair = compare.pair(baseline, candidate, allow_different_queries)
+    if pair.depths[0] != pair.depths[1]:
+        raise compare.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
+                                   f"({baseline.label}, {candidate.label}): rerun one with -k {max(pair.depths)}")
     outcomes = rules.evaluate(parsed, pair)
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,

@@ -61,6 +61,16 @@ def test_identical_runs_pass(runs, tmp_path):
     assert v.headline().startswith("evalkit gate: PASS (exit 0)")
 
 
+def test_runs_of_different_depths_cannot_be_gated(runs, tmp_path):
+    other = write_results(tmp_path / "shallow", {"base": {"nDCG@10": [0.5] * 44}}, ["needle"] * 22 + ["trap"] * 22)
+    m = other / "manifest.json"
+    m.write_text(m.read_text().replace('"depth": 100', '"depth": 10'))
+    path = tmp_path / "gate.toml"
+    path.write_text(RULES)
+    with pytest.raises(compare.CompareError, match="kept 100 and 10 hits per query"):
+        gate.evaluate(compare.side(f"{runs}:base"), compare.side(f"{other}:base"), path)
+
+
 def test_underpowered_blocks_only_when_the_rules_say_so(runs, tmp_path):
     rng = np.random.default_rng(4)
     base = rng.uniform(0.2, 0.8, 22)
