@@ -34,7 +34,11 @@ CREATE TABLE IF NOT EXISTS extraction_reports (
 """
 # Version of what extraction_reports hold (page errors, hidden text, repairs): a document extracted by an
 # evalkit that did not write this report is extracted again (same text, so no index or vector changes).
-REPORT_VERSION = "report-1"
+# report-2: white text on a dark fill, image or shading is no longer hidden.
+REPORT_VERSION = "report-2"
+# Visible text follows the hidden-text rule, so its extractor name (which keys its pages, indexes and
+# vectors) carries the rule's version: text kept since report-2 is indexed and embedded anew.
+VISIBLE_ONLY = "+visible-only:report-2"
 HIDDEN_TEXT = ("index", "drop")  # index hidden text like any text (the default), or read visible text only
 
 
@@ -86,7 +90,7 @@ class PageStore:
         if hidden_text not in HIDDEN_TEXT:
             raise ValueError(f"hidden_text is {' or '.join(HIDDEN_TEXT)}, not {hidden_text!r}")
         self.visible_only = hidden_text == "drop"
-        self.extractor = EXTRACTOR + ("+visible-only" if self.visible_only else "")
+        self.extractor = EXTRACTOR + (VISIBLE_ONLY if self.visible_only else "")
         self.path = store_path(path, hidden_text)
         self.db = connect(self.path)
         self._report = f"{self.extractor}|{REPORT_VERSION}"
