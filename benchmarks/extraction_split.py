@@ -45,7 +45,7 @@ def stage_split(paths: list[Path]) -> tuple[dict[str, float], int]:
             tp = timed(STAGES[1], lambda: page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT))
             timed(STAGES[2], tp.extractText)
             blocks = timed(STAGES[3], tp.extractDICT)["blocks"]
-            timed(STAGES[4], lambda: extraction.hidden_in(blocks))
+            timed(STAGES[4], lambda: extraction.hidden_in(blocks, lambda: extraction.painted(page)))
             pages += 1
         timed(STAGES[0], doc.close)
     return spent, pages

@@ -251,9 +251,9 @@ def scale(store: PageStore, corpus: Corpus, sizes: Sequence[int], queries: Seque
                     log(f"  {sub.name}: {s} left out (no cached vectors for every document)")
                     continue
                 label = arms.make(s, sub, fresh).label
-                t = latency(lambda: arms.make(s, sub, fresh), queries, k, rounds) * 1000
+                ms = measures.latency_summary(latency(lambda: arms.make(s, sub, fresh), queries, k, rounds) * 1000)
                 rows.append({"documents": len(sub.documents), "pages": sub.pages, "arm": label,
-                             "median_ms": float(np.median(t)), "p95_ms": float(np.percentile(t, 95)),
+                             "median_ms": ms["median"], "p95_ms": ms["p95"],
                              "doc_index_s": t_doc, "doc_index_bytes": doc_bytes,
                              "global_index_s": t_global, "global_index_bytes": global_bytes})
                 log(f"  {sub.name}: {label:<40} {rows[-1]['median_ms']:7.2f} ms median")
@@ -386,9 +386,10 @@ def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Seq
         label = arms.make(s, corpus, store).label
         for k in (10, 100):
             t = latency(lambda: arms.make(s, corpus, store), queries, k, rounds) * 1000
+            ms = measures.latency_summary(t)
             note = f"{len(t) // rounds} first-time queries x {rounds} rounds, index warm"
-            add(Figure("latency", f"{label}, k={k}, median", float(np.median(t)), "ms", rounds, note))
-            add(Figure("latency", f"{label}, k={k}, p95", float(np.percentile(t, 95)), "ms", rounds, note))
+            add(Figure("latency", f"{label}, k={k}, median", ms["median"], "ms", rounds, note))
+            add(Figure("latency", f"{label}, k={k}, p95", ms["p95"], "ms", rounds, note))
     if measure_queries:
         m = measures_vs_pytrec(measure_queries)
         note = f"nDCG@10 + RR + Recall@10, max |difference| {m['max_diff']:.3g}"

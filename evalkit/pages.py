@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS extraction_reports (
 REPORT_VERSION = "report-2"
 # Visible text follows the hidden-text rule, so its extractor name (which keys its pages, indexes and
 # vectors) carries the rule's version: text kept since report-2 is indexed and embedded anew.
-VISIBLE_ONLY = "+visible-only:report-2"
+VISIBLE_ONLY = f"+visible-only:{REPORT_VERSION}"
 HIDDEN_TEXT = ("index", "drop")  # index hidden text like any text (the default), or read visible text only
 
 
@@ -120,12 +120,8 @@ class PageStore:
         :mod:`evalkit.extraction`); skip and report files that cannot be read, and byte-identical copies
         of an earlier file (kept once, so no ranking can depend on which name a copy has). Returns the
         corpus restricted to readable documents, with page counts filled in."""
-        first: dict[str, str] = {}
-        unstored = {}  # skipped without a row in the store: copies, and failures to try again next time
-        for d in corpus.documents:
-            if d.sha256 in first:
-                unstored[d.name] = f"byte-identical to {first[d.sha256]} (kept once)"
-            first.setdefault(d.sha256, d.name)
+        # skipped without a row in the store: copies, and failures to try again next time
+        unstored = {name: f"byte-identical to {first} (kept once)" for name, first in corpus.copies().items()}
         todo = [d for d in corpus.documents if d.name not in unstored and self._known(d.sha256) is None]
         extracted = []
         if todo:
