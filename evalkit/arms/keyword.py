@@ -75,7 +75,7 @@ class KeywordArm(Arm):
         index = self.global_index
         rows, _, rank = self._ranked(terms, k, fused=True)
         doc = index.doc[rows]
-        by_doc, by_row = index.content_weights(terms)
+        by_doc, by_row = index.content_weights(tuple(terms))
         by_page = -by_row[rows] if self.params["tiebreak"] == "page" else np.zeros(len(rows))
         order, fused = fuse_disjoint(rank, (by_page, -by_doc[doc], index.sha_rank[doc], index.page[rows]),
                                      self.params["rrf_k"], k)

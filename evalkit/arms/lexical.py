@@ -319,7 +319,7 @@ class GlobalIndex:
         self.norm = {"corpus": fts5_length_norm(self.length, self.avgdl),
                      "doc": fts5_length_norm(self.length, self.doc_avgdl[self.doc])}
         self.matches = lru_cache(maxsize=RECENT_QUERIES)(self._matches)
-        self._content = lru_cache(maxsize=RECENT_QUERIES)(self._content_weights)
+        self.content_weights = lru_cache(maxsize=RECENT_QUERIES)(self._content_weights)
         self.pages_with = lru_cache(maxsize=RECENT_TERMS)(self._pages_with)
 
     def _matches(self, terms: tuple[str, ...]) -> Matches:
@@ -389,7 +389,7 @@ class GlobalIndex:
         """The content tie-break of documents: for each matching document, the sum over the query terms it
         contains of w_t = ln(1 + N/df_t), N = documents matching the query, df_t = matching documents
         containing t. A document holding more of the query's rarer words is ahead; its name plays no part."""
-        docs, _ = self.content_weights(terms)
+        docs, _ = self.content_weights(tuple(terms))
         return {self.docs[i]: float(docs[i]) for i in np.flatnonzero(docs)}
 
     @property
@@ -401,15 +401,13 @@ class GlobalIndex:
         rows = self.matches((term,)).term_rows[0]
         return frozenset((self.docs[d], int(p)) for d, p in zip(self.doc[rows], self.page[rows]))
 
-    def content_weights(self, terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The sum of w_t (:meth:`content_scores`) per document (an array over documents) and per page (an
-        array over rowids: the page's own query terms), terms added in query order."""
-        return self._content(tuple(terms))
-
     def _content_weights(self, terms: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The sum of w_t (:meth:`content_scores`) per document (an array over documents) and per page (an
+        array over rowids: the page's own query terms), terms added in query order; cached per query as
+        ``content_weights``."""
         m = self.matches(terms)
         docs_with = [np.flatnonzero(np.bincount(self.doc[rows], minlength=len(self.docs))) for rows in m.term_rows]
-        n = len(np.flatnonzero(np.bincount(self.doc[m.rows], minlength=len(self.docs))))
+        n = np.count_nonzero(np.bincount(self.doc[m.rows], minlength=len(self.docs)))
         docs, pages = np.zeros(len(self.docs)), np.zeros(len(self.doc))
         for rows, with_t in zip(m.term_rows, docs_with):
             if len(rows):
