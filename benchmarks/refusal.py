@@ -24,7 +24,7 @@ from evalkit.results import Results
 
 POLICIES = ["idf-mass", "score(feature=max)", "score(feature=std,of=semantic)", "score(feature=diff1,of=semantic)",
             "score(feature=nqc,of=global-index)", "score(feature=wig,of=global-index)", "semantic", "spread",
-            "spread(over=pages)"]
+            "spread(over=pages)", "names", "names(policy=spread)"]
 
 
 def record_only(arm: str, policy: str) -> str:

@@ -43,6 +43,26 @@ def content_words(text: str) -> set[str]:
     return {w.removesuffix("s") for w in words(text) if len(w) >= 3 and w not in STOPWORDS}
 
 
+# What a query writes as a name rather than as prose: a TeX command (\addplot), a function call (across()),
+# a mixed-case identifier (actionButton, TikZ, RStudio), letters run together with
+# digits (ggplot2, algorithm2e), or a capitalised word inside a sentence (a product: Overleaf, Pygments).
+_NAME = re.compile(r"""\\[A-Za-z@]+
+    | \b[A-Za-z][\w.]*(?=\()
+    | \b(?=\w*[a-z])[A-Za-z]\w*[A-Z]\w*
+    | \b(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]+\b
+    | (?<![.?!:]\s)(?<=[\s("'“‘])[A-Z][a-z]+\b""", re.X)
+
+
+def names(text: str) -> list[str]:
+    """The things a query names, as written (``\\addplot``, ``across``, ``TikZ``, ``ggplot2``, ``Overleaf``),
+    in order and without repeats. A word written like this is the reader naming a command, package or
+    program, not describing a need in their own words: if no page holds it, the corpus does not cover it,
+    whereas a plain English word missing from the corpus says little (a description uses its own words).
+    Not counted: sentence-initial capitals, all-capital acronyms, and snake_case words, which are as often
+    the reader's own (``my_long_variable_name``) as a name the corpus should know. A backslash is dropped."""
+    return list(dict.fromkeys(m.group(0).lstrip("\\") for m in _NAME.finditer(text)))
+
+
 def snippet(text: str, query: str, width: int = 160) -> str:
     """A one-line excerpt of ``text`` around the first query word it contains (else its start)."""
     flat = _SPACE.sub(" ", text).strip()

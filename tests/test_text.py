@@ -1,4 +1,4 @@
-from evalkit.text import content_words, normalize, snippet, split_top, words
+from evalkit.text import content_words, names, normalize, snippet, split_top, words
 
 
 def test_normalize_folds_what_extraction_varies_on():
@@ -20,3 +20,15 @@ def test_snippet_centres_on_the_first_query_word():
 def test_split_top_respects_parentheses():
     assert split_top("a, b(c=1,d=e(f=2)) ,g") == ["a", "b(c=1,d=e(f=2))", "g"]
     assert split_top("") == []
+
+
+def test_names_are_what_a_query_writes_as_a_name():
+    assert names(r"pgfplots: plot data with \addplot table and a logarithmic y axis") == ["addplot"]
+    assert names("Switch from pdfLaTeX to XeLaTeX in an Overleaf project? Overleaf says no.") == [
+        "pdfLaTeX", "XeLaTeX", "Overleaf"]
+    assert names("dplyr: apply mean() to columns with across() after group_by()") == ["mean", "across", "group_by"]
+    assert names("legend at the bottom of a ggplot2 plot; algorithm2e and 12pt") == ["ggplot2", "algorithm2e", "12pt"]
+    assert names("Package biblatex Warning: Please (re)run Biber") == ["Warning", "Biber"]
+    assert names("citations like (Smith, 2020) with an actionButton") == ["Smith", "actionButton"]
+    # prose, sentence-initial capitals, acronyms, numbers and the reader's own snake_case are not names
+    assert names("How do I get a PDF of 300 pages? Then print it. Fine: my_long_variable_name") == []

@@ -46,8 +46,8 @@ class AdmitArm(Arm):
         c, threshold = verdict.confidence, self.params["threshold"]
         if result.refused or not result.hits:
             why = result.reason or f"{self.inner.label} found nothing"
-        elif c < threshold:
-            why = f"{verdict.measure} {c:.3g} < {threshold:.3g}"
+        elif c < threshold:  # -inf is a veto (names): its evidence is the whole reason
+            why = "" if c == -math.inf else f"{verdict.measure} {c:.3g} < {threshold:.3g}"
         else:
             return replace(result, hits=result.hits[:k], confidence=c)
         return Result.refusal("; ".join(p for p in (verdict.evidence, why) if p), c)

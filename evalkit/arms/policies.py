@@ -16,6 +16,9 @@ The built-ins, compared in the README's refusal section:
 - ``spread``: how unevenly the query resembles the corpus: the standard deviation of its cosine over every
   window (or page) of the corpus, NQC on cosines with the whole corpus as the list. Needs no labels and no
   fit; a query the corpus does not speak to is about as (dis)similar to everything.
+- ``names``: a veto on what the query names (a command, a package, a program: ``\\addplot``, ``TikZ``,
+  ``Overleaf``): if no page of the corpus holds one of them, the query is refused whatever the threshold;
+  otherwise another policy decides (``names(policy=spread)``).
 - ``evidence``: a logistic model over four signals, fitted on a development set (``evalkit refusal fit``):
   best semantic match, the share of the query's IDF mass found together on one page (do its rare words
   co-occur anywhere?), agreement of the keyword and semantic rankings, and term familiarity.
@@ -33,6 +36,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..records import Result
+from ..text import names
 from . import ArmError, Configurable, lookup, make
 from .lexical import GlobalIndex, query_terms
 from .semantic import page_maxima
@@ -234,6 +238,46 @@ class SpreadPolicy(SemanticPolicy):
                        self.evidence(query, page, f" (best semantic match {best:.2f})"))
 
 
+class NamesPolicy(Policy):
+    """Refuses a query that names something no page holds, and leaves the rest to ``policy`` (none: every
+    other query gets confidence 1). A reader who writes ``\\addplot``, ``TikZ`` or ``Overleaf`` names what
+    they need; a corpus that never mentions it cannot answer, however close its pages are in meaning. Plain
+    words are left out on purpose: a description in the reader's own words is often missing from the corpus
+    word for word (:func:`evalkit.text.names` says what counts as a name). The veto is a confidence of -inf,
+    below every threshold, so calibration and the trade-off curves count it like any other refusal."""
+
+    name = "names"
+    defaults = {"policy": ""}
+
+    @classmethod
+    def resolve(cls, params):
+        resolved = super().resolve(params)
+        if resolved["policy"]:
+            validate(resolved["policy"])
+        return resolved
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.index = GlobalIndex(store, corpus)
+        self.then = make_policy(self.params["policy"], corpus, store) if self.params["policy"] else None
+        if self.then:
+            self.params["policy"] = self.then.label
+            self.depth = self.then.depth
+
+    def absent(self, query: str) -> list[str]:
+        """The names of ``query`` that no page holds (as FTS5 reads them: case-folded and stemmed)."""
+        return [n for n in names(query) if not self.index.pages_with(n)]
+
+    def assess(self, query: str, result: Result) -> Verdict:
+        missing = self.absent(query)
+        if missing:
+            them = " or ".join(f"'{n}'" for n in missing)
+            return Verdict(-math.inf, "names the corpus lacks", f"the query names {them}, which no page contains")
+        if self.then is None:
+            return Verdict(1.0, "every name the query uses is in the corpus")
+        return self.then.assess(query, result)
+
+
 # ---- evidence: a fitted combination ----------------------------------------------------------------------
 
 SIGNALS = ("semantic", "coverage", "agreement", "familiarity")
@@ -332,7 +376,8 @@ def format_weights(w) -> str:
 
 def registry() -> dict[str, type[Policy]]:
     """Every policy by name: the built-ins, then plug-ins from the ``evalkit.admission`` entry points."""
-    policies = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy, EvidencePolicy)}
+    policies = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy, NamesPolicy,
+                                     EvidencePolicy)}
     for ep in entry_points(group="evalkit.admission"):
         if ep.name in policies:
             raise ArmError(f"plug-in policy {ep.name!r} ({ep.value}) would shadow a built-in policy")

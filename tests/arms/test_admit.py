@@ -15,7 +15,7 @@ QUERIES = ["space between rows of a table", "double spacing of the text", "defin
 
 @pytest.mark.parametrize("inner", ["keyword", "hybrid(keyword=global-index)", "global-index"])
 @pytest.mark.parametrize("policy", ["semantic", "idf-mass", "score(feature=diff1,of=global-index)", "score(feature=std)",
-                                    "spread", "spread(over=pages)"])
+                                    "spread", "spread(over=pages)", "names(policy=spread)"])
 def test_a_wrapped_arm_answers_with_the_inner_ranking(small, inner, policy):
     c, store = small
     plain = arms.make(inner, c, store)
@@ -55,6 +55,27 @@ def test_spread_refuses_with_a_reason_and_reads_every_window(small):
     assert pages.measure == f"spread of semantic similarity over {c.pages} pages"
     with pytest.raises(ArmError, match="policy 'spread': of=global-index is not a semantic arm"):
         make_policy("spread(of=global-index)", c, store)
+
+
+def test_names_vetoes_a_query_naming_what_no_page_holds_and_leaves_the_rest_to_its_policy(small):
+    c, store = small
+    arm = arms.make("admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.01)", c, store)
+    r = arm.search(r"Draw it with \addplot in an Overleaf project, like \toprule", 10)
+    assert r.refused and r.confidence == -math.inf
+    assert r.reason == "the query names 'addplot' or 'Overleaf', which no page contains"
+    # every name on some page (\toprule, \addlinespace: booktabs): the spread decides, and at 0.01 it answers
+    asked = r"\addlinespace between rows after \toprule"
+    answered = arm.search(asked, 10)
+    assert not answered.refused
+    assert answered.hits == arms.make("hybrid(keyword=global-index)", c, store).search(asked, 10).hits
+    assert answered.confidence == make_policy("spread", c, store).assess(asked, Result()).confidence
+    # recording only (threshold -inf), a vetoed query is answered and records -inf, which calibration refuses
+    record = arms.make("admit(arm=global-index,policy=names)", c, store)
+    vetoed = record.search(r"\addplot a table with rows", 10)
+    assert vetoed.confidence == -math.inf and vetoed.hits and not vetoed.refused
+    assert record.search(r"\toprule rules", 10).confidence == 1.0
+    with pytest.raises(ArmError, match="unknown policy 'sprad'"):
+        arms.make("admit(arm=keyword,policy=names(policy=sprad))", c, store)
 
 
 def test_admit_labels_are_canonical_and_bad_specs_are_named(small):
