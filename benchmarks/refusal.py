@@ -8,6 +8,10 @@ For each set S: fit the evidence policy on S; run the unwrapped arm and every po
 set O: calibrate each policy's threshold on O's record-only run, run the thresholded arm on S (an actual
 run: its refusals are in S's per-query outcome column) and print its measures on S. Nothing measured on
 the set a threshold was chosen on is printed, except in the line that says so.
+
+Held-out abstain queries (``qrels/held-out/S.toml``, written after the policies were fixed, by an assessor
+who did not see them) are then asked of the same thresholded arms: correct refusal on queries no policy was
+designed or tuned with. They hold no answerable query, so they measure correct refusal only.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import argparse
 import math
 from pathlib import Path
 
-from evalkit import corpus, qrels
+from evalkit import corpus, qrels, refusal
 from evalkit import refusal_report as RR
 from evalkit import run as runner
 from evalkit.arms.policies import fit_evidence, make_policy
@@ -56,7 +60,7 @@ def main() -> None:
     for s, (c, store, qs) in opened.items():
         runner.run(c, store, qs, base, args.out / s, resume=True, qrels_path=f"qrels/{s}.toml", progress=False)
 
-    rows = []
+    rows, held_out = [], []
     for s, other in (args.sets, args.sets[::-1]):
         c, store, qs = opened[s]
         tuned = Results.load(args.out / other)
@@ -74,6 +78,16 @@ def main() -> None:
             m = RR.measures(RR.confidences(res, arm))
             kinds = {k[len("correct_refusal["):-1]: str(v) for k, v in m.items() if k.startswith("correct_refusal[")}
             rows.append((s, other, p, m, kinds))
+        held = Path(f"qrels/held-out/{s}.toml")
+        if held.exists():
+            specs = [spec for _, spec in chosen]
+            runner.run(c, store, qrels.load(held), specs, args.out / f"{s}-held-out", resume=True,
+                       qrels_path=str(held), progress=False)
+            res = Results.load(args.out / f"{s}-held-out")
+            for p, spec in chosen:
+                rows_ = res.per_query[res.per_query["arm"] == RR.arm_info(res, spec)["label"]]
+                held_out.append((s, other, p, spec.rsplit("threshold=", 1)[1][:-1],
+                                 refusal.operating_point(rows_["refused"], rows_["class"] != "abstain", rows_["kind"])))
 
     print("\n| reported on | tuned on | policy | threshold | correct refusal | wrongful refusal | AUROC | AURC | nAUC |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -83,6 +97,16 @@ def main() -> None:
               f"| {m['AUROC']:.3f} | {m['AURC']:.3f} | {m['nAUC']:.3f} |")
         for kind, rate in kinds.items():
             print(f"|  |  | ↳ {kind} | | {rate} | | | | |")
+    for held in dict.fromkeys(s for s, *_ in held_out):
+        some = [row for row in held_out if row[0] == held]
+        kinds = [k for k in some[0][4] if k.startswith("correct_refusal[")]
+        print(f"\n| held out on | tuned on | policy | threshold | correct refusal | "
+              + " | ".join(k[len("correct_refusal["):-1] for k in kinds) + " |")
+        print("|---|---|---|---|---|" + "---|" * len(kinds))
+        for s, other, p, t, m in some:
+            name = f"`evidence` (fitted on {other})" if p.startswith("evidence") else f"`{p}`"
+            print(f"| {s} | {other} | {name} | {t} | {m['correct_refusal']} | "
+                  + " | ".join(f"{m[k].k}/{m[k].n}" for k in kinds) + " |")
     if any(math.isnan(m["nAUC"]) for *_, m, _ in rows):
         print("(nAUC n/a: the record-only run is missing)")
 
