@@ -8,12 +8,16 @@ ordered by document sha256, then page.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 import numpy as np
 
 from ..embeddings import Embedder, ModelSpec, ensure_vectors, load_vectors
 from ..records import Hit, Result
 from . import Arm
+
+
+RECENT_QUERIES = 2  # queries whose window scores are kept (one array of every window's score each)
 
 
 class SemanticArm(Arm):
@@ -37,6 +41,8 @@ class SemanticArm(Arm):
         # query_threads = 0: every core. An arm that runs this one beside other work (hybrid) asks for 1:
         # onnxruntime's idle worker threads spin, and would take the other core from that work.
         self.embedder = Embedder(self.spec, threads=p["query_threads"] or None)
+        # an admission policy reads the same query's scores twice (its spread, its best page): embed it once
+        self.window_scores = lru_cache(maxsize=RECENT_QUERIES)(self._window_scores)
         self._load()
 
     def _load(self) -> None:
@@ -58,15 +64,18 @@ class SemanticArm(Arm):
         self.page_number = page_of[self.starts]
         self.doc_names = [d.name for d in by_sha]
 
-    def window_scores(self, query: str) -> np.ndarray:
+    def _window_scores(self, query: str) -> np.ndarray:
         """The query's cosine with every window of the corpus, rows in content order: what a page's score
-        is the best of, and what an admission policy reads the query's spread over the corpus from."""
+        is the best of, and what an admission policy reads the query's spread over the corpus from. Cached
+        per query as ``window_scores`` (read-only: callers share the array)."""
         if not len(self.starts):
             return np.zeros(0)
         q = self.embedder.query(query)
         q /= np.linalg.norm(q) or 1.0
         # einsum, not BLAS: one pass over the matrix on this thread, with no BLAS threads left spinning
-        return np.einsum("ij,j->i", self.matrix, q)
+        scores = np.einsum("ij,j->i", self.matrix, q)
+        scores.flags.writeable = False
+        return scores
 
     def search(self, query: str, k: int) -> Result:
         if not query.strip() or not len(self.starts):
