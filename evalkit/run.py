@@ -197,6 +197,8 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
     for spec in specs:
         t0 = time.perf_counter()
         arm = arms.make(spec, corpus, store)
+        if executor.current() is None:  # on an executor the workers' instances answer, and prepare themselves
+            arm.prepare()
         info = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
                 "class": f"{type(arm).__module__}.{type(arm).__qualname__}",
                 "build_seconds": round(time.perf_counter() - t0, 3)}
@@ -276,11 +278,23 @@ def _worker_key(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> tupl
 
 def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, query: str, k: int) -> tuple[Result, float]:
     """One query on one arm, timed where it runs: the task a remote executor runs. A worker process builds
-    each arm once (reading indexes and vectors from the cache at the same path) and keeps it."""
+    each arm once (reading indexes and vectors from the cache at the same path), prepares it, and keeps it
+    until the arm's run is recorded (:func:`release_task`)."""
     key = _worker_key(spec, corpus, cache, hidden_text)
     if key not in _WORKER_ARMS:
-        _WORKER_ARMS[key] = arms.make(spec, corpus, PageStore(Path(cache), hidden_text=hidden_text))
+        arm = arms.make(spec, corpus, PageStore(Path(cache), hidden_text=hidden_text))
+        arm.prepare()
+        _WORKER_ARMS[key] = arm
     return _timed_search(_WORKER_ARMS[key], query, k)
+
+
+def release_task(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> None:
+    """Close and forget this worker's instance of an arm once its run is recorded: its server stops, and
+    the next run starts afresh instead of adding to this one's restarts and warm-ups."""
+    arm = _WORKER_ARMS.pop(_worker_key(spec, corpus, cache, hidden_text), None)
+    if arm is not None:
+        arm.close()
+        arm.store.close()
 
 
 def describe_task(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> dict | None:
@@ -296,6 +310,7 @@ def _describe(arm: arms.Arm, spec: str) -> dict:
     if ex is None:
         return arm.describe()
     workers = {w: d for w, d in sorted(ex.each_worker(describe_task, *_where(spec, arm)).items()) if d}
+    ex.each_worker(release_task, *_where(spec, arm))
     return {"workers": workers} if workers else {}
 
 

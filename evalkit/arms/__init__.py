@@ -86,6 +86,11 @@ class Arm(Configurable):
     def search(self, query: str, k: int) -> Result:  # pragma: no cover - the protocol
         raise NotImplementedError
 
+    def prepare(self) -> None:
+        """Get ready to answer: start a server, warm up. The runner calls it on the instance that answers,
+        before its first timed query, and never on an instance it builds only to read its label (under an
+        executor the workers answer); building an arm stays cheap. The default has nothing to do."""
+
     def describe(self) -> dict:
         """What the manifest should record about this arm beyond its parameters (an external server's
         version, say); asked after the arm has answered every query."""

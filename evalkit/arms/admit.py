@@ -51,3 +51,12 @@ class AdmitArm(Arm):
         else:
             return replace(result, hits=result.hits[:k], confidence=c)
         return Result.refusal("; ".join(p for p in (verdict.evidence, why) if p), c)
+
+    def prepare(self) -> None:
+        self.inner.prepare()
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        self.inner.close()

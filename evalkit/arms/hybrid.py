@@ -30,6 +30,14 @@ class HybridArm(Arm):
         self.sha = {d.name: d.sha256 for d in corpus.documents}
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="hybrid")
 
+    def prepare(self) -> None:
+        self.keyword.prepare()
+        self.semantic.prepare()
+
+    def close(self) -> None:
+        self.keyword.close()
+        self.semantic.close()
+
     def search(self, query: str, k: int) -> Result:
         depth = self.params["depth"]
         semantic = self.worker.submit(self.semantic.search, query, depth)

@@ -415,7 +415,12 @@ class McpArm(Arm):
         self.restarts = 0
         self.warmup_seconds: list[float] = []
         atexit.register(self.close)
-        self._start()
+
+    def prepare(self) -> None:
+        """Start the server and run its warm-up, once: the runner asks before the first timed query, so
+        neither is in a query's latency; a search on an arm nobody prepared starts it itself."""
+        if self.server is None:
+            self._start()
 
     # -- lifecycle
 
@@ -475,6 +480,7 @@ class McpArm(Arm):
     # -- the protocol
 
     def search(self, query: str, k: int) -> Result:
+        self.prepare()
         d = self.definition
         args = fill(d.search.arguments, {**self.values, "query": query, "k": k})
         while True:

@@ -88,6 +88,7 @@ def arm(setup):
     """An arm of its own, for tests that restart, kill or close its server."""
     c, config, _ = setup
     a = arms.make(f"mcp(config={config},name=test)", c, None)
+    a.prepare()
     yield a
     a.close()
 
@@ -97,6 +98,7 @@ def shared(tmp_path_factory):
     """One arm (and its state folder) shared by the tests that only ask queries: a server start is slow."""
     c, config, state = _setup(tmp_path_factory.mktemp("mcp"))
     a = arms.make(f"mcp(config={config},name=test)", c, None)
+    a.prepare()
     yield a, state
     a.close()
 
@@ -109,6 +111,18 @@ def test_hits_are_mapped_in_the_tool_order_after_the_warm_up(shared):
     assert not r.refused and not r.error
     assert [h.page for h in arm.search("anything", 2).hits] == [2, 1]  # {k} reaches the tool as an integer
     assert arm.label == "mcp(name=test)"  # the definition names the arm; where the file lives does not
+
+
+def test_building_an_arm_starts_nothing_and_prepare_starts_it_once(setup):
+    c, config, state = setup
+    a = arms.make(f"mcp(config={config},name=test)", c, None)  # what a run builds only to read the label
+    try:
+        assert a.server is None and not (state / "warm-calls").exists()
+        a.prepare()
+        a.prepare()
+        assert a.server is not None and (state / "warm-calls").read_text() == "2" and len(a.warmup_seconds) == 1
+    finally:
+        a.close()
 
 
 def test_refusal_errors_and_unreadable_answers_are_told_apart(shared):
@@ -176,7 +190,7 @@ search = {{ tool = "search" }}
 ''')
     t0 = time.perf_counter()
     with pytest.raises(ArmFailure, match="did not start within 3 s"):
-        arms.make(f"mcp(config={config},name=mute)", c, None)
+        arms.make(f"mcp(config={config},name=mute)", c, None).prepare()
     assert time.perf_counter() - t0 < 30
     pid = int(pid_file.read_text())
     for _ in range(50):  # the SDK's shutdown: stdin closed, then SIGTERM after 2 s
@@ -278,7 +292,7 @@ judgments = []
 def test_on_an_executor_the_manifest_describes_the_servers_that_answered(setup, cluster, tmp_path):
     """On a Dask cluster each worker starts its own server and answers the queries; the manifest records
     what those servers report (a restart on a worker shows), not this process's instance, which asked none."""
-    c, config, _ = setup
+    c, config, state = setup
     qfile = tmp_path / "q.toml"
     qfile.write_text("".join(f'[[query]]\nid = "q{i}"\nclass = "needle"\ntext = "{text}"\n'
                              'judgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n'
@@ -286,6 +300,7 @@ def test_on_an_executor_the_manifest_describes_the_servers_that_answered(setup, 
     spec = f"mcp(config={config},name=test)"
     with PageStore(tmp_path / "cache.sqlite") as store, executor.use(cluster):
         out = runner.run(c, store, qrels.load(qfile), [spec], tmp_path / "res", progress=False)
+        again = runner.run(c, store, qrels.load(qfile), [spec], tmp_path / "again", progress=False)
     recs = [json.loads(line) for line in (out / "runs" / "mcp(name=test).jsonl").open()]
     assert [r["error"] for r in recs] == [""] * 4 and recs[1]["hits"]  # the crashed server was restarted
     described = json.loads((out / "manifest.json").read_text())["arms"][0]["describe"]
@@ -295,6 +310,12 @@ def test_on_an_executor_the_manifest_describes_the_servers_that_answered(setup, 
     assert sum(d["restarts"] for d in workers.values()) == 1
     row = report_servers.servers(Results.load(out)).loc["mcp(name=test)"]
     assert row["restarts"] == 1 and row["server"].startswith("evalkit-test-server") and " / " not in row["server"]
+    # only the workers' servers warmed up (the first needed two calls): this process's instance started none
+    later = json.loads((again / "manifest.json").read_text())["arms"][0]["describe"]["workers"]
+    warmups = sum(len(d["warmup_seconds"]) for run in (workers, later) for d in run.values())
+    assert int((state / "warm-calls").read_text()) == warmups + 1
+    # each run's worker instances are its own: the second starts afresh, with nothing of the first's restart
+    assert sum(d["restarts"] for d in later.values()) == 0 and all(len(d["warmup_seconds"]) == 1 for d in later.values())
 
 
 def test_the_cli_exits_2_with_one_line_when_the_server_cannot_start(setup, tmp_path, capsys):
