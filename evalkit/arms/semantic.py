@@ -8,16 +8,12 @@ ordered by document sha256, then page.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 
 import numpy as np
 
 from ..embeddings import Embedder, ModelSpec, ensure_vectors, load_vectors
 from ..records import Hit, Result
 from . import Arm
-
-
-RECENT_QUERIES = 2  # queries whose window scores are kept (one array of every window's score each)
 
 
 class SemanticArm(Arm):
@@ -41,8 +37,7 @@ class SemanticArm(Arm):
         # query_threads = 0: every core. An arm that runs this one beside other work (hybrid) asks for 1:
         # onnxruntime's idle worker threads spin, and would take the other core from that work.
         self.embedder = Embedder(self.spec, threads=p["query_threads"] or None)
-        # an admission policy reads the same query's scores twice (its spread, its best page): embed it once
-        self.window_scores = lru_cache(maxsize=RECENT_QUERIES)(self._window_scores)
+        self._last: tuple[str, np.ndarray] | None = None  # the last query's window scores (window_scores)
         self._load()
 
     def _load(self) -> None:
@@ -64,10 +59,14 @@ class SemanticArm(Arm):
         self.page_number = page_of[self.starts]
         self.doc_names = [d.name for d in by_sha]
 
-    def _window_scores(self, query: str) -> np.ndarray:
+    def window_scores(self, query: str) -> np.ndarray:
         """The query's cosine with every window of the corpus, rows in content order: what a page's score
-        is the best of, and what an admission policy reads the query's spread over the corpus from. Cached
-        per query as ``window_scores`` (read-only: callers share the array)."""
+        is the best of, and what an admission policy reads the query's spread over the corpus from. The last
+        query's array is kept (read-only: callers share it), as a policy asks for it twice (its spread, its
+        best page); kept in a plain attribute, not an lru_cache on the method, which would make a reference
+        cycle that keeps every arm built and dropped (and its model) alive until a garbage collection."""
+        if self._last is not None and self._last[0] == query:
+            return self._last[1]
         if not len(self.starts):
             return np.zeros(0)
         q = self.embedder.query(query)
@@ -75,6 +74,7 @@ class SemanticArm(Arm):
         # einsum, not BLAS: one pass over the matrix on this thread, with no BLAS threads left spinning
         scores = np.einsum("ij,j->i", self.matrix, q)
         scores.flags.writeable = False
+        self._last = (query, scores)
         return scores
 
     def search(self, query: str, k: int) -> Result:
