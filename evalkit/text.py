@@ -46,7 +46,7 @@ def content_words(text: str) -> set[str]:
 # What a query writes as a name rather than as prose: a TeX command (\addplot), a function call (across()),
 # a mixed-case identifier (actionButton, TikZ, RStudio), letters run together with
 # digits (ggplot2, algorithm2e), or a capitalised word inside a sentence (a product: Overleaf, Pygments).
-_NAME = re.compile(r"""\\[A-Za-z@]+
+_NAME = re.compile(r"""(?<![\w:])\\[A-Za-z@]+        # not a step of a Windows path (C:\Users\me)
     | \b[A-Za-z][\w.]*(?=\()
     | \b(?=\w*[a-z])[A-Za-z]\w*[A-Z]\w*
     | \b(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]+\b

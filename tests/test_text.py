@@ -32,3 +32,4 @@ def test_names_are_what_a_query_writes_as_a_name():
     assert names("citations like (Smith, 2020) with an actionButton") == ["Smith", "actionButton"]
     # prose, sentence-initial capitals, acronyms, numbers and the reader's own snake_case are not names
     assert names("How do I get a PDF of 300 pages? Then print it. Fine: my_long_variable_name") == []
+    assert names(r"R is installed in C:\Users\me\R and {\bf bold}") == ["bf"]
