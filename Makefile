@@ -51,14 +51,13 @@ bench: $(VENV)/.installed
 	$(if $(SCALE),$(BIN)/evalkit corpus fetch texdocs)
 	$(BIN)/evalkit bench --corpus $(CORPUS) --out results/bench-$(CORPUS) $(if $(SCALE),--scale $(SCALE) --embed)
 
-# Refusal across sets: thresholds chosen on one query set, reported on the other (README, "Refusal"),
-# then the report of each set with one trade-off curve per admission policy.
+# Refusal across sets: thresholds chosen on one query set, reported on the other and on its held-out abstain
+# queries (README, "Refusal"), then the report of each with one trade-off curve per admission policy.
 refusal: $(VENV)/.installed
 	$(BIN)/evalkit corpus fetch latex
 	$(BIN)/evalkit corpus fetch rmanuals
 	$(BIN)/python benchmarks/refusal.py
-	$(BIN)/evalkit report results/refusal/latex
-	$(BIN)/evalkit report results/refusal/rmanuals
+	for d in latex rmanuals latex-held-out rmanuals-held-out; do $(BIN)/evalkit report results/refusal/$$d || exit 1; done
 
 clean-venv:
 	rm -rf $(VENV)

@@ -43,6 +43,8 @@ def judged_warning(results: Results, threshold: float = THRESHOLD) -> Markdown:
         overall = judged_table(results)[ALL]
     except ValueError as e:
         return Markdown(f"_{e}._")
+    if overall.isna().all():
+        return Markdown("_No answerable query: Judged@10 qualifies nDCG, which these runs do not have._")
     low = overall[overall < threshold]
     if low.empty:
         return Markdown(f"Every arm has Judged@10 ≥ {threshold:.2f} on the answerable queries (lowest: "

@@ -63,9 +63,10 @@ def arm_colours(arms: Iterable[str]) -> dict[str, str]:
 
 def resolve_pair(results: Results, pair: Sequence[str] | str | None = None) -> tuple[str, str] | None:
     """The two arms to compare per query: ``pair`` (two labels, or "A,B"), else the manifest's first two;
-    ``None`` when the run has a single arm. Unknown labels raise ValueError listing the run's arms."""
+    ``None`` when the run has a single arm or no answerable query (a held-out set of abstain queries: the
+    deltas are over answerable ones). Unknown labels raise ValueError listing the run's arms."""
     if pair is None:
-        return tuple(results.arms[:2]) if len(results.arms) >= 2 else None
+        return tuple(results.arms[:2]) if len(results.arms) >= 2 and len(_answerable(results)) else None
     names = split_top(pair, ",") if isinstance(pair, str) else list(pair)
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"pair must name two different arms, got {pair!r}")

@@ -341,6 +341,20 @@ def test_resolve_pair(res):
 
 
 @pytest.mark.slow
+def test_a_run_of_abstain_queries_only_renders(small, tmp_path):
+    """A held-out set of abstain queries (qrels/held-out) has no answerable query: no nDCG, no deltas, no
+    Judged@10 to warn about; the report still renders, with its refusal figures."""
+    c, store = small
+    path = tmp_path / "held-out.toml"
+    path.write_text(QUERIES[:QUERIES.index("[[query]]")] + QUERIES[QUERIES.index('[[query]]\nid = "a1"'):])
+    out = run(c, store, qrels.load(path), ARMS, tmp_path / "results", progress=False, qrels_path=str(path))
+    res = Results.load(out)
+    assert set(res.per_query["class"]) == {"abstain"} and report.resolve_pair(res) is None
+    html = report.render(out).read_text()
+    assert "No pair to compare" in html and "No answerable query" in html
+
+
+@pytest.mark.slow
 def test_refusals_latency_and_tie_audit_count_what_the_table_says(res):
     counts = report.refusal_counts(res)
     assert list(counts.index) == res.arms and counts.sum(axis=1).tolist() == [9, 9]
