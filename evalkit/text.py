@@ -43,9 +43,9 @@ def content_words(text: str) -> set[str]:
     return {w.removesuffix("s") for w in words(text) if len(w) >= 3 and w not in STOPWORDS}
 
 
-# What a query writes as a name rather than as prose: a TeX command (\addplot), a function call (across()),
-# a mixed-case identifier (actionButton, TikZ, RStudio), letters run together with
-# digits (ggplot2, algorithm2e), or a capitalised word inside a sentence (a product: Overleaf, Pygments).
+# What a query writes as a name rather than as prose: a TeX command (\addplot), a function call (across(),
+# group_by()), a mixed-case identifier (actionButton, TikZ, RStudio), letters run together with digits
+# (ggplot2, algorithm2e), or a capitalised word inside a sentence (a product: Overleaf, Pygments).
 _NAME = re.compile(r"""(?<![\w:])\\[A-Za-z@]+        # not a step of a Windows path (C:\Users\me)
     | \b[A-Za-z][\w.]*(?=\()
     | \b(?=\w*[a-z])[A-Za-z]\w*[A-Z]\w*
@@ -58,8 +58,9 @@ def names(text: str) -> list[str]:
     in order and without repeats. A word written like this is the reader naming a command, package or
     program, not describing a need in their own words: if no page holds it, the corpus does not cover it,
     whereas a plain English word missing from the corpus says little (a description uses its own words).
-    Not counted: sentence-initial capitals, all-capital acronyms, and snake_case words, which are as often
-    the reader's own (``my_long_variable_name``) as a name the corpus should know. A backslash is dropped."""
+    Not counted: sentence-initial capitals, all-capital acronyms, lower-case words (``tcolorbox`` cannot
+    be told from prose by its spelling) and snake_case words not written as a call, which are as often the
+    reader's own (``my_long_variable_name``) as a name the corpus should know. A backslash is dropped."""
     return list(dict.fromkeys(m.group(0).lstrip("\\") for m in _NAME.finditer(text)))
 
 
