@@ -203,10 +203,13 @@ def test_cli_check_export_import(isolated, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, minimum", [("latex", 30), ("rmanuals", 10)])
-def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, minimum):
-    """The shipped sets pass every strict check, the class-validity ones (traps trap, abstain kinds, wording)
-    included; warnings (a needle sharing a phrase with its page) are allowed."""
+@pytest.mark.parametrize("name, file, minimum", [
+    ("latex", "latex.toml", {c: 30 for c in qrels.CLASSES}), ("rmanuals", "rmanuals.toml", {c: 10 for c in qrels.CLASSES}),
+    ("latex", "held-out/latex.toml", {"abstain": 15}), ("rmanuals", "held-out/rmanuals.toml", {"abstain": 20})])
+def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, file, minimum):
+    """The shipped sets, held-out abstain sets included, pass every strict check, the class-validity ones
+    (traps trap, abstain kinds and mix, wording) included; warnings (a needle sharing a phrase with its page)
+    are allowed."""
     from evalkit import validity
     from evalkit.dirs import REPO_ROOT
     from evalkit.pages import PageStore
@@ -217,12 +220,13 @@ def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, mini
     corpus.fetch(c)
     with PageStore() as store:
         ing = store.ingest(c, progress=False)
-        qs = qrels.load(REPO_ROOT / "qrels" / f"{name}.toml")
+        qs = qrels.load(REPO_ROOT / "qrels" / file)
         texts = store.corpus_texts(ing.corpus)
         assert qrels.check(qs, texts, strict=True) == []
         problems = validity.check(qs, texts, validity.bm25_ranker(ing.corpus, store))
         assert [p for p in problems if not p.warning] == []
-    assert all(len(v) >= minimum for v in qs.by_class().values())
+    assert {c: len(v) for c, v in qs.by_class().items() if v} == {c: len(qs.by_class()[c]) for c in minimum}
+    assert all(len(qs.by_class()[c]) >= n for c, n in minimum.items())
     assert all(j.evidence for q in qs.queries for j in q.relevant)
     assert all(q.distractor for q in qs.by_class()["trap"]) and all(q.kind for q in qs.by_class()["abstain"])
     assert qs.pool_depth == 10 and len(qs.pool_arms) == 7
