@@ -9,8 +9,8 @@ set O: calibrate each policy's threshold on O's record-only run, run the thresho
 run: its refusals are in S's per-query outcome column) and print its measures on S. Nothing measured on
 the set a threshold was chosen on is printed, except in the line that says so.
 
-Held-out abstain queries (``qrels/held-out/S.toml``, written after the policies were fixed, by an assessor
-who did not see them) are then asked of the same thresholded arms: correct refusal on queries no policy was
+Held-out abstain queries (``qrels/held-out/S.toml``, written by an assessor who never saw the policies, and
+read only once they were final) are then asked of the same thresholded arms: correct refusal on queries no policy was
 designed or tuned with. They hold no answerable query, so they measure correct refusal only.
 """
 from __future__ import annotations
