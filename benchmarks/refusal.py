@@ -19,7 +19,7 @@ import argparse
 import math
 from pathlib import Path
 
-from evalkit import corpus, qrels, refusal
+from evalkit import corpus, qrels
 from evalkit import refusal_report as RR
 from evalkit import run as runner
 from evalkit.arms.policies import fit_evidence, make_policy
@@ -85,9 +85,7 @@ def main() -> None:
                        qrels_path=str(held), progress=False)
             res = Results.load(args.out / f"{s}-held-out")
             for p, spec in chosen:
-                rows_ = res.per_query[res.per_query["arm"] == RR.arm_info(res, spec)["label"]]
-                held_out.append((s, other, p, spec.rsplit("threshold=", 1)[1][:-1],
-                                 refusal.operating_point(rows_["refused"], rows_["class"] != "abstain", rows_["kind"])))
+                held_out.append((s, other, p, RR.measures(RR.confidences(res, RR.arm_info(res, spec)["label"]))))
 
     print("\n| reported on | tuned on | policy | threshold | correct refusal | wrongful refusal | AUROC | AURC | nAUC |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -99,13 +97,13 @@ def main() -> None:
             print(f"|  |  | ↳ {kind} | | {rate} | | | | |")
     for held in dict.fromkeys(s for s, *_ in held_out):
         some = [row for row in held_out if row[0] == held]
-        kinds = [k for k in some[0][4] if k.startswith("correct_refusal[")]
+        kinds = [k for k in some[0][3] if k.startswith("correct_refusal[")]
         print(f"\n| held out on | tuned on | policy | threshold | correct refusal | "
               + " | ".join(k[len("correct_refusal["):-1] for k in kinds) + " |")
         print("|---|---|---|---|---|" + "---|" * len(kinds))
-        for s, other, p, t, m in some:
+        for s, other, p, m in some:
             name = f"`evidence` (fitted on {other})" if p.startswith("evidence") else f"`{p}`"
-            print(f"| {s} | {other} | {name} | {t} | {m['correct_refusal']} | "
+            print(f"| {s} | {other} | {name} | {m['threshold']:g} | {m['correct_refusal']} | "
                   + " | ".join(f"{m[k].k}/{m[k].n}" for k in kinds) + " |")
     if any(math.isnan(m["nAUC"]) for *_, m, _ in rows):
         print("(nAUC n/a: the record-only run is missing)")

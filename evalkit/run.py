@@ -216,7 +216,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
                 built[spec]["describe"] = described
                 resultsdir.write_json(manifest_path, manifest)
         finally:
-            arm.close()
+            _close(arm, spec)
         with resultsdir.atomic(runs / f"{info['file']}.trec") as tmp:
             tmp.write_text("".join(line for rec in _ordered(qs, runs / f"{info['file']}.jsonl")
                                    for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
@@ -310,8 +310,15 @@ def _describe(arm: arms.Arm, spec: str) -> dict:
     if ex is None:
         return arm.describe()
     workers = {w: d for w, d in sorted(ex.each_worker(describe_task, *_where(spec, arm)).items()) if d}
-    ex.each_worker(release_task, *_where(spec, arm))
     return {"workers": workers} if workers else {}
+
+
+def _close(arm: arms.Arm, spec: str) -> None:
+    """Close the arm's instances once its run ends, answered or failed: this one, and on an executor each
+    worker's (:func:`release_task`)."""
+    arm.close()
+    if (ex := executor.current()) is not None:
+        ex.each_worker(release_task, *_where(spec, arm))
 
 
 def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:

@@ -258,7 +258,7 @@ class NamesPolicy(Policy):
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
-        self.index = GlobalIndex(store, corpus)
+        self.lexicon = Lexicon(store, corpus)
         self.then = make_policy(self.params["policy"], corpus, store) if self.params["policy"] else None
         if self.then:
             self.params["policy"] = self.then.label
@@ -266,7 +266,7 @@ class NamesPolicy(Policy):
 
     def absent(self, query: str) -> list[str]:
         """The names of ``query`` that no page holds (as FTS5 reads them: case-folded and stemmed)."""
-        return [n for n in names(query) if not self.index.pages_with(n)]
+        return self.lexicon.absent(names(query))
 
     def assess(self, query: str, result: Result) -> Verdict:
         missing = self.absent(query)
