@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pymupdf
 
-from evalkit import bench, cli, corpus, extraction  # noqa: F401 - bench and cli: a parent the size of the bench's
+from evalkit import bench, cli, corpora, extraction  # noqa: F401 - bench and cli: a parent the size of the bench's
 from evalkit.pages import PageStore
 
 STAGES = ("open, load, close", "text page (parse)", "text (extractText)", "span dictionary (extractDICT)",
@@ -73,7 +73,7 @@ def process_per_document(n: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default="latex")
-    c = corpus.load(ap.parse_args().corpus)
+    c = corpora.load(ap.parse_args().corpus)
     paths = [c.path(d) for d in c.documents]
     spent, pages = stage_split(paths)
     total = sum(spent.values())

@@ -19,9 +19,9 @@ import argparse
 import math
 from pathlib import Path
 
-from evalkit import corpus, qrels
+from evalkit import corpora, qrels
 from evalkit import refusal_report as RR
-from evalkit import run as runner
+from evalkit import runner
 from evalkit.arms.policies import fit_evidence, make_policy
 from evalkit.pages import PageStore
 from evalkit.results import Results
@@ -45,7 +45,7 @@ def main() -> None:
 
     opened = {}
     for s in args.sets:
-        c = corpus.load(s)
+        c = corpora.load(s)
         store = PageStore()
         opened[s] = (store.ingest(c, progress=False).corpus, store, qrels.load(f"qrels/{s}.toml"))
     evidence = {}
@@ -58,7 +58,7 @@ def main() -> None:
     policies = POLICIES + list(dict.fromkeys(evidence.values()))
     base = [args.arm] + [record_only(args.arm, p) for p in policies]
     for s, (c, store, qs) in opened.items():
-        runner.run(c, store, qs, base, args.out / s, resume=True, qrels_path=f"qrels/{s}.toml", progress=False)
+        runner.run(c, store, qs, base, args.out / s, resume=True, progress=False)
 
     rows, held_out = [], []
     for s, other in (args.sets, args.sets[::-1]):
@@ -71,7 +71,7 @@ def main() -> None:
             print(f"{spec}\n    tuned on {other} (self-tuned, not reported): correct {own['correct_refusal']}, "
                   f"wrongful {own['wrongful_refusal']}")
         runner.run(c, store, qs, base + [spec for _, spec in chosen], args.out / s, resume=True,
-                   qrels_path=f"qrels/{s}.toml", progress=False)
+                   progress=False)
         res = Results.load(args.out / s)
         for p, spec in chosen:
             arm = RR.arm_info(res, spec)["label"]
@@ -82,7 +82,7 @@ def main() -> None:
         if held.exists():
             specs = [spec for _, spec in chosen]
             runner.run(c, store, qrels.load(held), specs, args.out / f"{s}-held-out", resume=True,
-                       qrels_path=str(held), progress=False)
+                       progress=False)
             res = Results.load(args.out / f"{s}-held-out")
             for p, spec in chosen:
                 held_out.append((s, other, p, RR.measures(RR.confidences(res, RR.arm_info(res, spec)["label"]))))

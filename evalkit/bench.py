@@ -29,10 +29,10 @@ import pandas as pd
 
 from . import arms, measures
 from .arms import lexical
-from .corpus import Corpus
+from .corpora import Corpus
 from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, windows
 from .pages import PageStore
-from .run import environment
+from .runner import environment
 
 # the built-in arms, and the README's recommended refusing arm: what admission adds to the arm it wraps
 LATENCY_ARMS = ("keyword", "keyword(tiebreak=page)", "global-index", "score-merge", "semantic", "hybrid",
@@ -407,7 +407,7 @@ NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "bench.ipynb"
 
 def environment_summary(env: dict):
     """One Markdown line on where the figures were measured (the notebook's first output)."""
-    from .report import Markdown
+    from .reporting import Markdown
 
     m = env.get("machine", {})
     pk = ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items())

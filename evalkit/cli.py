@@ -6,12 +6,12 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, arms, compare, executor, gate, qrels, resultsdir, robustness, validity
-from . import corpus as corpora
-from . import run as runner
+from . import __version__, agreement, api, arms, comparison, config, executor, qrels, resultsdir, robustness, validity
+from . import corpora
+from . import runner
 from .cache import CacheError, damaged
-from .corpus import CorpusError
-from .pages import HIDDEN_TEXT, Ingest, PageStore, store_path
+from .corpora import CorpusError
+from .pages import HIDDEN_TEXT, PageStore, store_path
 from .results import Results
 from .resultsdir import ResultsError
 from .text import snippet, split_top
@@ -39,23 +39,11 @@ def add_hidden_text_arg(p: argparse.ArgumentParser) -> None:
                         "(visible text only, in a cache of its own: evalkit-visible.sqlite)")
 
 
-def open_corpus(args: argparse.Namespace, quiet: bool = False,
-                store: PageStore | None = None) -> tuple[Ingest, PageStore]:
-    """The corpus named by --corpus/--docs, with its pages in the store (``store``, else the one --cache and
-    --hidden-text name); unreadable files are reported."""
-    c = corpora.load(args.corpus, args.root) if args.corpus else corpora.from_dir(args.docs)
-    if args.corpus:
-        v = corpora.verify(c)
-        if v.missing or v.changed:
-            raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
-                              f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
-    store = store or PageStore(args.cache, args.hidden_text)
-    ingest = store.ingest(c, progress=not quiet)
-    for name, error in ingest.errors.items():
-        print(f"skipped {name}: {error}", file=sys.stderr)
-    for name, lost in ingest.problems.items():
-        print(f"{name}: {'; '.join(lost)}", file=sys.stderr)
-    return ingest, store
+def open_corpus(args: argparse.Namespace, quiet: bool = False, store: PageStore | None = None) -> api.OpenCorpus:
+    """The corpus named by --corpus/--docs with its pages in the store (``store``, else the one --cache and
+    --hidden-text name), as :func:`evalkit.api.corpus` opens it."""
+    return api.corpus(args.corpus, docs=args.docs, root=args.root, cache=args.cache, hidden_text=args.hidden_text,
+                      progress=not quiet, store=store)
 
 
 # ---- corpus ---------------------------------------------------------------------------------------------
@@ -117,7 +105,8 @@ def cmd_corpus_stats(args) -> int:
         args.corpus, args.docs = args.name, None
     elif not args.docs:
         raise UsageError("give a corpus NAME or --docs DIR")
-    ingest, store = open_corpus(args)
+    opened = open_corpus(args)
+    ingest, store = opened.ingest, opened.store
     s = store.stats(ingest.corpus)
     label = ingest.corpus.name
     print(f"corpus      {label}\ndocuments   {s['documents']}\npages       {s['pages']}\n"
@@ -151,7 +140,8 @@ def _qrels_corpus(args, qs: qrels.QuerySet) -> None:
 def cmd_qrels_check(args) -> int:
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
-    ingest, store = open_corpus(args, quiet=True)
+    opened = open_corpus(args, quiet=True)
+    ingest, store = opened.ingest, opened.store
     pages = store.corpus_texts(ingest.corpus)
     vocab = validity.vocabulary(pages)
     rank = validity.bm25_ranker(ingest.corpus, store) if args.strict or args.verbose else None
@@ -232,7 +222,8 @@ POOL_ARMS = ["keyword", "global-index", "semantic"]  # `qrels pool`'s arms when 
 def cmd_qrels_pool(args) -> int:
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
-    ingest, store = open_corpus(args)
+    opened = open_corpus(args)
+    ingest, store = opened.ingest, opened.store
     docs = {d.name: d for d in ingest.corpus.documents}
     specs = split_top(args.arms, ",") if args.arms else list(qs.pool_arms) or POOL_ARMS
     depth = args.depth or qs.pool_depth or 10
@@ -256,8 +247,13 @@ def cmd_qrels_pool(args) -> int:
 
 
 def cmd_arms(args) -> int:
-    builtin = arms.builtin()
-    for name, cls in sorted(arms.registry().items()):
+    builtin, known = arms.builtin(), arms.registry()
+    for name in sorted(known):
+        try:
+            cls = known[name]
+        except arms.ArmError as e:  # a plug-in that cannot be imported is listed as such, not fatal
+            print(f"{name:<14} {e}")
+            continue
         origin = "built-in" if name in builtin else f"plug-in {cls.__module__}"
         params = ", ".join(f"{k}={v!r}" for k, v in cls.defaults.items()) or "no parameters"
         doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()
@@ -265,10 +261,22 @@ def cmd_arms(args) -> int:
     return 0
 
 
+def cmd_config(args) -> int:
+    if args.name:
+        written = config.use_model(args.name, args.dir)
+        print(f"model {args.name}" + (f" from {args.dir}" if args.dir else "") + f": written to {written}")
+        return 0
+    m = config.model()
+    print(f"model {m['name'] or '(the semantic arm default)'}" + (f" from {m['dir']}" if m["dir"] else "")
+          + f" (environment, else {config.path()})")
+    return 0
+
+
 # ---- search ---------------------------------------------------------------------------------------------
 
 def cmd_search(args) -> int:
-    ingest, store = open_corpus(args)
+    opened = open_corpus(args)
+    ingest, store = opened.ingest, opened.store
     arm = arms.make(args.arm, ingest.corpus, store)
     result = arm.search(args.query, args.k)
     print(f"{arm.label} on {ingest.corpus.name}: {args.query!r}")
@@ -286,42 +294,35 @@ def cmd_search(args) -> int:
 
 # ---- run and summary -------------------------------------------------------------------------------------
 
-def open_run(args) -> tuple[qrels.QuerySet, Ingest, PageStore, Path]:
-    """The query set of --qrels and the corpus it is run on (refused when the judgments do not fit it), and
-    the default results directory of that pair."""
-    qs = qrels.load(args.qrels)
-    if args.corpus and qs.corpus and qs.corpus != args.corpus:
-        raise UsageError(f"{args.qrels} is a query set for corpus {qs.corpus!r}, not {args.corpus!r}")
-    ingest, store = open_corpus(args)
-    problems = qrels.check(qs, store.corpus_texts(ingest.corpus))
-    if problems:
-        raise UsageError(f"{args.qrels} does not fit this corpus ({len(problems)} problem(s)), e.g. {problems[0]}; "
-                         "see `evalkit qrels check`")
-    name = qs.name if qs.name == ingest.corpus.name else f"{ingest.corpus.name}-{qs.name}"
-    return qs, ingest, store, Path("results") / name
+def open_run(args) -> tuple[qrels.QuerySet, api.OpenCorpus]:
+    """The query set of --qrels and the corpus it is run on, refused when the judgments do not fit it."""
+    qs = api.queries(args.qrels)
+    if args.corpus:
+        api.fit(qs, args.corpus)  # before the corpus is opened: a set for another corpus costs nothing
+    opened = open_corpus(args)
+    api.fit(qs, opened)
+    return qs, opened
 
 
 def cmd_run(args) -> int:
     specs = split_top(args.arms, ",")
     runner.check_arms(specs, args.k)
-    qs, ingest, store, results = open_run(args)
-    out = args.out or results
-    runner.run(ingest.corpus, store, qs, specs, out, k=args.k, resume=args.resume,
-               qrels_path=str(args.qrels))
-    print(Results.load(out).table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
-    print(f"results: {out}")
+    qs, opened = open_run(args)
+    res = api.run(opened, qs, specs, args.out, k=args.k, resume=args.resume)
+    print(res.table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
+    print(f"results: {res.path}")
     return 0
 
 
 def cmd_robustness(args) -> int:
-    qs, ingest, store, results = open_run(args)
+    qs, opened = open_run(args)
     try:
-        r = robustness.check(ingest.corpus, store, qs, args.arm, args.permutations, args.seed, k=args.k,
+        r = robustness.check(opened.corpus, opened.store, qs, args.arm, args.permutations, args.seed, k=args.k,
                              names=split_top(args.measures, ","))
     except ValueError as e:  # a bad arm, measure or permutation count; no answerable query
         raise UsageError(str(e)) from None
     print(r.text())
-    print(f"robustness: {r.write(args.out or results / 'robustness' / runner.slug(r.arm))}")
+    print(f"robustness: {r.write(args.out or api.default_out(qs, opened) / 'robustness' / runner.slug(r.arm))}")
     return 0
 
 
@@ -338,16 +339,14 @@ def cmd_summary(args) -> int:
 def cmd_report(args) -> int:
     from nbclient.exceptions import CellExecutionError
 
-    from . import bench, report
+    from . import bench
 
     is_bench = (args.results / "bench.csv").exists()
     try:
         if is_bench:
             html = bench.render(args.results, out_html=args.out)
         else:
-            Results.load(args.results)  # a folder that is not a results directory is named, not created
-            with resultsdir.owned(args.results, "evalkit report"):  # never while a run is writing there
-                html = report.render(args.results, out_html=args.out, pair=args.pair)
+            html = api.report(args.results, out_html=args.out, pair=args.pair)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error
@@ -363,8 +362,6 @@ def cmd_report(args) -> int:
 # ---- bench ----------------------------------------------------------------------------------------------
 
 def cmd_bench(args) -> int:
-    import os
-
     from . import bench
     from .arms.semantic import SemanticArm
     from .embeddings import ModelSpec
@@ -377,10 +374,12 @@ def cmd_bench(args) -> int:
     qfile = args.qrels or Path("qrels") / f"{args.corpus}.toml"
     queries = [q.text for q in qrels.load(qfile).queries]
     out = args.out or Path("results") / f"bench-{args.corpus or args.docs.name}"
-    model = os.environ.get("EVALKIT_MODEL") or SemanticArm.defaults["model"]
-    spec = ModelSpec(model, os.environ.get("EVALKIT_MODEL_DIR") or None, SemanticArm.defaults["max_tokens"],
+    configured = config.model()
+    spec = ModelSpec(configured["name"] or SemanticArm.defaults["model"], configured["dir"] or None,
+                     SemanticArm.defaults["max_tokens"],
                      SemanticArm.defaults["window"])
-    ingest, store = open_corpus(args, quiet=True)
+    opened = open_corpus(args, quiet=True)
+    ingest, store = opened.ingest, opened.store
     print(f"evalkit bench on {ingest.corpus.name} ({len(ingest.corpus.documents)} documents, {ingest.corpus.pages} pages), "
           f"{len(queries)} queries from {qfile}; load average {before[0]:.2f}")
     figures = bench.measure(store, ingest.corpus, queries, split_top(args.arms, ","), runs=args.runs,
@@ -390,7 +389,7 @@ def cmd_bench(args) -> int:
     if args.scale:
         sizes = [int(n) for n in args.scale.split(",")]
         args.corpus, args.docs = args.scale_corpus, None
-        big, _ = open_corpus(args, quiet=True, store=store)
+        big = open_corpus(args, quiet=True, store=store).ingest
         sub = bench.nested_subsets(big.corpus, [max(sizes)], args.seed)[0]
         if args.embed:  # the largest subset holds every smaller one
             arms.make("semantic", sub, store)
@@ -409,26 +408,25 @@ def cmd_compare(args) -> int:
     if args.baseline:
         if len(args.sides) != 1:
             raise UsageError("with --baseline ARM give one results directory: evalkit compare DIR --baseline ARM")
-        base = compare.side(args.sides[0], args.baseline)
-        cands = [compare.side(args.sides[0], a) for a in base.results.arms if a != base.arm]
+        base = comparison.side(args.sides[0], args.baseline)
+        cands = [comparison.side(args.sides[0], a) for a in base.results.arms if a != base.arm]
     elif len(args.sides) == 2:
-        base, cands = compare.side(args.sides[0]), [compare.side(args.sides[1])]
+        base, cands = comparison.side(args.sides[0]), [comparison.side(args.sides[1])]
     else:
         raise UsageError("give BASE and CAND (each DIR:ARM, or DIR holding one arm), or DIR --baseline ARM")
-    pairs = [compare.pair(base, c, args.allow_different_queries) for c in cands]
+    pairs = [comparison.pair(base, c, args.allow_different_queries) for c in cands]
     for p in pairs:
-        for note in compare.notes(p):
+        for note in comparison.notes(p):
             print(f"evalkit: warning: {note}", file=sys.stderr)
-    print(compare.render(pairs, tuple(split_top(args.measures, ",")), n_resamples=args.resamples, seed=args.seed))
+    print(comparison.render(pairs, tuple(split_top(args.measures, ",")), n_resamples=args.resamples, seed=args.seed))
     return 0
 
 
 def cmd_gate(args) -> int:
-    candidate = compare.side(args.candidate)
-    verdict = gate.evaluate(compare.side(args.baseline), candidate, args.rules, args.allow_different_queries)
+    verdict = api.gate(args.baseline, args.candidate, args.rules,
+                       allow_different_queries=args.allow_different_queries)  # recorded for the report
     print(verdict.text())
-    outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown),
-               (candidate.results.path / gate.GATE_FILE, verdict.to_json)]  # for the report
+    outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown)]
     for path, render in outputs:
         if path:
             try:
@@ -474,7 +472,8 @@ def cmd_refusal_fit(args) -> int:
     qs = qrels.load(args.qrels)
     args.file = args.qrels
     _qrels_corpus(args, qs)
-    ingest, store = open_corpus(args, quiet=True)
+    opened = open_corpus(args, quiet=True)
+    ingest, store = opened.ingest, opened.store
     policy = make_policy(args.policy, ingest.corpus, store)
     if not isinstance(policy, EvidencePolicy):
         raise UsageError(f"policy {policy.label!r} has no weights to fit (fit the 'evidence' policy)")
@@ -562,6 +561,12 @@ def parser() -> argparse.ArgumentParser:
     po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.set_defaults(func=cmd_qrels_pool)
 
+    cf = sub.add_parser("config", help="settings kept once for every command and notebook (the embedding model)")
+    cf.add_argument("setting", choices=["model"])
+    cf.add_argument("name", nargs="?", help="the model's name (without it: print the current setting)")
+    cf.add_argument("--dir", default="", help="load it from this folder, or `packaged` (all-MiniLM-L6-v2 from "
+                                              "PyPI packages: README, 'Offline model')")
+    cf.set_defaults(func=cmd_config)
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
     ar.set_defaults(func=cmd_arms)
 
@@ -625,7 +630,7 @@ def parser() -> argparse.ArgumentParser:
     co = sub.add_parser("compare", help="paired per-query comparison of two arms: Δ, CI, p, Holm, win/tie/loss, MDD")
     co.add_argument("sides", nargs="+", metavar="SIDE", help="BASE CAND, each DIR:ARM (or DIR holding one arm); or DIR with --baseline")
     co.add_argument("--baseline", metavar="ARM", help="compare every other arm of DIR against ARM")
-    co.add_argument("--measures", default=",".join(compare.MEASURES), help="comma-separated measures")
+    co.add_argument("--measures", default=",".join(comparison.MEASURES), help="comma-separated measures")
     co.add_argument("--allow-different-queries", action="store_true",
                     help="compare the queries two different query sets share (the rest are listed)")
     co.add_argument("--resamples", type=int, default=10_000, help="bootstrap and sign-flip resamples (seeded)")
@@ -676,8 +681,8 @@ def at_least_one(text: str) -> int:
     return value
 
 
-BAD_INPUT = (CorpusError, UsageError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
-             CacheError, compare.CompareError, executor.ExecutorError)
+BAD_INPUT = (CorpusError, UsageError, config.ConfigError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
+             CacheError, comparison.CompareError, executor.ExecutorError)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

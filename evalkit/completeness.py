@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .records import CLASSES
-from .report import Markdown
+from .reporting import Markdown
 from .results import Results
 
 MEASURE = "Judged@10"

@@ -17,7 +17,7 @@ import pymupdf
 from tqdm import tqdm
 
 from . import cache, dirs, executor, extraction
-from .corpus import Corpus
+from .corpora import Corpus
 from .extraction import Extraction, extract_all
 from .records import Document, Page
 

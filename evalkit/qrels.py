@@ -50,6 +50,8 @@ class QuerySet:
     # recorded in [set]; None / () when the file does not say.
     pool_depth: int | None = None
     pool_arms: tuple[str, ...] = ()
+    # the file it was read from (None: built in memory): a run records it, a report re-reads it
+    path: Path | None = field(default=None, compare=False)
 
     def by_class(self) -> dict[str, list[Query]]:
         out: dict[str, list[Query]] = {c: [] for c in CLASSES}
@@ -132,7 +134,8 @@ def load(path: Path | str) -> QuerySet:
     if not queries:
         raise QrelsError(f"{path}: no [[query]] entries")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
-                    header.get("description", ""), gains, hashlib.sha256(raw).hexdigest(), depth, tuple(pool_arms))
+                    header.get("description", ""), gains, hashlib.sha256(raw).hexdigest(), depth, tuple(pool_arms),
+                    path)
 
 
 def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False) -> list[Problem]:

@@ -88,6 +88,22 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class Chunk:
+    """A passage a chunk retriever returns, placed by the first of: ``page`` (1-based, physical), a
+    character span ``start``..``end`` of the document's text (its page texts joined by ``"\\f"``, as
+    :meth:`evalkit.api.OpenCorpus.text` gives it), or its ``text`` alone, found on the pages. ``pages`` are
+    the physical pages evalkit mapped it to (:mod:`evalkit.answers`); a missing ``score`` ranks by order."""
+
+    doc: str
+    text: str = ""
+    score: float | None = None
+    page: int | None = None
+    start: int | None = None
+    end: int | None = None
+    pages: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Result:
     """An arm's answer to one query: ranked hits, or a refusal with a reason (a refusal is data), or an
     error with its message (the arm failed to answer: never a refusal, scored 0 where a ranking is due).
@@ -104,6 +120,8 @@ class Result:
     # keyword-only: added after the first three, so no positional call can put one in the other's place
     confidence: float | None = field(default=None, kw_only=True)
     error: str = field(default="", kw_only=True)
+    # the chunks a chunk retriever returned, in its order, each with the pages it was mapped to
+    chunks: tuple[Chunk, ...] = field(default=(), kw_only=True)
 
     @classmethod
     def refusal(cls, reason: str, confidence: float | None = None) -> "Result":

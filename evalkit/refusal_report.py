@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from . import refusal
 from .arms import parse_spec
 from .results import Results
+from .resultsdir import ResultsError
 
 METRIC = "nDCG@10"
 
@@ -42,11 +43,12 @@ class Confidences:
 
 
 def arm_info(results: Results, arm: str) -> dict:
-    """The manifest entry of ``arm`` (a label or the spec it was run with)."""
-    for info in results.manifest["arms"]:
-        if arm in (info["label"], info["spec"]):
-            return info
-    raise RefusalError(f"arm {arm!r} is not in {results.path} (arms: {', '.join(results.arms)})")
+    """The manifest entry of ``arm`` (named as :meth:`Results.arm` resolves it)."""
+    try:
+        label = results.arm(arm)
+    except ResultsError as e:
+        raise RefusalError(str(e)) from None
+    return next(info for info in results.manifest["arms"] if info["label"] == label)
 
 
 def admitted(results: Results) -> list[str]:

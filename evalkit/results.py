@@ -9,7 +9,7 @@ import pandas as pd
 
 from . import stats
 from .resultsdir import ResultsError, read_json
-from .run import summarize
+from .runner import summarize
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
@@ -34,7 +34,7 @@ DEFINITIONS = {
 
 @dataclass(frozen=True)
 class Results:
-    """A results directory written by :func:`evalkit.run.run`."""
+    """A results directory written by :func:`evalkit.runner.run`."""
 
     path: Path
 
@@ -62,6 +62,18 @@ class Results:
     def arms(self) -> list[str]:
         return [a["label"] for a in self.manifest["arms"]]
 
+    def arm(self, name: str) -> str:
+        """The label of the arm ``name`` names: its label, the spec it was run with (``semantic`` finds
+        ``semantic(model=…)``), or a registered retriever's name without its digest (``mine`` finds
+        ``mine@3fa2c1d0``) when only one arm has it. The error lists the arms."""
+        found = [a["label"] for a in self.manifest["arms"] if name in (a["label"], a["spec"])]
+        found = found or [a for a in self.arms if a.split("(")[0].split("@")[0] == name]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise ResultsError(f"{self.path}: {name!r} names {len(found)} arms ({', '.join(found)}): give its label")
+        raise ResultsError(f"{self.path} has no arm {name!r}; it has {', '.join(self.arms)}")
+
     def table(self, by_class: bool = False) -> pd.DataFrame:
         """The comparison table: one row per arm (per class with ``by_class``), headline columns only."""
         s = summarize(self.per_query, by_class=by_class)
@@ -73,7 +85,7 @@ class Results:
 
     def scores(self, measure: str, arm: str, answerable_only: bool = True) -> pd.Series:
         """Per-query values of one measure for one arm, indexed by query id."""
-        f = self.per_query[self.per_query["arm"] == arm]
+        f = self.per_query[self.per_query["arm"] == self.arm(arm)]
         if answerable_only:
             f = f[f["class"] != "abstain"]
         return f.set_index("query")[measure]
@@ -84,7 +96,19 @@ class Results:
         f = self.per_query if cls is None else self.per_query[self.per_query["class"] == cls]
         f = f[f["class"] != "abstain"]
         wide = f.pivot(index="query", columns="arm", values=measure)
-        return stats.paired_compare(wide[base].to_numpy(), wide[other].to_numpy(), **kw)
+        return stats.paired_compare(wide[self.arm(base)].to_numpy(), wide[self.arm(other)].to_numpy(), **kw)
+
+    def refusal(self, arm: str, threshold: float | None = None, max_wrongful: float | None = None) -> dict:
+        """Refusal measures of an arm that records a confidence (an ``admit(...)`` arm): both rates at its
+        own threshold or at ``threshold``, AUROC, AURC and nAUC. With ``max_wrongful`` the threshold is
+        chosen on this run first (self-tuned, so optimistic: report it on another set), and ``spec`` names
+        the arm to run with it."""
+        from . import refusal_report
+
+        if max_wrongful is None:
+            return refusal_report.measures(refusal_report.confidences(self, arm), threshold)
+        spec, measured = refusal_report.calibrated(self, arm, max_wrongful)
+        return {**measured, "spec": spec}
 
     def _repr_html_(self) -> str:
         return (f"<p><b>{self.manifest['corpus']['name']}</b> × <b>{self.manifest['qrels']['name']}</b> "

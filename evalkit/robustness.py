@@ -27,11 +27,11 @@ import pandas as pd
 from tqdm import tqdm
 
 from . import arms, measures
-from .corpus import Corpus
+from .corpora import Corpus
 from .pages import PageStore
 from .qrels import QuerySet
 from .records import Hit, Result, page_id
-from .run import DEPTH
+from .runner import DEPTH
 
 MEASURES = ("nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "RR", "RR(doc)", "Recall@10")
 TOP = 10  # a query whose first TOP hits differ under some renaming counts as a changed ranking

@@ -20,14 +20,14 @@ from typing import Any, ClassVar, Literal
 
 import pandas as pd
 
-from . import compare, measures, stats
-from .run import slug
+from . import comparison, measures, stats
+from .runner import slug
 
 Status = Literal["pass", "fail", "underpowered", "skipped"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "underpowered", "skipped")
 
 
-class RulesError(compare.CompareError):
+class RulesError(comparison.CompareError):
     """A rules file that cannot be used, or a rule that cannot be evaluated; the message names the file,
     the rule and the field (exit 2)."""
 
@@ -85,14 +85,14 @@ class Settings:
 class Context:
     """The paired runs a gate decides on, with the paired statistics computed once per measure."""
 
-    def __init__(self, pair: compare.Pair, settings: Settings):
+    def __init__(self, pair: comparison.Pair, settings: Settings):
         self.pair, self.settings = pair, settings
         self._tables: dict[str, pd.DataFrame] = {}
 
     def table(self, measure: str) -> pd.DataFrame:
         if measure not in self._tables:
             s = self.settings
-            self._tables[measure] = compare.table(self.pair, (measure,), confidence=s.confidence,
+            self._tables[measure] = comparison.table(self.pair, (measure,), confidence=s.confidence,
                                                   n_resamples=s.resamples, seed=s.seed, alpha=s.alpha,
                                                   target_power=s.power).set_index("class")
         return self._tables[measure]
@@ -116,9 +116,9 @@ def _check_measure(name: str) -> measures.Measure:
 
 
 def _check_class(name: str, key: str = "class") -> None:
-    if name not in (compare.ALL, *compare.ANSWERABLE):
-        raise FieldError(key, f"{name!r} is not {compare.ALL!r} or an answerable class "
-                              f"({', '.join(compare.ANSWERABLE)}); abstain queries are judged by refusal rules")
+    if name not in (comparison.ALL, *comparison.ANSWERABLE):
+        raise FieldError(key, f"{name!r} is not {comparison.ALL!r} or an answerable class "
+                              f"({', '.join(comparison.ANSWERABLE)}); abstain queries are judged by refusal rules")
 
 
 def _nonnegative(rule, *names: str) -> None:
@@ -157,7 +157,7 @@ class NonInferiority(Rule):
     type: ClassVar[str] = "non-inferiority"
     measure: str = "nDCG@10(doc)"
     margin: float = 0.02
-    cls: str = compare.ALL
+    cls: str = comparison.ALL
 
     def __post_init__(self):
         _check_measure(self.measure)
@@ -259,7 +259,7 @@ class LostQueries(Rule):
         ok = len(lost) <= self.max_queries
         by_class = p.query_class[lost]
         details = [Detail(c, "lost", f"{len(ids)}: {', '.join(ids)}")
-                   for c in compare.ANSWERABLE if len(ids := list(by_class.index[by_class == c]))]
+                   for c in comparison.ANSWERABLE if len(ids := list(by_class.index[by_class == c]))]
         summary = (f"lost by {len(lost)} of {len(b)} queries, gained by {len(gained)}; "
                    f"at most {self.max_queries} may be lost")
         return self.outcome("pass" if ok else "fail", summary, details, lost=list(lost), gained=list(gained),
@@ -285,7 +285,7 @@ class Refusal(Rule):
         return "refusal: wrongful refusal may not rise" if self.rate == "wrongful" else "refusal: correct refusal may not fall"
 
     def evaluate(self, ctx: Context) -> Outcome:
-        r = compare.refusal_changes(ctx.pair).set_index("rate").loc[f"{self.rate} refusal"]
+        r = comparison.refusal_changes(ctx.pair).set_index("rate").loc[f"{self.rate} refusal"]
         worse, better, p = int(r["worse"]), int(r["better"]), float(r["p_worse"])
         st: Status = "fail" if p < ctx.settings.alpha else "underpowered" if worse > better else "pass"
         summary = (f"{self.rate} refusal {r['base']:.3f} -> {r['cand']:.3f} over {int(r['n'])} queries; "
@@ -302,7 +302,7 @@ class Floor(Rule):
     type: ClassVar[str] = "floor"
     measure: str = "GoldDoc@3"
     min: float
-    cls: str = compare.ALL
+    cls: str = comparison.ALL
 
     def __post_init__(self):
         _check_measure(self.measure)
@@ -337,7 +337,7 @@ class Latency(Rule):
         return f"latency median ratio <= {self.max_ratio:g}"
 
     def evaluate(self, ctx: Context) -> Outcome:
-        lat = compare.latency(ctx.pair)
+        lat = comparison.latency(ctx.pair)
         if not lat["comparable"]:
             return self.outcome("skipped", "not comparable, the runs' environments differ: " + "; ".join(ctx.pair.environment),
                                 **lat)
@@ -483,7 +483,7 @@ def load(path: Path | str) -> Rules:
     return Rules(str(path), hashlib.sha256(raw).hexdigest(), settings, tuple(rules))
 
 
-def evaluate(rules: Rules, pair: compare.Pair) -> tuple[Outcome, ...]:
+def evaluate(rules: Rules, pair: comparison.Pair) -> tuple[Outcome, ...]:
     """Every rule's outcome, in file order. A rule that cannot be evaluated raises :class:`RulesError`
     naming it."""
     ctx = Context(pair, rules.settings)
@@ -493,7 +493,7 @@ def evaluate(rules: Rules, pair: compare.Pair) -> tuple[Outcome, ...]:
             out.append(rule.evaluate(ctx))
         except RulesError:
             raise
-        except compare.CompareError as e:
+        except comparison.CompareError as e:
             raise RulesError(f"{rules.path} rule {rule.title!r}: {e}") from None
     return tuple(out)
 

@@ -125,14 +125,14 @@ def real_env():
 
 def _real_corpus(name: str, env: dict[str, str]):
     """A real corpus, fetched (apt-get download + dpkg-deb) and its pages in the store: yields (corpus, store)."""
-    from evalkit import corpus
+    from evalkit import corpora
     from evalkit.pages import PageStore
 
     mp = pytest.MonkeyPatch()
     for k, v in env.items():
         mp.setenv(k, v)
-    c = corpus.load(name)
-    corpus.fetch(c)
+    c = corpora.load(name)
+    corpora.fetch(c)
     store = PageStore()
     ingest = store.ingest(c, progress=False)
     yield ingest.corpus, store
@@ -157,13 +157,13 @@ def small(latex, tmp_path_factory):
     """Ten short real manuals from `latex` in a folder of their own, pages in the store: (corpus, store)."""
     import shutil
 
-    from evalkit import corpus
+    from evalkit import corpora
 
     c, store = latex
     folder = tmp_path_factory.mktemp("small")
     for name in SMALL:
         shutil.copy(c.path(name), folder / name)
-    return store.ingest(corpus.from_dir(folder, "small"), progress=False).corpus, store
+    return store.ingest(corpora.from_dir(folder, "small"), progress=False).corpus, store
 
 
 ENVIRONMENT = {"python": "3.11.7", "implementation": "CPython", "sqlite": "3.40.1",
@@ -211,13 +211,13 @@ def small_results(small, tmp_path_factory):
     """A real results directory: keyword, global-index and score-merge over the small corpus and the four
     queries of tests/test_run.py. Session-wide, so tests that write into it must work on a copy."""
     from evalkit import qrels
-    from evalkit.run import run
+    from evalkit.runner import run
 
     c, store = small
     d = tmp_path_factory.mktemp("small-results")
     (d / "q.toml").write_text(SMALL_QUERIES)
     return run(c, store, qrels.load(d / "q.toml"), ["keyword", "global-index", "score-merge"], d / "results",
-               progress=False, qrels_path=str(d / "q.toml"))
+               progress=False)
 
 
 @pytest.fixture(scope="session")
@@ -226,7 +226,7 @@ def small_pair(small, tmp_path_factory):
     read it, do not write into its directory)."""
     from evalkit import qrels
     from evalkit.results import Results
-    from evalkit.run import run
+    from evalkit.runner import run
 
     c, store = small
     d = tmp_path_factory.mktemp("small-pair")
@@ -238,8 +238,8 @@ def small_pair(small, tmp_path_factory):
 def latex_results(latex, tmp_path_factory):
     """keyword and score-merge over the whole real `latex` corpus and its query set (about 10 s)."""
     from evalkit import qrels
-    from evalkit.run import run
+    from evalkit.runner import run
 
     c, store = latex
     return run(c, store, qrels.load(ROOT / "qrels" / "latex.toml"), ["keyword", "score-merge"],
-               tmp_path_factory.mktemp("latex-results") / "results", progress=False, qrels_path="qrels/latex.toml")
+               tmp_path_factory.mktemp("latex-results") / "results", progress=False)

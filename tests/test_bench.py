@@ -12,7 +12,7 @@ from .conftest import ROOT, make_pdf
 
 
 def _corpus(n: int, tmp_path):
-    from evalkit.corpus import Corpus
+    from evalkit.corpora import Corpus
 
     docs = tuple(Document(f"d{i:03d}.pdf", f"{(i * 7919) % 1000:064x}", pages=2) for i in range(n))
     return Corpus("c", tmp_path, docs)

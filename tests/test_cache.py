@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from evalkit import cache, corpus
+from evalkit import cache, corpora
 from evalkit.arms.lexical import ensure_global_index
 from evalkit.pages import PageStore
 
@@ -50,7 +50,7 @@ def test_two_folders_with_one_base_name_keep_an_index_each(isolated):
         (isolated / parent / "docs").mkdir(parents=True)
         make_pdf(isolated / parent / "docs" / "x.pdf", [f"{word} page"])
     with PageStore() as store:
-        a, b = (store.ingest(corpus.from_dir(isolated / p / "docs"), progress=False).corpus for p in "ab")
+        a, b = (store.ingest(corpora.from_dir(isolated / p / "docs"), progress=False).corpus for p in "ab")
         assert a.name == b.name == "docs"
         ta, tb = ensure_global_index(store, a), ensure_global_index(store, b)
         tables = {n for (n,) in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}

@@ -9,7 +9,7 @@ import pytest
 
 from evalkit import qrels
 from evalkit.cli import main, parser
-from evalkit.run import run
+from evalkit.runner import run
 
 from .conftest import SMALL_QUERIES, TINY_QUERIES, make_pdf, one_line_error
 

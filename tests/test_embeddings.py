@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from evalkit import corpus
+from evalkit import corpora
 from evalkit.embeddings import (PACKAGED, PACKAGED_MODEL, Embedder, ModelSpec, ensure_vectors, load_vectors,
                                 packaged_fastembed_cache, windows)
 from evalkit.pages import PageStore
@@ -51,7 +51,7 @@ def test_an_interrupted_embedding_resumes_and_a_second_run_embeds_nothing(tmp_pa
     for i in range(3):
         make_pdf(folder / f"d{i}.pdf", [f"document {i} page one about topic {i}", f"page two of {i}"])
     with PageStore(tmp_path / "s.sqlite") as store:
-        c = store.ingest(corpus.from_dir(folder), progress=False).corpus
+        c = store.ingest(corpora.from_dir(folder), progress=False).corpus
         real = Embedder(SPEC)
         seen = []
 

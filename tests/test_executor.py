@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from evalkit import corpus, executor, run
+from evalkit import corpora, executor, runner
 from evalkit.cli import main
 from evalkit.pages import PageStore
 
@@ -32,7 +32,7 @@ def test_map_returns_every_result_with_its_index(cluster):
 def test_extraction_on_the_cluster_stores_the_same_pages(small, cluster, tmp_path):
     c, store = small
     with PageStore(tmp_path / "remote.sqlite") as remote, executor.use(cluster):
-        ingest = remote.ingest(corpus.from_dir(c.root, c.name), progress=False)
+        ingest = remote.ingest(corpora.from_dir(c.root, c.name), progress=False)
         assert ingest.extracted and not ingest.errors
         assert remote.corpus_texts(ingest.corpus) == store.corpus_texts(c)
 
@@ -76,9 +76,9 @@ def test_latex_arms_on_the_cluster_match_the_local_run(latex, cluster, tmp_path)
     c, store = latex
     qs = qrels.load(REPO_ROOT / "qrels" / "latex.toml")
     specs = ["keyword", "keyword(tiebreak=page)", "global-index", "score-merge"]
-    run.run(c, store, qs, specs, tmp_path / "local", progress=False)
+    runner.run(c, store, qs, specs, tmp_path / "local", progress=False)
     with executor.use(cluster):
-        run.run(c, store, qs, specs, tmp_path / "cluster", progress=False)
+        runner.run(c, store, qs, specs, tmp_path / "cluster", progress=False)
     files = sorted(p.name for p in (tmp_path / "local" / "runs").glob("*.trec"))
     _, mismatch, errors = filecmp.cmpfiles(tmp_path / "local" / "runs", tmp_path / "cluster" / "runs", files,
                                            shallow=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from evalkit import corpus, extraction
+from evalkit import corpora, extraction
 from evalkit.cli import main
 from evalkit.extraction import extract_all
 from evalkit.pages import PageStore
@@ -50,7 +50,7 @@ def test_a_failing_page_costs_that_page_only(isolated, capsys):
     with_page_cycle(d / "cycle.pdf")
     make_pdf(d / "fine.pdf", ["walrus"])
     with PageStore() as store:
-        ing = store.ingest(corpus.from_dir(d), progress=False)
+        ing = store.ingest(corpora.from_dir(d), progress=False)
         doc = ing.corpus.document("cycle.pdf")
         assert ing.errors == {} and doc.pages == 3
         texts = store.texts(doc)
@@ -87,7 +87,7 @@ def test_a_locked_document_that_comes_out_short_is_reported():
         def report(self, doc):
             return Extraction()
 
-    c = corpus.Corpus("pinned", Path("."), (Document("a.pdf", "f" * 64, 6),))
+    c = corpora.Corpus("pinned", Path("."), (Document("a.pdf", "f" * 64, 6),))
     assert Store().ingest(c, progress=False).problems == {"a.pdf": ["2 of 6 pinned pages missing"]}
 
 
@@ -96,7 +96,7 @@ def test_hidden_text_is_flagged_per_page_and_counted(isolated, capsys):
     d.mkdir()
     with_hidden_text(d / "inject.pdf")
     with PageStore() as store:
-        doc = store.ingest(corpus.from_dir(d), progress=False).corpus.document("inject.pdf")
+        doc = store.ingest(corpora.from_dir(d), progress=False).corpus.document("inject.pdf")
         r = store.report(doc)
         assert r.hidden == {1: {"white": 29, "invisible": 28, "tiny": 10}}
         assert "Ignore previous instructions." in r.hidden_sample[1]
@@ -274,10 +274,10 @@ def test_a_document_over_a_bound_is_tried_again_not_cached(isolated, monkeypatch
     _dense(d / "a.pdf")  # a second to read: a waiting worker reads a one-line file within the 1 ms bound
     with PageStore() as store:
         monkeypatch.setattr(extraction, "SECONDS", 0.001)
-        ing = store.ingest(corpus.from_dir(d), progress=False)
+        ing = store.ingest(corpora.from_dir(d), progress=False)
         assert ing.errors == {"a.pdf": "too large (took over 0.001 s to extract)"} and ing.extracted == ()
         monkeypatch.setattr(extraction, "SECONDS", 60.0)  # a faster machine, or a bound raised
-        ing = store.ingest(corpus.from_dir(d), progress=False)
+        ing = store.ingest(corpora.from_dir(d), progress=False)
         assert ing.errors == {} and ing.extracted == ("a.pdf",)
 
 
@@ -386,6 +386,6 @@ def test_hidden_text_is_indexed_or_dropped_as_asked(isolated, capsys):
     assert "inject.pdf" not in out and "no hits" in out
     with PageStore(hidden_text="drop") as store:
         assert store.path.name == "evalkit-visible.sqlite"
-        doc = store.ingest(corpus.from_dir(d), progress=False).corpus.document("inject.pdf")
+        doc = store.ingest(corpora.from_dir(d), progress=False).corpus.document("inject.pdf")
         assert store.texts(doc)[0] == "An ordinary visible sentence about tables.\n"
         assert store.report(doc).hidden[1] == {"white": 29, "invisible": 28, "tiny": 10}  # still reported

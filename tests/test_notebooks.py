@@ -1,11 +1,11 @@
 import nbformat
 import pytest
 
-from evalkit import notebooks, report
+from evalkit import notebooks, reporting
 
 
 def test_inject_parameters_follows_the_parameters_cell_and_replaces_an_earlier_one():
-    nb = nbformat.read(report.NOTEBOOK, as_version=4)
+    nb = nbformat.read(reporting.NOTEBOOK, as_version=4)
     n = len(nb.cells)
     notebooks.inject_parameters(nb, results="/x", pair=None)
     notebooks.inject_parameters(nb, results="/y", pair=["a", "b"])

@@ -1,7 +1,7 @@
 import pymupdf
 import pytest
 
-from evalkit import corpus
+from evalkit import corpora
 from evalkit.pages import PageStore
 
 from .conftest import make_pdf
@@ -18,7 +18,7 @@ def folder(tmp_path):
 
 def test_extracts_every_page_with_physical_numbers(tmp_path, folder):
     with PageStore(tmp_path / "s.sqlite") as store:
-        ing = store.ingest(corpus.from_dir(folder), progress=False)
+        ing = store.ingest(corpora.from_dir(folder), progress=False)
         assert ing.errors == {} and sorted(ing.extracted) == ["a.pdf", "b.pdf"]
         a = ing.corpus.document("a.pdf")
         assert a.pages == 3
@@ -32,11 +32,11 @@ def test_extracts_every_page_with_physical_numbers(tmp_path, folder):
 
 def test_rename_costs_nothing_and_an_edit_reextracts_one_document(tmp_path, folder):
     with PageStore(tmp_path / "s.sqlite") as store:
-        store.ingest(corpus.from_dir(folder), progress=False)
+        store.ingest(corpora.from_dir(folder), progress=False)
         (folder / "a.pdf").rename(folder / "renamed.pdf")
-        assert store.ingest(corpus.from_dir(folder), progress=False).extracted == ()
+        assert store.ingest(corpora.from_dir(folder), progress=False).extracted == ()
         make_pdf(folder / "b.pdf", ["Beta, second edition", "with two pages"])
-        ing = store.ingest(corpus.from_dir(folder), progress=False)
+        ing = store.ingest(corpora.from_dir(folder), progress=False)
         assert ing.extracted == ("b.pdf",)
         assert ing.corpus.document("b.pdf").pages == 2
         assert "second edition" in store.texts(ing.corpus.document("b.pdf"))[0]
@@ -47,10 +47,10 @@ def test_rename_costs_nothing_and_an_edit_reextracts_one_document(tmp_path, fold
 def test_corrupt_file_is_reported_and_skipped(tmp_path, folder, content):
     (folder / "broken.pdf").write_bytes(content)
     with PageStore(tmp_path / "s.sqlite") as store:
-        ing = store.ingest(corpus.from_dir(folder), progress=False)
+        ing = store.ingest(corpora.from_dir(folder), progress=False)
         assert set(ing.errors) == {"broken.pdf"} and ing.errors["broken.pdf"]
         assert [d.name for d in ing.corpus.documents] == ["a.pdf", "b.pdf"]
-        again = store.ingest(corpus.from_dir(folder), progress=False)  # the failure is remembered, not retried
+        again = store.ingest(corpora.from_dir(folder), progress=False)  # the failure is remembered, not retried
         assert again.extracted == () and set(again.errors) == {"broken.pdf"}
 
 
@@ -58,14 +58,14 @@ def test_encrypted_file_is_reported(tmp_path, folder):
     doc = pymupdf.open(folder / "b.pdf")
     doc.save(folder / "secret.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u", owner_pw="o")
     with PageStore(tmp_path / "s.sqlite") as store:
-        ing = store.ingest(corpus.from_dir(folder), progress=False)
+        ing = store.ingest(corpora.from_dir(folder), progress=False)
         assert "encrypted" in ing.errors["secret.pdf"]
 
 
 def test_reader_sees_data_while_another_connection_writes(tmp_path, folder):
     path = tmp_path / "s.sqlite"
     with PageStore(path) as writer, PageStore(path) as reader:
-        ing = writer.ingest(corpus.from_dir(folder), progress=False)
+        ing = writer.ingest(corpora.from_dir(folder), progress=False)
         writer.db.execute("BEGIN IMMEDIATE")
         writer.db.execute("DELETE FROM pages")
         assert len(reader.texts(ing.corpus.document("a.pdf"))) == 3  # WAL: the reader is not blocked
@@ -79,6 +79,6 @@ def test_real_manuals_extract_with_their_locked_page_counts(latex):
     for name, phrase in [("booktabs.pdf", "toprule"), ("caption.pdf", "captionsetup"), ("xcolor.pdf", "colorlet")]:
         d = c.document(name)
         texts = store.texts(d)
-        assert len(texts) == d.pages == corpus.load("latex").document(name).pages
+        assert len(texts) == d.pages == corpora.load("latex").document(name).pages
         assert any(phrase in t for t in texts)
-    assert store.stats(c)["pages"] == sum(d.pages for d in corpus.load("latex").documents)
+    assert store.stats(c)["pages"] == sum(d.pages for d in corpora.load("latex").documents)

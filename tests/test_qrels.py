@@ -1,6 +1,6 @@
 import pytest
 
-from evalkit import corpus, qrels
+from evalkit import corpora, qrels
 from evalkit.cli import main
 from evalkit.qrels import QrelsError
 from evalkit.text import contains
@@ -216,8 +216,8 @@ def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, file
 
     for k, v in real_env.items():
         monkeypatch.setenv(k, v)
-    c = corpus.load(name)
-    corpus.fetch(c)
+    c = corpora.load(name)
+    corpora.fetch(c)
     with PageStore() as store:
         ing = store.ingest(c, progress=False)
         qs = qrels.load(REPO_ROOT / "qrels" / file)

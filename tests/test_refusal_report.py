@@ -4,7 +4,7 @@ import math
 import pytest
 
 from evalkit import qrels
-from evalkit import run as runner
+from evalkit import runner
 from evalkit import refusal_report as RR
 from evalkit.cli import main
 from evalkit.results import Results
@@ -54,7 +54,7 @@ def results(small, tmp_path_factory):
     conf = {q.id: _confidence(c, store, q.text) for q in qs.queries}
     threshold = conf["q3"] + 1e-6
     specs = [INNER, RECORD, f"admit(arm={INNER},policy=semantic,threshold={threshold})"]
-    out = runner.run(c, store, qs, specs, tmp / "res", progress=False, qrels_path=str(tmp / "q.toml"))
+    out = runner.run(c, store, qs, specs, tmp / "res", progress=False)
     return Results.load(out), conf, threshold
 
 
@@ -131,12 +131,12 @@ def test_cli_show_calibrate_and_an_arm_without_confidence(results, capsys):
 def test_the_report_notebook_plots_the_trade_off(results, tmp_path):
     import shutil
 
-    from evalkit import report
+    from evalkit import reporting
 
     res, _, _ = results
     copy = tmp_path / "res"
     shutil.copytree(res.path, copy)
-    html = report.render(copy)
+    html = reporting.render(copy)
     png = copy / "figures" / "refusal_tradeoff.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Refusal trade-off" in html.read_text() and "AUROC" in html.read_text()

@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from evalkit import arms, corpus, qrels, report_servers
-from evalkit import run as runner
+from evalkit import arms, corpora, qrels, report_servers
+from evalkit import runner
 from evalkit.pages import PageStore
 from evalkit.records import Hit, Result
 from evalkit.results import Results
@@ -37,7 +37,7 @@ def results(tmp_path, monkeypatch):
     q.write_text('[set]\nname = "t"\n'
                  '[[query]]\nid = "ok"\nclass = "needle"\ntext = "alpha"\njudgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n'
                  '[[query]]\nid = "bad"\nclass = "needle"\ntext = "fail"\njudgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n')
-    c = corpus.from_dir(tmp_path / "docs")
+    c = corpora.from_dir(tmp_path / "docs")
     with PageStore(tmp_path / "cache.sqlite") as store:  # the arm reads no page; the run records the extractor
         return Results.load(runner.run(c, store, qrels.load(q), ["served"], tmp_path / "res", progress=False))
 

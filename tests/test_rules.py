@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalkit import compare, rules, stats
+from evalkit import comparison, rules, stats
 from evalkit.rules import RulesError, robustness_report
 
 from .conftest import ENVIRONMENT, write_results
@@ -19,13 +19,13 @@ def rules_file(tmp_path, text: str, name: str = "gate.toml") -> Path:
     return p
 
 
-def evaluate(tmp_path, text: str, pair: compare.Pair) -> tuple[rules.Outcome, ...]:
+def evaluate(tmp_path, text: str, pair: comparison.Pair) -> tuple[rules.Outcome, ...]:
     return rules.evaluate(rules.load(rules_file(tmp_path, text)), pair)
 
 
-def make_pair(tmp_path, base: dict, cand: dict, classes: list[str], **kw) -> compare.Pair:
+def make_pair(tmp_path, base: dict, cand: dict, classes: list[str], **kw) -> comparison.Pair:
     d = write_results(tmp_path / "run", {"base": base, "cand": cand}, classes, **kw)
-    return compare.pair(compare.side(f"{d}:base"), compare.side(f"{d}:cand"))
+    return comparison.pair(comparison.side(f"{d}:base"), comparison.side(f"{d}:cand"))
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_a_bad_rules_file_names_the_rule_and_field(tmp_path, text, message):
 def test_a_missing_rules_file_is_an_error(tmp_path):
     with pytest.raises(RulesError, match="No such file"):
         rules.load(tmp_path / "absent.toml")
-    assert issubclass(RulesError, compare.CompareError)  # the CLI exits 2 on both
+    assert issubclass(RulesError, comparison.CompareError)  # the CLI exits 2 on both
 
 
 # ---- rule semantics on chosen numbers -----------------------------------------------------------------------
@@ -159,7 +159,7 @@ def test_latency_is_compared_only_in_the_same_environment(tmp_path):
     assert o.status == "pass"
     a = write_results(tmp_path / "a", {"x": scores}, ["trap"] * 4)
     b = write_results(tmp_path / "b", {"x": scores}, ["trap"] * 4, environment={**ENVIRONMENT, "machine": {"cpus": 64}})
-    (o,) = evaluate(tmp_path, "[[rule]]\ntype = 'latency'", compare.pair(compare.side(a), compare.side(b)))
+    (o,) = evaluate(tmp_path, "[[rule]]\ntype = 'latency'", comparison.pair(comparison.side(a), comparison.side(b)))
     assert o.status == "skipped" and "environments differ" in o.summary and "machine.cpus 2 vs 64" in o.summary
 
 
@@ -195,7 +195,7 @@ def test_robustness_reads_the_candidates_report(tmp_path):
 
 
 def test_identical_runs_pass_every_relative_rule(tmp_path, classed):
-    same = compare.pair(classed.base, classed.base)
+    same = comparison.pair(classed.base, classed.base)
     outcomes = rules.evaluate(rules.load(ROOT / "gate.toml"), same)
     assert {o.status for o in outcomes} == {"pass"}
 

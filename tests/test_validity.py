@@ -1,7 +1,7 @@
 """The class-validity rules of ``qrels check --strict``, on a tiny real corpus (PDFs, page store, FTS5 BM25)."""
 import pytest
 
-from evalkit import corpus, qrels, validity
+from evalkit import corpora, qrels, validity
 from evalkit.cli import main
 from evalkit.pages import PageStore
 from evalkit.records import Judgment, Query
@@ -65,7 +65,7 @@ def tiny(tmp_path_factory):
     for name, texts in PAGES.items():
         make_pdf(d / name, texts)
     store = PageStore(tmp_path_factory.mktemp("cache") / "evalkit.sqlite")
-    c = store.ingest(corpus.from_dir(d, "tiny"), progress=False).corpus
+    c = store.ingest(corpora.from_dir(d, "tiny"), progress=False).corpus
     yield store.corpus_texts(c), validity.bm25_ranker(c, store)
     store.close()
 

@@ -20,10 +20,11 @@ Writing an arm in another package::
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
-from ..corpus import Corpus
+from ..corpora import Corpus
 from ..pages import PageStore
 from ..records import Result
 from ..text import split_top
@@ -83,6 +84,9 @@ class Configurable:
 class Arm(Configurable):
     """Base class of every arm: a :class:`Configurable` that answers ``search(query, k)``."""
 
+    # an arm whose class a Dask worker can import by name (built-ins, plug-ins); a notebook's cannot
+    travels: ClassVar[bool] = True
+
     def search(self, query: str, k: int) -> Result:  # pragma: no cover - the protocol
         raise NotImplementedError
 
@@ -132,17 +136,55 @@ def builtin() -> dict[str, type[Arm]]:
                                 McpArm)}
 
 
-def registry() -> dict[str, type[Arm]]:
-    """Every arm by name: the built-ins, then plug-ins from the ``evalkit.arms`` entry point group."""
-    arms = builtin()
-    for ep in entry_points(group="evalkit.arms"):
-        if ep.name in arms:
-            raise ArmError(f"plug-in arm {ep.name!r} ({ep.value}) would shadow a built-in arm")
-        arms[ep.name] = ep.load()
-    return arms
+_LOCAL: dict[str, type[Arm]] = {}  # arms registered in this process (a notebook's functions)
 
 
-_SPEC = re.compile(r"^\s*([\w.-]+)\s*(?:\((.*)\))?\s*$", re.S)
+def register(cls: type[Arm]) -> str:
+    """Make ``cls`` known by its name in this process (``ek.arm`` registers a notebook's retriever this way).
+    A built-in's name is refused; a name registered again replaces the earlier class (a notebook cell run
+    twice: the name carries a digest of the code, so the same name is the same code)."""
+    if cls.name in builtin():
+        raise ArmError(f"arm name {cls.name!r} is a built-in arm's: choose another name")
+    _LOCAL[cls.name] = cls
+    return cls.name
+
+
+class Registry(Mapping[str, type[Arm]]):
+    """Every arm by name: the built-ins, this process's registered arms, then plug-ins from the
+    ``evalkit.arms`` entry point group, each imported only when asked for, so a plug-in that cannot be
+    imported breaks only the runs that name it (its error names the entry point and its distribution)."""
+
+    def __init__(self) -> None:
+        self._arms: dict[str, type[Arm]] = {**builtin(), **_LOCAL}
+        self._plugins = {ep.name: ep for ep in entry_points(group="evalkit.arms") if ep.name not in self._arms}
+        for ep in entry_points(group="evalkit.arms"):
+            if ep.name in builtin():
+                raise ArmError(f"plug-in arm {ep.name!r} ({ep.value}) would shadow a built-in arm")
+
+    def __getitem__(self, name: str) -> type[Arm]:
+        if name not in self._arms and name in self._plugins:
+            ep = self._plugins[name]
+            dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist else "unknown distribution"
+            try:
+                self._arms[name] = ep.load()
+            except Exception as e:  # noqa: BLE001 - whatever the plug-in's import raises
+                raise ArmError(f"plug-in arm {name!r} (entry point {ep.value}, from {dist}) cannot be imported: "
+                               f"{type(e).__name__}: {e}") from None
+        return self._arms[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._arms, **self._plugins})
+
+    def __len__(self) -> int:
+        return len({**self._arms, **self._plugins})
+
+
+def registry() -> Registry:
+    """Every arm by name (:class:`Registry`)."""
+    return Registry()
+
+
+_SPEC = re.compile(r"^\s*([\w.@-]+)\s*(?:\((.*)\))?\s*$", re.S)
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -162,7 +204,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name, params
 
 
-def lookup(spec: str, known: dict[str, type[Configurable]], kind: str) -> tuple[type[Configurable], dict[str, str]]:
+def lookup(spec: str, known: Mapping[str, type[Configurable]], kind: str) -> tuple[type[Configurable], dict[str, str]]:
     """The class ``spec`` names in ``known`` (a registry of arms or policies) and its raw parameters,
     checked without building anything."""
     name, params = parse_spec(spec)

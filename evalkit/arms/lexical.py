@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..corpus import Corpus
+from ..corpora import Corpus
 from ..pages import PageStore
 from ..text import STOPWORDS, words
 

@@ -1,16 +1,15 @@
 """semantic: fastembed page embeddings cached in SQLite, exhaustive cosine in one NumPy product.
 
-``model`` defaults to BAAI/bge-small-en-v1.5 (fetched from the hub by fastembed); ``$EVALKIT_MODEL`` and
-``$EVALKIT_MODEL_DIR`` supply a model and a local folder when the spec does not (see README, "Offline
-model"). A page scores as the cosine of its best window (see :mod:`evalkit.embeddings`); equal scores are
+``model`` defaults to BAAI/bge-small-en-v1.5 (fetched from the hub by fastembed); the configured model
+(:mod:`evalkit.config`: ``$EVALKIT_MODEL``/``$EVALKIT_MODEL_DIR`` or ``evalkit config model``) supplies a
+model and a local folder when the spec does not (see README, "Offline model"). A page scores as the cosine of its best window (see :mod:`evalkit.embeddings`); equal scores are
 ordered by document sha256, then page.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from .. import config
 from ..embeddings import Embedder, ModelSpec, ensure_vectors, load_vectors
 from ..records import Hit, Result
 from . import Arm
@@ -25,9 +24,10 @@ class SemanticArm(Arm):
     unlabelled = frozenset({"model_dir", "batch_size", "query_threads"})
 
     def __init__(self, corpus, store, progress: bool = True, **params):
-        for key, env in (("model", "EVALKIT_MODEL"), ("model_dir", "EVALKIT_MODEL_DIR")):
-            if key not in params and os.environ.get(env):
-                params[key] = os.environ[env]
+        configured = config.model()  # $EVALKIT_MODEL(_DIR) or the config file (evalkit config model)
+        for key, setting in (("model", "name"), ("model_dir", "dir")):
+            if key not in params and configured[setting]:
+                params[key] = configured[setting]
         super().__init__(corpus, store, **params)
         p = self.params
         self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"], store.extractor)

@@ -93,7 +93,7 @@ def test_admit_labels_are_canonical_and_bad_specs_are_named(small):
 
 def test_a_misspelt_policy_stops_a_run_before_anything_is_written(small, tmp_path):
     from evalkit import qrels
-    from evalkit import run as runner
+    from evalkit import runner
 
     c, store = small
     (tmp_path / "q.toml").write_text('[set]\nname = "q"\n[[query]]\nid = "a"\nclass = "abstain"\ntext = "x"\n'

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from evalkit import arms, corpus
+from evalkit import arms, corpora
 from evalkit.arms.lexical import (GlobalIndex, Tokenizer, build_postings, ensure_global_index, fts5_idf, idf_table,
                                   match_expression, postings_table, query_terms, run_lengths, settings)
 from evalkit.pages import PageStore
@@ -37,7 +37,7 @@ def _tie_corpus(tmp_path, names: dict[str, str]):
     for key, name in names.items():
         make_pdf(folder / name, [texts[key], "filler page about tables"])
     store = PageStore(tmp_path / "s.sqlite")
-    return store.ingest(corpus.from_dir(folder), progress=False).corpus, store
+    return store.ingest(corpora.from_dir(folder), progress=False).corpus, store
 
 
 def test_content_tiebreak_decides_what_a_filename_order_would(tmp_path):
@@ -89,7 +89,7 @@ def test_page_tiebreak_orders_a_band_by_the_page_itself(tmp_path):
     make_pdf(folder / "split.pdf", ["margins are wide", "marginparwidth is narrow"])
     make_pdf(folder / "together.pdf", ["margins and marginparwidth together", "nothing"])
     store = PageStore(tmp_path / "s.sqlite")
-    c = store.ingest(corpus.from_dir(folder), progress=False).corpus
+    c = store.ingest(corpora.from_dir(folder), progress=False).corpus
     q = "margins marginparwidth"
     by_page = arms.make("keyword(tiebreak=page)", c, store)
     assert by_page.label == "keyword(tiebreak=page)"
@@ -151,7 +151,7 @@ def _tiny(tmp_path, pages: dict[str, list[str]]):
     for name, texts in pages.items():
         make_pdf(folder / name, texts)
     store = PageStore(tmp_path / "s.sqlite")
-    return store.ingest(corpus.from_dir(folder), progress=False).corpus, store
+    return store.ingest(corpora.from_dir(folder), progress=False).corpus, store
 
 
 @pytest.mark.parametrize("limit", [1, 3, 10**6])

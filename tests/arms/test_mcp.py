@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalkit import arms, corpus, executor, qrels, report_servers
-from evalkit import run as runner
+from evalkit import arms, corpora, executor, qrels, report_servers
+from evalkit import runner
 from evalkit.arms import ArmError, ArmFailure
 from evalkit.arms.mcp import Mapping, fill, load_definition
 from evalkit.cli import main
@@ -75,7 +75,7 @@ def _setup(tmp_path):
     state.mkdir()
     config = tmp_path / "arms.toml"
     config.write_text(CONFIG.replace("@SERVER@", str(SERVER)).replace("@STATE@", str(state)))
-    return corpus.from_dir(docs, "tiny"), config, state
+    return corpora.from_dir(docs, "tiny"), config, state
 
 
 @pytest.fixture

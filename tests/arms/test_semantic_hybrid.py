@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from evalkit import arms, corpus
+from evalkit import arms, corpora
 from evalkit.arms.semantic import page_maxima
 
 from ..conftest import SMALL
@@ -21,7 +21,7 @@ def renamed(small, tmp_path_factory):
     mapping = dict(zip(names, names[3:] + names[:3]))
     for old, new in mapping.items():
         shutil.copy(c.path(old), folder / new)
-    return store.ingest(corpus.from_dir(folder, "renamed"), progress=False).corpus, mapping
+    return store.ingest(corpora.from_dir(folder, "renamed"), progress=False).corpus, mapping
 
 
 QUERIES = ["space between rows of a table", "double spacing of the text", "define a new float type",

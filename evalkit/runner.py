@@ -22,6 +22,7 @@ import re
 import sqlite3
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -29,14 +30,15 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from . import __version__, arms, executor, ids, measures, resultsdir
-from .corpus import Corpus
+from . import __version__, answers, arms, executor, ids, measures, resultsdir
+from .corpora import Corpus
 from .embeddings import ModelSpec
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
-from .records import CLASSES, Hit, Query, Result, page_id
+from .records import CLASSES, Chunk, Hit, Query, Result, page_id
 
 DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
+CHUNK_TEXTS = 10  # chunks whose text a record keeps: what the evidence measure at 10 reads
 PACKAGES = ("pymupdf", "fastembed", "onnxruntime", "numpy", "pandas", "scipy", "pyarrow", "tqdm")
 
 
@@ -115,16 +117,30 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
 
 
 def _record(q: Query, result: Result, latency: float) -> dict:
-    """The jsonl record of one answer: what ``_result`` reads back and --resume compares by query text."""
-    return {"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
-            "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
-            "error": result.error, "latency": latency}
+    """The jsonl record of one answer: what ``_result`` reads back and --resume compares by query text. A
+    chunk retriever's chunks are kept with the pages each was mapped to (the text of the first
+    :data:`CHUNK_TEXTS` only)."""
+    rec = {"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
+           "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
+           "error": result.error, "latency": latency}
+    if result.chunks:
+        rec["chunks"] = [[c.doc, list(c.pages), c.score, c.text if i < CHUNK_TEXTS else ""]
+                         for i, c in enumerate(result.chunks)]
+    return rec
 
 
 def _result(rec: dict) -> Result:
     """The answer a jsonl record holds (its inverse is ``_record``)."""
+    chunks = tuple(Chunk(d, t, s, pages=tuple(p)) for d, p, s, t in rec.get("chunks", ()))
     return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
-                  confidence=rec.get("confidence"), error=rec.get("error", ""))
+                  confidence=rec.get("confidence"), error=rec.get("error", ""), chunks=chunks)
+
+
+def checked(result: Result, pages: dict[str, int]) -> Result:
+    """The answer as recorded: unchanged when valid (:func:`evalkit.answers.problem`), else an error of its
+    query that says what was wrong, so one bad answer never stops a run nor reaches a measure."""
+    problem = answers.problem(result, pages)
+    return replace(result, hits=(), chunks=(), error=f"invalid answer: {problem}") if problem else result
 
 
 def check_arms(specs: list[str], k: int) -> None:
@@ -140,7 +156,7 @@ def check_arms(specs: list[str], k: int) -> None:
 
 
 def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
-        resume: bool = False, progress: bool = True, qrels_path: str = "") -> Path:
+        resume: bool = False, progress: bool = True) -> Path:
     """Run ``specs`` over ``qs`` and write the results directory ``out``; returns ``out``.
 
     With ``resume``, a directory from an earlier run on the same corpus and depth is continued: an answer
@@ -151,7 +167,7 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
     check_arms(specs, k)  # a misspelt arm stops the run before anything is written
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
-            "qrels": {"name": qs.name, "path": qrels_path, "digest": qs.digest, "queries": len(qs.queries),
+            "qrels": {"name": qs.name, "path": str(qs.path or ""), "digest": qs.digest, "queries": len(qs.queries),
                       "gains": {str(g): d for g, d in sorted(qs.gains.items(), reverse=True)}},
             "depth": k, "extractor": store.extractor}
     with resultsdir.owned(out) as out:
@@ -197,6 +213,10 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
     for spec in specs:
         t0 = time.perf_counter()
         arm = arms.make(spec, corpus, store)
+        if executor.current() is not None and not arm.travels:
+            raise RunError(f"arm {arm.label!r} is defined in this process (a notebook's retriever), so the "
+                           "executor's workers cannot build it: run it without an executor, or package it "
+                           "as a plug-in (entry point group evalkit.arms)")
         if executor.current() is None:  # on an executor the workers' instances answer, and prepare themselves
             arm.prepare()
         info = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
@@ -212,6 +232,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         resultsdir.write_json(manifest_path, manifest)
         try:
             _run_arm(arm, spec, qs, runs / f"{info['file']}.jsonl", k, progress)
+            _say_invalid(arm.label, qs, runs / f"{info['file']}.jsonl")
             if described := _describe(arm, spec):
                 built[spec]["describe"] = described
                 resultsdir.write_json(manifest_path, manifest)
@@ -246,21 +267,39 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
         answers = ex.map(search_task, [(*_where(spec, arm), q.text, k) for q in todo])
     ready: dict[int, tuple[Result, float]] = {}
     written = 0
+    pages = {d.name: d.pages for d in arm.corpus.documents}
     with open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
                                     disable=not progress or not todo) as bar:
         for i, answer in answers:
             ready[i] = answer
             bar.update()
             while written in ready:
-                f.write(json.dumps(_record(todo[written], *ready.pop(written))) + "\n")
+                result, latency = ready.pop(written)
+                f.write(json.dumps(_record(todo[written], checked(result, pages), latency)) + "\n")
                 f.flush()
                 written += 1
 
 
 def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Result, float]:
+    """One answer and its wall-clock time. An exception is that query's error (a retriever's bug on one
+    query does not stop the run), except :class:`evalkit.arms.ArmFailure`: an arm that cannot go on."""
     t0 = time.perf_counter()
-    result = arm.search(query, k)
+    try:
+        result = arm.search(query, k)
+    except arms.ArmFailure:
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever a retriever raises is recorded as its error
+        result = Result(error=f"{type(e).__name__}: {e}")
     return result, time.perf_counter() - t0
+
+
+def _say_invalid(label: str, qs: QuerySet, path: Path) -> None:
+    """One line on stderr for an arm with errors: how many, and the first query's, so a user sees at once
+    which arm and query to look at (every error is in the results: ``errors`` and ``error`` columns)."""
+    errors = [(q.id, rec["error"]) for q, rec in _ordered(qs, path) if rec.get("error")]
+    if errors:
+        print(f"evalkit: arm {label!r}: {len(errors)} of {len(qs.queries)} queries recorded as errors, "
+              f"first query {errors[0][0]!r}: {errors[0][1]}", file=sys.stderr)
 
 
 _WORKER_ARMS: dict[tuple, arms.Arm] = {}

@@ -15,9 +15,9 @@ from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 from nbclient.exceptions import CellExecutionError
 
-from evalkit import qrels, report, stats
+from evalkit import qrels, reporting, stats
 from evalkit.results import Results
-from evalkit.run import run
+from evalkit.runner import run
 
 matplotlib.use("Agg")
 
@@ -88,12 +88,12 @@ def results_dir(small, tmp_path_factory):
     path.write_text(QUERIES)
     qs = qrels.load(path)
     assert qrels.check(qs, store.corpus_texts(c)) == []
-    return run(c, store, qs, ARMS, d / "results", progress=False, qrels_path=str(path))
+    return run(c, store, qs, ARMS, d / "results", progress=False)
 
 
 @pytest.fixture(scope="module")
 def rendered(results_dir):
-    return report.render(results_dir)
+    return reporting.render(results_dir)
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def _copy(results_dir, tmp_path):
 @pytest.mark.slow
 def test_render_writes_notebook_html_and_every_figure(rendered, results_dir):
     assert rendered == results_dir.resolve() / "report.html"
-    for name in report.FIGURES:
+    for name in reporting.FIGURES:
         png = results_dir / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert png.stat().st_size > 20_000, name
@@ -134,7 +134,7 @@ def test_render_writes_notebook_html_and_every_figure(rendered, results_dir):
     assert tags.index(["injected-parameters"]) == tags.index(["parameters"]) + 1
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == len(report.FIGURES)
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == len(reporting.FIGURES)
 
 
 @pytest.mark.slow
@@ -144,7 +144,7 @@ def test_html_has_the_headline_table_legends_figures_and_provenance(rendered, re
     headline = [t for t in tables if "nDCG@10 page" in t and "s/query (median)" in t]
     assert headline and all(arm in headline[0] for arm in ARMS)
     assert "nDCG@10 doc" in headline[0] and "GoldDoc@3" in headline[0] and "wrongful refusal" in headline[0]
-    assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) == len(report.FIGURES)  # embedded
+    assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) == len(reporting.FIGURES)  # embedded
     assert "answers it" in html  # the gain legend of the run's own query file
     assert "a lexically similar distractor document is wrong" in html  # the class legend
     assert res.manifest["corpus"]["digest"] in html and res.manifest["qrels"]["digest"] in html
@@ -154,7 +154,7 @@ def test_html_has_the_headline_table_legends_figures_and_provenance(rendered, re
 @pytest.mark.slow
 def test_render_takes_a_pair_and_an_output_file(results_dir, tmp_path):
     copy = _copy(results_dir, tmp_path)
-    out = report.render(copy, out_html=tmp_path / "out" / "r.html", pair="global-index,keyword")
+    out = reporting.render(copy, out_html=tmp_path / "out" / "r.html", pair="global-index,keyword")
     assert out == tmp_path / "out" / "r.html" and out.stat().st_size > 100_000
     assert not (copy / "report.html").exists() and (copy / "report.ipynb").exists()
     nb = nbformat.read(copy / "report.ipynb", as_version=4)
@@ -168,7 +168,7 @@ def test_a_failing_cell_fails_render_naming_the_cell_and_the_problem(results_dir
     bad = _copy(results_dir, tmp_path)
     (bad / "per_query.parquet").write_bytes(b"not a parquet file")
     with pytest.raises(CellExecutionError) as e:
-        report.render(bad)
+        reporting.render(bad)
     message = str(e.value)
     assert "per_query.parquet" in message and re.search(r"cell \d+ \(In \[\d+\]\) failed", message)
     assert "res = Results.load(results)" in message  # the failing cell's code
@@ -179,9 +179,9 @@ def test_a_failing_cell_fails_render_naming_the_cell_and_the_problem(results_dir
 @pytest.mark.slow
 def test_render_refuses_a_missing_directory_and_an_unknown_arm(results_dir, tmp_path):
     with pytest.raises(FileNotFoundError, match="no manifest.json"):
-        report.render(tmp_path / "nowhere")
+        reporting.render(tmp_path / "nowhere")
     with pytest.raises(ValueError, match=r"'semantic' is not in .*arms: keyword, global-index"):
-        report.render(results_dir, pair="keyword,semantic")
+        reporting.render(results_dir, pair="keyword,semantic")
 
 
 # ---- the HTML in a real browser ------------------------------------------------------------------------
@@ -226,7 +226,7 @@ def browse(html, tmp_path) -> dict:
 def test_the_html_report_works_offline_in_a_real_browser(rendered, tmp_path):
     seen = browse(rendered, tmp_path)
     assert seen["errors"] == [] and seen["requests"] == []
-    assert len(seen["images"]) == len(report.FIGURES) and all(w > 0 for w in seen["images"]), seen["images"]
+    assert len(seen["images"]) == len(reporting.FIGURES) and all(w > 0 for w in seen["images"]), seen["images"]
 
 
 def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tmp_path):
@@ -241,7 +241,7 @@ def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tm
 
 
 def test_the_report_notebook_uses_only_evalkit_pandas_and_matplotlib():
-    nb = nbformat.read(report.NOTEBOOK, as_version=4)
+    nb = nbformat.read(reporting.NOTEBOOK, as_version=4)
     assert not any(c.outputs for c in nb.cells if c.cell_type == "code")  # a template, saved clean
     imports = {m for c in nb.cells if c.cell_type == "code"
                for m in re.findall(r"^\s*(?:from|import)\s+([\w.]+)", c.source, re.M)}
@@ -249,7 +249,7 @@ def test_the_report_notebook_uses_only_evalkit_pandas_and_matplotlib():
 
 
 def test_getting_started_is_saved_executed_without_errors_or_machine_paths():
-    nb = nbformat.read(report.NOTEBOOK.with_name("getting-started.ipynb"), as_version=4)
+    nb = nbformat.read(reporting.NOTEBOOK.with_name("getting-started.ipynb"), as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(c.execution_count for c in code)
     outputs = [o for c in code for o in c.outputs]
@@ -263,11 +263,11 @@ def test_getting_started_is_saved_executed_without_errors_or_machine_paths():
 
 @pytest.mark.slow
 def test_arm_colours_are_stable_distinct_and_used_by_every_figure(res):
-    c = report.arm_colours(res.arms)
-    assert c == report.arm_colours(list(res.arms)) == {"keyword": report.PALETTE[0], "global-index": report.PALETTE[1]}
-    many = report.arm_colours([f"arm{i}" for i in range(len(report.PALETTE))])
-    assert len(set(many.values())) == len(report.PALETTE)
-    figs = [report.fig_class_bars(res), report.fig_ties(res)]
+    c = reporting.arm_colours(res.arms)
+    assert c == reporting.arm_colours(list(res.arms)) == {"keyword": reporting.PALETTE[0], "global-index": reporting.PALETTE[1]}
+    many = reporting.arm_colours([f"arm{i}" for i in range(len(reporting.PALETTE))])
+    assert len(set(many.values())) == len(reporting.PALETTE)
+    figs = [reporting.fig_class_bars(res), reporting.fig_ties(res)]
     for fig in figs:
         legend = {t.get_text(): to_hex(h.get_facecolor()) for t, h in zip(fig.legends[0].get_texts(),
                                                                           fig.legends[0].legend_handles)}
@@ -275,22 +275,22 @@ def test_arm_colours_are_stable_distinct_and_used_by_every_figure(res):
         for ax in fig.axes:
             for container, arm in zip(_bars(ax), res.arms, strict=True):
                 assert {to_hex(p.get_facecolor()) for p in container.patches} == {to_hex(c[arm])}
-    ax = report.fig_latency(res).axes[0]
+    ax = reporting.fig_latency(res).axes[0]
     assert {t.get_text(): to_hex(t.get_color()) for t in ax.get_yticklabels()} == {a: to_hex(v) for a, v in c.items()}
 
 
 def test_long_arm_labels_wrap_at_their_parameters():
-    assert report.wrap_label("keyword") == "keyword"
-    assert report.wrap_label("hybrid(keyword=keyword(idf_scope=corpus),depth=50)") == \
+    assert reporting.wrap_label("keyword") == "keyword"
+    assert reporting.wrap_label("hybrid(keyword=keyword(idf_scope=corpus),depth=50)") == \
         "hybrid(\n  keyword=keyword(idf_scope=corpus),\n  depth=50)"
 
 
 @pytest.mark.slow
 def test_class_bars_are_class_means_with_bootstrap_ci_whiskers(res):
-    ax = report.plot_class_bars(res, "nDCG@10(doc)")
-    ci = report.class_ci(res, "nDCG@10(doc)")
+    ax = reporting.plot_class_bars(res, "nDCG@10(doc)")
+    ci = reporting.class_ci(res, "nDCG@10(doc)")
     answerable = res.per_query[res.per_query["class"] != "abstain"]
-    classes = ["needle", "spread", "trap", "described", report.ALL]
+    classes = ["needle", "spread", "trap", "described", reporting.ALL]
     assert list(ci["class"].unique()) == classes
     assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()] == classes
     for container, arm in zip(_bars(ax), res.arms, strict=True):
@@ -305,25 +305,25 @@ def test_class_bars_are_class_means_with_bootstrap_ci_whiskers(res):
             else:
                 assert [seg[0][1], seg[1][1]] == pytest.approx([row["low"], row["high"]]), cls
         every = answerable.loc[answerable["arm"] == arm, "nDCG@10(doc)"]
-        assert rows.loc[report.ALL, "n"] == len(every) == 7
-        assert rows.loc[report.ALL, ["mean", "low", "high"]].tolist() == pytest.approx(stats.bootstrap_ci(every))
+        assert rows.loc[reporting.ALL, "n"] == len(every) == 7
+        assert rows.loc[reporting.ALL, ["mean", "low", "high"]].tolist() == pytest.approx(stats.bootstrap_ci(every))
     assert ci.loc[ci["class"] == "needle", "n"].tolist() == [4, 4]
-    table = report.class_ci_table(res)
+    table = reporting.class_ci_table(res)
     assert table.loc["keyword", ("nDCG@10 doc", "needle")].count("[") == 1
     assert table.loc["keyword", ("nDCG@10 doc", "spread")].count("[") == 0  # n = 1: a mean, no interval
 
 
 @pytest.mark.slow
 def test_deltas_are_second_minus_first_over_answerable_queries(res):
-    d = report.deltas(res, ("keyword", "global-index"), "nDCG@10")
+    d = reporting.deltas(res, ("keyword", "global-index"), "nDCG@10")
     assert len(d) == 7 and "abstain" not in set(d["class"])
     assert np.allclose(d["delta"], d["global-index"] - d["keyword"])
     assert list(d["delta"]) == sorted(d["delta"], reverse=True)
     assert d.loc["n2", "text"].startswith("Which preamble command")  # texts from the unchanged query file
-    ax = report.plot_deltas(res, ("keyword", "global-index"))
+    ax = reporting.plot_deltas(res, ("keyword", "global-index"))
     assert len(ax.patches) == 7
     assert "global-index  −  keyword" in ax.get_title(loc="left")
-    changes = report.biggest_changes(res, ("keyword", "global-index"), n=2)
+    changes = reporting.biggest_changes(res, ("keyword", "global-index"), n=2)
     assert len(changes) <= 4 and set(changes.index.get_level_values("change")) <= {"better", "worse"}
     for change, row in changes.iterrows():
         assert (row["delta"] > 0) == (change[0] == "better")
@@ -331,13 +331,13 @@ def test_deltas_are_second_minus_first_over_answerable_queries(res):
 
 @pytest.mark.slow
 def test_resolve_pair(res):
-    assert report.resolve_pair(res) == ("keyword", "global-index")
-    assert report.resolve_pair(res, "global-index,keyword") == ("global-index", "keyword")
-    assert report.resolve_pair(res, ["global-index", "keyword"]) == ("global-index", "keyword")
+    assert reporting.resolve_pair(res) == ("keyword", "global-index")
+    assert reporting.resolve_pair(res, "global-index,keyword") == ("global-index", "keyword")
+    assert reporting.resolve_pair(res, ["global-index", "keyword"]) == ("global-index", "keyword")
     with pytest.raises(ValueError, match="two different arms"):
-        report.resolve_pair(res, "keyword,keyword")
+        reporting.resolve_pair(res, "keyword,keyword")
     with pytest.raises(ValueError, match="two different arms"):
-        report.resolve_pair(res, "keyword")
+        reporting.resolve_pair(res, "keyword")
 
 
 @pytest.mark.slow
@@ -347,29 +347,29 @@ def test_a_run_of_abstain_queries_only_renders(small, tmp_path):
     c, store = small
     path = tmp_path / "held-out.toml"
     path.write_text(QUERIES[:QUERIES.index("[[query]]")] + QUERIES[QUERIES.index('[[query]]\nid = "a1"'):])
-    out = run(c, store, qrels.load(path), ARMS, tmp_path / "results", progress=False, qrels_path=str(path))
+    out = run(c, store, qrels.load(path), ARMS, tmp_path / "results", progress=False)
     res = Results.load(out)
-    assert set(res.per_query["class"]) == {"abstain"} and report.resolve_pair(res) is None
-    html = report.render(out).read_text()
+    assert set(res.per_query["class"]) == {"abstain"} and reporting.resolve_pair(res) is None
+    html = reporting.render(out).read_text()
     assert "No pair to compare" in html and "No answerable query" in html
 
 
 @pytest.mark.slow
 def test_refusals_latency_and_tie_audit_count_what_the_table_says(res):
-    counts = report.refusal_counts(res)
+    counts = reporting.refusal_counts(res)
     assert list(counts.index) == res.arms and counts.sum(axis=1).tolist() == [9, 9]
     assert (counts[["correct_refusal", "answered_abstain"]].sum(axis=1) == 2).all()
-    fig = report.fig_refusals(res)
+    fig = reporting.fig_refusals(res)
     assert "abstain queries (n=2)" in fig.axes[0].get_title(loc="left")
     assert "answerable queries (n=7)" in fig.axes[1].get_title(loc="left")
-    ties = report.tie_audit(res).set_index(["arm", "class"])
+    ties = reporting.tie_audit(res).set_index(["arm", "class"])
     pq = res.per_query
     for arm in res.arms:
         a = pq[pq["arm"] == arm]
         assert ties.loc[(arm, "all"), "mean ties@10"] == pytest.approx(a["ties@10"].mean())
         assert ties.loc[(arm, "all"), "share with a tie"] == pytest.approx((a["ties@10"] > 0).mean())
-    assert report.tie_table(res).shape == (2, 12)  # 2 statistics x (5 classes + all)
-    ax = report.plot_latency(res)
+    assert reporting.tie_table(res).shape == (2, 12)  # 2 statistics x (5 classes + all)
+    ax = reporting.plot_latency(res)
     ms = pq["latency_s"] * 1000
     assert ax.get_xscale() == ("log" if ms.max() / ms.min() > 10 else "linear")
     assert "ms" in ax.get_xlabel()
@@ -377,9 +377,9 @@ def test_refusals_latency_and_tie_audit_count_what_the_table_says(res):
 
 @pytest.mark.slow
 def test_legends_and_provenance_come_from_the_run(res, results_dir, tmp_path):
-    text = report.legend(res)
+    text = reporting.legend(res)
     assert "**3**: answers it" in text and "**abstain** (2)" in text and "nDCG@10 page" in text
-    prov = report.provenance(res)
+    prov = reporting.provenance(res)
     assert list(prov["arms"].index) == res.arms and "build s" in prov["arms"].columns
     assert prov["run"].loc["corpus digest", "value"] == res.manifest["corpus"]["digest"]
     assert prov["environment"].loc["sqlite", "value"] == res.manifest["environment"]["sqlite"]
@@ -389,18 +389,18 @@ def test_legends_and_provenance_come_from_the_run(res, results_dir, tmp_path):
     manifest["qrels"]["path"] = str(tmp_path / "gone.toml")
     (copy / "manifest.json").write_text(json.dumps(manifest))
     moved = Results.load(copy)
-    assert report.gains(moved) == report.gains(res) != qrels.DEFAULT_GAINS
-    assert "was not found" in report.legend(moved) and report.query_set(moved) is None
+    assert reporting.gains(moved) == reporting.gains(res) != qrels.DEFAULT_GAINS
+    assert "was not found" in reporting.legend(moved) and reporting.query_set(moved) is None
     # a manifest without a gain legend (and no query file) falls back to the default one
     del manifest["qrels"]["gains"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
-    assert report.gains(Results.load(copy)) == qrels.DEFAULT_GAINS
-    assert "text" not in report.deltas(moved, ("keyword", "global-index")).columns
+    assert reporting.gains(Results.load(copy)) == qrels.DEFAULT_GAINS
+    assert "text" not in reporting.deltas(moved, ("keyword", "global-index")).columns
 
 
 @pytest.mark.slow
 def test_figures_are_saved_only_with_a_directory(res, tmp_path):
-    fig = report.fig_latency(res)
-    assert report.save(fig, "latency", None) is None
-    path = report.save(fig, "latency", report.figures_dir(res, tmp_path / "figs"))
+    fig = reporting.fig_latency(res)
+    assert reporting.save(fig, "latency", None) is None
+    path = reporting.save(fig, "latency", reporting.figures_dir(res, tmp_path / "figs"))
     assert path == tmp_path / "figs" / "latency.png" and path.stat().st_size > 10_000

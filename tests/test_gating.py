@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalkit import compare, gate, report
+from evalkit import comparison, gating, reporting
 
 from .conftest import write_results
 
@@ -42,7 +42,7 @@ def runs(tmp_path):
 def verdict(runs, cand, tmp_path, text=RULES, **kw):
     path = tmp_path / "gate.toml"
     path.write_text(text)
-    return gate.evaluate(compare.side(f"{runs}:base"), compare.side(f"{runs}:{cand}"), path, **kw)
+    return gating.evaluate(comparison.side(f"{runs}:base"), comparison.side(f"{runs}:{cand}"), path, **kw)
 
 
 def test_a_regression_fails_and_names_its_rule_and_class(runs, tmp_path):
@@ -67,8 +67,8 @@ def test_runs_of_different_depths_cannot_be_gated(runs, tmp_path):
     m.write_text(m.read_text().replace('"depth": 100', '"depth": 10'))
     path = tmp_path / "gate.toml"
     path.write_text(RULES)
-    with pytest.raises(compare.CompareError, match="kept 100 and 10 hits per query"):
-        gate.evaluate(compare.side(f"{runs}:base"), compare.side(f"{other}:base"), path)
+    with pytest.raises(comparison.CompareError, match="kept 100 and 10 hits per query"):
+        gating.evaluate(comparison.side(f"{runs}:base"), comparison.side(f"{other}:base"), path)
 
 
 def test_underpowered_blocks_only_when_the_rules_say_so(runs, tmp_path):
@@ -89,7 +89,7 @@ def test_json_round_trips_and_has_no_nan(runs, tmp_path):
     data = json.loads(v.to_json())
     assert data["exit_code"] == 1 and data["passed"] is False and data["rules_sha256"] == v.rules_sha256
     json.dumps(data, allow_nan=False)  # strict JSON
-    back = gate.Verdict.from_dict(data)
+    back = gating.Verdict.from_dict(data)
     assert back.text() == v.text() and back.exit_code == 1
     assert [o.details for o in back.outcomes] == [o.details for o in v.outcomes]
 
@@ -121,19 +121,19 @@ def test_markdown_and_html_show_every_rule_and_the_rules_digest(runs, tmp_path):
 
 
 def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
-    none = gate.show(runs)
-    assert isinstance(none, gate.NoVerdict) and "No gate verdict" in repr(none) and "evalkit gate" in none._repr_html_()
+    none = gating.show(runs)
+    assert isinstance(none, gating.NoVerdict) and "No gate verdict" in repr(none) and "evalkit gate" in none._repr_html_()
     v = verdict(runs, "worse", tmp_path)
-    (runs / gate.GATE_FILE).write_text(v.to_json())
-    shown = gate.show(runs)
-    assert isinstance(shown, gate.Verdict) and shown.text() == v.text()
+    (runs / gating.GATE_FILE).write_text(v.to_json())
+    shown = gating.show(runs)
+    assert isinstance(shown, gating.Verdict) and shown.text() == v.text()
 
 
 @pytest.mark.slow
 def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
     d = tmp_path / "results"
     shutil.copytree(small_results, d)
-    v = gate.evaluate(compare.side(f"{d}:keyword"), compare.side(f"{d}:global-index"), ROOT / "gate.toml")
-    (d / gate.GATE_FILE).write_text(v.to_json())
-    html = report.render(d).read_text()
+    v = gating.evaluate(comparison.side(f"{d}:keyword"), comparison.side(f"{d}:global-index"), ROOT / "gate.toml")
+    (d / gating.GATE_FILE).write_text(v.to_json())
+    html = reporting.render(d).read_text()
     assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html

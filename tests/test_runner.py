@@ -6,7 +6,7 @@ import pytest
 import pytrec_eval
 
 from evalkit import arms, qrels
-from evalkit import run as runner
+from evalkit import runner
 from evalkit.cli import main
 from evalkit.records import Hit, Query, Result
 from evalkit.results import Results

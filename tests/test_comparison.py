@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalkit import compare, stats
-from evalkit.compare import CompareError
+from evalkit import comparison, stats
+from evalkit.comparison import CompareError
 
 from .conftest import ENVIRONMENT, write_results
 
@@ -20,42 +20,42 @@ def two_arms(tmp_path):
 
 
 def test_sides_are_dir_arm_or_a_single_arm_dir(two_arms, tmp_path):
-    s = compare.side(f"{two_arms}:b")
+    s = comparison.side(f"{two_arms}:b")
     assert s.arm == "b" and s.label == f"{two_arms}:b"
-    assert compare.side(two_arms, "a").arm == "a"
+    assert comparison.side(two_arms, "a").arm == "a"
     single = write_results(tmp_path / "one", {"only": {"nDCG@10": [0.1] * 10}}, CLASSES)
-    assert compare.side(single).arm == "only"
+    assert comparison.side(single).arm == "only"
     with pytest.raises(CompareError, match=r"holds 2 arms \(a, b\): name one as .*:ARM"):
-        compare.side(two_arms)
+        comparison.side(two_arms)
     with pytest.raises(CompareError, match=r"has no arm 'c'; it has a, b"):
-        compare.side(f"{two_arms}:c")
+        comparison.side(f"{two_arms}:c")
     with pytest.raises(CompareError, match="no such results directory"):
-        compare.side(tmp_path / "nowhere:a")
+        comparison.side(tmp_path / "nowhere:a")
     (tmp_path / "empty").mkdir()
     with pytest.raises(CompareError, match="not a results directory"):
-        compare.side(tmp_path / "empty")
+        comparison.side(tmp_path / "empty")
 
 
 def test_an_arm_is_found_by_the_spec_it_ran_with(tmp_path):
     d = write_results(tmp_path / "r", {"semantic(model=x)": {"nDCG@10": [0.1] * 10}}, CLASSES)
     m = (d / "manifest.json")
     m.write_text(m.read_text().replace('"spec": "semantic(model=x)"', '"spec": "semantic"'))
-    assert compare.side(f"{d}:semantic").arm == "semantic(model=x)"
+    assert comparison.side(f"{d}:semantic").arm == "semantic(model=x)"
 
 
 def test_pairing_by_query_id_and_the_statistics_of_each_slice(two_arms):
-    p = compare.pair(compare.side(f"{two_arms}:a"), compare.side(f"{two_arms}:b"))
+    p = comparison.pair(comparison.side(f"{two_arms}:a"), comparison.side(f"{two_arms}:b"))
     assert p.classes == ["needle", "trap"] and not p.missing and not p.unshared and not p.environment
     a, b = p.values("nDCG@10")
     assert a.tolist() == [0.2, 0.5, 0.9, 0.4, 0.1, 0.3, 0.6, 0.8]  # abstain queries left out
-    t = compare.table(p, ("nDCG@10", "RR"))
+    t = comparison.table(p, ("nDCG@10", "RR"))
     assert list(t["class"]) == ["all", "needle", "trap"] * 2
     row = t[(t["measure"] == "nDCG@10") & (t["class"] == "trap")].iloc[0]
     ref = stats.paired_compare([0.1, 0.3, 0.6, 0.8], [0.1, 0.5, 0.6, 0.9])
     assert (row["n"], row["wins"], row["ties"], row["losses"]) == (4, 2, 2, 0)
     assert (row["delta"], row["low"], row["high"], row["p"], row["mdd"]) == pytest.approx(
         (ref.mean_delta, ref.low, ref.high, ref.p_value, ref.mdd))
-    h = compare.with_holm(t)
+    h = comparison.with_holm(t)
     for m in ("nDCG@10", "RR"):  # the family: every row of one measure
         assert h[h["measure"] == m]["p_holm"].tolist() == pytest.approx(stats.holm(t[t["measure"] == m]["p"]).tolist())
 
@@ -64,26 +64,26 @@ def test_another_corpus_is_always_refused(two_arms, tmp_path):
     other = write_results(tmp_path / "other", {"a": {"nDCG@10": [0.1] * 10}}, CLASSES, corpus="deadbeef")
     for allow in (False, True):
         with pytest.raises(CompareError, match="different corpora"):
-            compare.pair(compare.side(f"{two_arms}:a"), compare.side(other), allow)
+            comparison.pair(comparison.side(f"{two_arms}:a"), comparison.side(other), allow)
 
 
 def test_another_query_set_is_refused_unless_allowed_then_only_shared_queries_count(two_arms, tmp_path):
     ids = [f"q{i:03d}" for i in range(2, 12)]  # q000, q001 only in the base; q010, q011 only in the other
     other = write_results(tmp_path / "other", {"a": {"nDCG@10": [0.5] * 10}}, CLASSES, queries="feed", ids=ids)
-    base, cand = compare.side(f"{two_arms}:a"), compare.side(other)
+    base, cand = comparison.side(f"{two_arms}:a"), comparison.side(other)
     with pytest.raises(CompareError, match="different query sets.*--allow-different-queries"):
-        compare.pair(base, cand)
-    p = compare.pair(base, cand, allow_different_queries=True)
+        comparison.pair(base, cand)
+    p = comparison.pair(base, cand, allow_different_queries=True)
     assert p.unshared == ("q000", "q001", "q010", "q011")
     assert list(p.base_rows.index) == list(p.cand_rows.index) == [f"q{i:03d}" for i in range(2, 10)] and not p.missing
-    assert any("q010" in n and "left out" in n for n in compare.notes(p))
+    assert any("q010" in n and "left out" in n for n in comparison.notes(p))
 
 
 def test_a_query_missing_from_one_run_scores_zero_and_is_listed(two_arms):
     pq = pd.read_parquet(two_arms / "per_query.parquet")
     pq = pq[~((pq["arm"] == "b") & pq["query"].isin(["q002", "q009"]))]
     pq.to_parquet(two_arms / "per_query.parquet", index=False)
-    p = compare.pair(compare.side(f"{two_arms}:a"), compare.side(f"{two_arms}:b"))
+    p = comparison.pair(comparison.side(f"{two_arms}:a"), comparison.side(f"{two_arms}:b"))
     assert p.missing == ((f"{two_arms}:b", "q002"), (f"{two_arms}:b", "q009"))
     c = p.cand_rows
     assert c.loc["q002", "nDCG@10"] == 0.0 and c.loc["q002", "outcome"] == "wrongful_refusal"
@@ -91,20 +91,20 @@ def test_a_query_missing_from_one_run_scores_zero_and_is_listed(two_arms):
     assert c.loc["q009", "outcome"] == "correct_refusal"  # answering nothing is a refusal
     assert list(c.index) == list(p.base_rows.index) and c.loc["q002", "class"] == "needle"
     assert len(p.values("nDCG@10")[1]) == 8
-    assert any("no answer for 2 query(ies), scored 0: q002, q009" in n for n in compare.notes(p))
+    assert any("no answer for 2 query(ies), scored 0: q002, q009" in n for n in comparison.notes(p))
 
 
 def test_different_environments_make_latencies_incomparable(two_arms, tmp_path):
     env = {**ENVIRONMENT, "python": "3.12.1", "packages": {**ENVIRONMENT["packages"], "numpy": "2.0.0"}}
     other = write_results(tmp_path / "other", {"a": {"nDCG@10": [0.1] * 10}}, CLASSES, environment=env)
-    p = compare.pair(compare.side(f"{two_arms}:a"), compare.side(other))
+    p = comparison.pair(comparison.side(f"{two_arms}:a"), comparison.side(other))
     assert p.environment == ("packages.numpy 2.4.6 vs 2.0.0", "python 3.11.7 vs 3.12.1")
-    assert compare.latency(p)["comparable"] is False
-    assert any("latencies are not comparable" in n and "python" in n for n in compare.notes(p))
+    assert comparison.latency(p)["comparable"] is False
+    assert any("latencies are not comparable" in n and "python" in n for n in comparison.notes(p))
     m = other / "manifest.json"
     m.write_text(m.read_text().replace('"depth": 100', '"depth": 10'))
-    p = compare.pair(compare.side(f"{two_arms}:a"), compare.side(other))
-    assert p.depths == (100, 10) and any("kept 100 and 10 hits per query" in n for n in compare.notes(p))
+    p = comparison.pair(comparison.side(f"{two_arms}:a"), comparison.side(other))
+    assert p.depths == (100, 10) and any("kept 100 and 10 hits per query" in n for n in comparison.notes(p))
 
 
 def test_refusal_changes_are_paired_counts_with_an_exact_test(tmp_path):
@@ -113,7 +113,7 @@ def test_refusal_changes_are_paired_counts_with_an_exact_test(tmp_path):
                 "b": ["wrongful_refusal"] * 6 + ["answered"] * 2 + ["answered_abstain"] * 2 + ["correct_refusal"] * 2}
     d = write_results(tmp_path / "r", {"a": {"nDCG@10": [0.5] * 12}, "b": {"nDCG@10": [0.5] * 12}}, classes,
                       outcomes=outcomes)
-    r = compare.refusal_changes(compare.pair(compare.side(f"{d}:a"), compare.side(f"{d}:b"))).set_index("rate")
+    r = comparison.refusal_changes(comparison.pair(comparison.side(f"{d}:a"), comparison.side(f"{d}:b"))).set_index("rate")
     w = r.loc["wrongful refusal"]
     assert (w["n"], w["base"], w["cand"], w["worse"], w["better"]) == (8, 0.0, 0.75, 6, 0)
     assert w["p_worse"] == pytest.approx(1 / 64)
@@ -125,13 +125,13 @@ def test_refusal_changes_are_paired_counts_with_an_exact_test(tmp_path):
 def test_latency_is_the_ratio_of_medians(tmp_path):
     d = write_results(tmp_path / "r", {"a": {"nDCG@10": [0.5] * 10}, "b": {"nDCG@10": [0.5] * 10}}, CLASSES,
                       latency={"a": 0.010, "b": 0.015})
-    lat = compare.latency(compare.pair(compare.side(f"{d}:a"), compare.side(f"{d}:b")))
+    lat = comparison.latency(comparison.pair(comparison.side(f"{d}:a"), comparison.side(f"{d}:b")))
     assert lat["ratio"] == pytest.approx(1.5) and lat["comparable"] and lat["n"] == 10
 
 
 def test_render_names_the_family_and_every_candidate(two_arms):
-    base = compare.side(f"{two_arms}:a")
-    text = compare.render([compare.pair(base, compare.side(f"{two_arms}:b"))], ("nDCG@10",))
+    base = comparison.side(f"{two_arms}:a")
+    text = comparison.render([comparison.pair(base, comparison.side(f"{two_arms}:b"))], ("nDCG@10",))
     assert "p(Holm): Holm over the 3 rows of each measure" in text and "candidate " + str(two_arms) + ":b" in text
     assert "W/T/L" in text and "MDD" in text and "wrongful refusal" in text and "latency" in text
-    assert np.isfinite(compare.latency(compare.pair(base, base))["ratio"])
+    assert np.isfinite(comparison.latency(comparison.pair(base, base))["ratio"])

@@ -1,7 +1,7 @@
 """The gate: may the candidate replace the baseline? One verdict record, rendered as a terminal table, JSON,
 JUnit XML (one test case per rule, so CI pages list them), Markdown (``$GITHUB_STEP_SUMMARY``) and HTML
 (Jupyter). Exit codes: 0 every rule passed, 1 a rule failed, 2 the gate could not be evaluated (raised as
-:class:`evalkit.compare.CompareError` before any verdict exists).
+:class:`evalkit.comparison.CompareError` before any verdict exists).
 
 JUnit XML is written with the standard library's ElementTree: the format is four elements, and the
 ``junit-xml`` package would add a dependency (unreleased since 2020) for no gain.
@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import __version__, compare, rules
+from . import __version__, comparison, rules
 from .rules import Detail, Outcome
 
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
@@ -153,23 +153,23 @@ class Verdict:
         return self.text()
 
 
-def evaluate(baseline: compare.Side, candidate: compare.Side, rules_path: Path | str,
+def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: Path | str,
              allow_different_queries: bool = False) -> Verdict:
     """Pair the two sides and evaluate every rule of ``rules_path``. Anything that stops the evaluation
     (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
     so every document-level measure moves with depth alone."""
     parsed = rules.load(rules_path)
-    pair = compare.pair(baseline, candidate, allow_different_queries)
+    pair = comparison.pair(baseline, candidate, allow_different_queries)
     if pair.depths[0] != pair.depths[1]:
-        raise compare.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
+        raise comparison.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
                                    f"({baseline.label}, {candidate.label}): rerun one with -k {max(pair.depths)}")
     outcomes = rules.evaluate(parsed, pair)
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
                    query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
-                   outcomes=outcomes, notes=tuple(compare.notes(pair)))
+                   outcomes=outcomes, notes=tuple(comparison.notes(pair)))
 
 
 def read(path: Path | str) -> Verdict:

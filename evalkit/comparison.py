@@ -24,6 +24,7 @@ import pandas as pd
 from . import stats
 from .records import CLASSES
 from .results import Results
+from .resultsdir import ResultsError
 
 MEASURES = ("nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "RR")
 ANSWERABLE = tuple(c for c in CLASSES if c != "abstain")
@@ -61,11 +62,11 @@ def _load(path: Path) -> Results:
 
 
 def _arm(results: Results, arm: str) -> str:
-    """An arm's label from its label or the spec it was run with (``semantic`` finds ``semantic(model=…)``)."""
-    for a in results.manifest["arms"]:
-        if arm in (a["label"], a["spec"]):
-            return a["label"]
-    raise CompareError(f"{results.path} has no arm {arm!r}; it has {', '.join(results.arms)}")
+    """An arm's label, resolved as :meth:`Results.arm` does (one way for the command line and notebooks)."""
+    try:
+        return results.arm(arm)
+    except ResultsError as e:
+        raise CompareError(str(e)) from None
 
 
 def side(spec: str | Path, arm: str | None = None) -> Side:

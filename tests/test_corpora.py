@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import corpus
-from evalkit.corpus import CorpusError
+from evalkit import corpora
+from evalkit.corpora import CorpusError
 from evalkit.pages import PageStore
 
 from .conftest import make_pdf
@@ -20,56 +20,56 @@ def _folder(tmp_path: Path) -> Path:
 
 def _lock(src: Path, name: str = "mine", **kw) -> dict:
     with PageStore() as store:
-        return corpus.lock_corpus(store.ingest(corpus.from_dir(src, name), progress=False).corpus, **kw)
+        return corpora.lock_corpus(store.ingest(corpora.from_dir(src, name), progress=False).corpus, **kw)
 
 
 def test_lock_round_trip(isolated):
     src = _folder(isolated)
     _lock(src, description="two tiny PDFs")
-    loaded = corpus.load("mine", root=src)
+    loaded = corpora.load("mine", root=src)
     assert [(d.name, d.pages) for d in loaded.documents] == [("alpha.pdf", 2), ("beta.pdf", 1)]
-    assert [d.sha256 for d in loaded.documents] == [d.sha256 for d in corpus.from_dir(src).documents]
+    assert [d.sha256 for d in loaded.documents] == [d.sha256 for d in corpora.from_dir(src).documents]
     assert loaded.description == "two tiny PDFs"
     assert all(d.source.startswith("file:") and d.bytes > 0 for d in loaded.documents)
     # updating keeps other corpora and is idempotent
     _lock(src, "other")
     _lock(src)
-    assert set(corpus.read_lock()) == {"mine", "other"}
-    assert corpus.load("mine", root=src).documents == loaded.documents
+    assert set(corpora.read_lock()) == {"mine", "other"}
+    assert corpora.load("mine", root=src).documents == loaded.documents
 
 
 def test_unknown_corpus_names_the_known_ones(isolated):
     src = _folder(isolated)
     _lock(src)
     with pytest.raises(CorpusError, match="'nope' is not in .*known: mine"):
-        corpus.load("nope")
+        corpora.load("nope")
 
 
 def test_fetch_then_verify_then_tamper(isolated):
     src = _folder(isolated)
     _lock(src)
-    c = corpus.load("mine")  # default root under the data dir
-    assert sorted(corpus.fetch(c)) == ["alpha.pdf", "beta.pdf"]
-    assert corpus.verify(c).ok
-    assert corpus.fetch(c) == []  # nothing to do the second time
+    c = corpora.load("mine")  # default root under the data dir
+    assert sorted(corpora.fetch(c)) == ["alpha.pdf", "beta.pdf"]
+    assert corpora.verify(c).ok
+    assert corpora.fetch(c) == []  # nothing to do the second time
 
     (c.root / "beta.pdf").write_bytes(b"%PDF-1.4 tampered")
     (c.root / "stray.pdf").write_bytes(b"x")
     (c.root / "alpha.pdf").unlink()
-    v = corpus.verify(c)
+    v = corpora.verify(c)
     assert (v.missing, v.changed, v.extra, v.ok) == (("alpha.pdf",), ("beta.pdf",), ("stray.pdf",), False)
 
-    assert sorted(corpus.fetch(c)) == ["alpha.pdf", "beta.pdf"]  # repairs
-    assert corpus.verify(c).extra == ("stray.pdf",)
+    assert sorted(corpora.fetch(c)) == ["alpha.pdf", "beta.pdf"]  # repairs
+    assert corpora.verify(c).extra == ("stray.pdf",)
 
 
 def test_fetch_rejects_a_source_that_does_not_match_and_leaves_nothing(isolated):
     src = _folder(isolated)
     _lock(src)
     make_pdf(src / "beta.pdf", ["beta text, edited after locking"])
-    c = corpus.load("mine")
+    c = corpora.load("mine")
     with pytest.raises(CorpusError, match="beta.pdf: sha256 mismatch"):
-        corpus.fetch(c)
+        corpora.fetch(c)
     assert sorted(p.name for p in c.root.iterdir()) == ["alpha.pdf"]  # no partial beta
 
 
@@ -78,24 +78,24 @@ def test_lock_rejects_duplicate_names(isolated):
     lock.write_text('[[corpus.x.document]]\nname="a.pdf"\nsha256="1"\npages=1\n'
                     '[[corpus.x.document]]\nname="a.pdf"\nsha256="2"\npages=1\n')
     with pytest.raises(CorpusError, match="not unique"):
-        corpus.load("x")
+        corpora.load("x")
 
 
 def test_copies_map_each_identical_copy_to_the_first_name(isolated):
     src = _folder(isolated)
-    assert corpus.from_dir(src).copies() == {}
+    assert corpora.from_dir(src).copies() == {}
     for name in ("gamma.pdf", "aardvark.pdf"):
         shutil.copy(src / "beta.pdf", src / name)
     shutil.copy(src / "alpha.pdf", src / "zeta.pdf")
-    assert corpus.from_dir(src).copies() == {"beta.pdf": "aardvark.pdf", "gamma.pdf": "aardvark.pdf",
+    assert corpora.from_dir(src).copies() == {"beta.pdf": "aardvark.pdf", "gamma.pdf": "aardvark.pdf",
                                              "zeta.pdf": "alpha.pdf"}
 
 
 def test_digest_depends_on_names_and_bytes(isolated):
     src = _folder(isolated)
-    a = corpus.from_dir(src)
+    a = corpora.from_dir(src)
     (src / "beta.pdf").rename(src / "gamma.pdf")
-    assert corpus.from_dir(src).digest() != a.digest()
+    assert corpora.from_dir(src).digest() != a.digest()
 
 
 @pytest.mark.slow
@@ -104,9 +104,9 @@ def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypat
     assert len(c.documents) == 100 and 1800 <= c.pages <= 2800
     for k, v in real_env.items():
         monkeypatch.setenv(k, v)
-    r = corpus.load("rmanuals")
-    corpus.fetch(r)
-    assert corpus.verify(r).ok
+    r = corpora.load("rmanuals")
+    corpora.fetch(r)
+    assert corpora.verify(r).ok
     names = {d.name for d in r.documents}
     assert {"R-intro.pdf", "R-lang.pdf", "R-data.pdf", "R-admin.pdf", "R-exts.pdf", "R-ints.pdf",
             "R-FAQ.pdf", "refman.pdf"} == names

@@ -1,0 +1,200 @@
+"""The front door, ``import evalkit as ek``: everything the command line does, from a notebook or a script.
+
+    docs = ek.corpus("latex")                      # or ek.corpus(docs="my/pdfs")
+    qs = ek.queries("qrels/latex.toml")
+    res = ek.run(docs, qs, ["global-index", ek.arm(my_retriever, name="mine")])
+    res.table(by_class=True); ek.compare(res, "global-index"); ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")
+
+Loaded objects remember where they came from (a query set its file, a corpus its page store), and every
+check the command line makes lives here, so a notebook gets the same refusals: a corpus is verified
+before it is read, a query set must fit its corpus, arms are checked before anything is written.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import answers, qrels
+from . import comparison as _compare
+from . import corpora
+from . import gating as _gate
+from . import runner
+from .arms import make as make_arm
+from .arms.function import register
+from .corpora import Corpus, CorpusError
+from .pages import Ingest, PageStore
+from .qrels import QrelsError, QuerySet
+from .records import Page, Result
+from .results import Results
+
+
+@dataclass(frozen=True, eq=False)
+class OpenCorpus:
+    """A corpus whose pages are in a page store: what arms, runs and judging read. ``corpus`` holds the
+    readable documents; ``ingest`` says what was extracted now and what could not be read."""
+
+    corpus: Corpus
+    store: PageStore
+    ingest: Ingest
+
+    @property
+    def name(self) -> str:
+        return self.corpus.name
+
+    @property
+    def documents(self) -> list[str]:
+        return [d.name for d in self.corpus.documents]
+
+    def texts(self, doc: str) -> list[str]:
+        """A document's page texts as the arms see them, page 1 first."""
+        return self.store.texts(self.corpus.document(doc))
+
+    def text(self, doc: str) -> str:
+        """A document's whole text: its pages joined by ``"\\f"``. A chunk's ``start``/``end`` are offsets
+        into this string (:class:`evalkit.Chunk`)."""
+        return answers.PAGE_BREAK.join(self.texts(doc))
+
+    def page(self, doc: str, number: int) -> Page:
+        """One page (1-based, physical) as the arms see it."""
+        return self.store.page(self.corpus.document(doc), number)
+
+    def search(self, arm: str, query: str, k: int = 10) -> Result:
+        """One query on one arm (built-in, plug-in or registered with :func:`arm`)."""
+        built = make_arm(arm, self.corpus, self.store)
+        try:
+            built.prepare()
+            return built.search(query, k)
+        finally:
+            built.close()
+
+    def __repr__(self) -> str:
+        return (f"<corpus {self.name}: {len(self.corpus.documents)} documents, {self.corpus.pages} pages, "
+                f"store {self.store.path}>")
+
+
+def corpus(name: str | None = None, *, docs: str | Path | None = None, root: str | Path | None = None,
+           cache: str | Path | None = None, hidden_text: str = "index", lock: str | Path | None = None,
+           progress: bool = True, store: PageStore | None = None) -> OpenCorpus:
+    """A corpus ready to search: ``name`` from the lock file (verified against its sha256s first), or any
+    folder of PDFs (``docs``). Pages are extracted once into the page store (``cache``: default
+    ``$EVALKIT_CACHE``, or an open ``store``); unreadable files are reported on stderr and left out."""
+    if (name is None) == (docs is None):
+        raise CorpusError("give a corpus name from the lock file or docs=FOLDER, not both or neither")
+    if name is not None:
+        c = corpora.load(name, Path(root) if root else None, Path(lock) if lock else None)
+        v = corpora.verify(c)
+        if v.missing or v.changed:
+            raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
+                              f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
+    else:
+        c = corpora.from_dir(Path(docs))  # type: ignore[arg-type]
+    store = store or PageStore(Path(cache) if cache else None, hidden_text)
+    ingest = store.ingest(c, progress=progress)
+    for doc, error in ingest.errors.items():
+        print(f"skipped {doc}: {error}", file=sys.stderr)
+    for doc, lost in ingest.problems.items():
+        print(f"{doc}: {'; '.join(lost)}", file=sys.stderr)
+    return OpenCorpus(ingest.corpus, store, ingest)
+
+
+def queries(path: str | Path) -> QuerySet:
+    """A query set read from its file (it remembers the file: runs record it, reports re-read it)."""
+    return qrels.load(path)
+
+
+def fit(qs: QuerySet, docs: OpenCorpus | str) -> None:
+    """Refuse a query set that does not fit a corpus: written for another corpus, or judging pages and
+    documents it lacks (QrelsError naming the file and the first problem). Given only a corpus name, the
+    cheap half: whether the set was written for it."""
+    where = qs.path or qs.name
+    name = docs if isinstance(docs, str) else docs.name
+    if qs.corpus and qs.corpus != name:
+        raise QrelsError(f"{where} is a query set for corpus {qs.corpus!r}, not {name!r}")
+    if isinstance(docs, str):
+        return
+    problems = qrels.check(qs, docs.store.corpus_texts(docs.corpus))
+    if problems:
+        raise QrelsError(f"{where} does not fit corpus {docs.name!r} ({len(problems)} problem(s)), e.g. "
+                         f"{problems[0]}; see `evalkit qrels check`")
+
+
+def arm(retriever: Any, name: str | None = None, *, collapse: bool = False, **params: Any) -> str:
+    """Make a retriever an arm of this process and return its spec, usable wherever an arm name is (runs,
+    comparisons, gates). ``retriever`` is a function ``(query, k, **params) -> hits``, an object with
+    ``search(query, k)``, or a LangChain or LlamaIndex retriever. Hits are :class:`evalkit.Hit`, ``(doc,
+    page[, score])`` with 1-based physical pages, or :class:`evalkit.Chunk` (mapped to the pages they lie
+    on). The spec is ``NAME@DIGEST``: a digest of the code, its settings and ``params``."""
+    return register(retriever, name, collapse=collapse, **params)
+
+
+def default_out(qs: QuerySet, docs: OpenCorpus) -> Path:
+    """``results/<set>``, or ``results/<corpus>-<set>`` when the names differ, under the working directory."""
+    return Path("results") / (qs.name if qs.name == docs.name else f"{docs.name}-{qs.name}")
+
+
+def run(docs: OpenCorpus | str, qs: QuerySet | str | Path, arms: Sequence[Any], out: str | Path | None = None,
+        *, k: int = runner.DEPTH, resume: bool = False, progress: bool = True) -> Results:
+    """Run every arm over every query into a results directory and return it loaded. Arms are specs
+    (``"hybrid(keyword=global-index)"``) or retrievers (registered with :func:`arm` under their own name).
+    With ``resume``, an earlier run in ``out`` is continued (see :func:`evalkit.runner.run`)."""
+    specs = [a if isinstance(a, str) else arm(a) for a in arms]
+    runner.check_arms(specs, k)  # a misspelt arm stops the run before the corpus is even opened
+    qs = queries(qs) if not isinstance(qs, QuerySet) else qs
+    fit(qs, docs)
+    docs = corpus(docs, progress=progress) if isinstance(docs, str) else docs
+    fit(qs, docs)
+    path = runner.run(docs.corpus, docs.store, qs, specs, Path(out) if out else default_out(qs, docs), k=k,
+                      resume=resume, progress=progress)
+    return Results.load(path)
+
+
+def side(where: Results | str | Path | _compare.Side, arm_name: str | None = None) -> _compare.Side:
+    """One arm of one run: a :class:`Results` with an arm name, or ``"DIR:ARM"`` / ``DIR`` as on the command line."""
+    if isinstance(where, _compare.Side):
+        return where
+    if isinstance(where, Results):
+        if arm_name is None:
+            raise _compare.CompareError(f"name an arm of {where.path}: one of {', '.join(where.arms)}")
+        return _compare.Side(where, where.arm(arm_name))
+    return _compare.side(where, arm_name)
+
+
+def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None = None,
+            measures: Sequence[str] = _compare.MEASURES, **kw: Any) -> pd.DataFrame:
+    """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline``: per
+    measure and class, both means, the difference with its CI, p and p(Holm) over each measure's rows, and
+    the minimal detectable difference. Keyword arguments go to :func:`evalkit.comparison.table`."""
+    base = side(res, baseline)
+    names = [candidates] if isinstance(candidates, str) else candidates or [a for a in res.arms if a != base.arm]
+    tables = [_compare.table(_compare.pair(base, side(res, c)), tuple(measures), **kw).assign(candidate=side(res, c).arm)
+              for c in names]
+    return _compare.with_holm(pd.concat(tables, ignore_index=True))
+
+
+def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | str | Path | _compare.Side,
+         rules: str | Path = "gate.toml", *, baseline_arm: str | None = None, candidate_arm: str | None = None,
+         allow_different_queries: bool = False, record: bool = True) -> _gate.Verdict:
+    """Evaluate the pre-registered ``rules`` for a candidate against a baseline (each a results directory
+    and an arm). ``ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")`` gates two arms of
+    one run. With ``record``, the verdict is written to the candidate's ``gate.json`` for its report."""
+    base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
+    verdict = _gate.evaluate(base, cand, rules, allow_different_queries)
+    if record:
+        (cand.results.path / _gate.GATE_FILE).write_text(verdict.to_json())
+    return verdict
+
+
+def report(res: Results | str | Path, out_html: str | Path | None = None,
+           pair: Sequence[str] | str | None = None) -> Path:
+    """Execute the report notebook on a results directory; returns the HTML page's path."""
+    from . import reporting as _report
+    from . import resultsdir
+
+    path = res.path if isinstance(res, Results) else Results.load(res).path
+    with resultsdir.owned(path, "evalkit report"):  # never while a run is writing there
+        return _report.render(path, out_html=out_html, pair=pair)

@@ -1,0 +1,88 @@
+"""Arms from a retriever written in Python: a function, a class, or another library's retriever.
+
+``register(target, name)`` (``ek.arm`` in a notebook) makes a class of :class:`FunctionArm` for it in this
+process's registry. Its name carries a digest of the retriever's code, its state and its default
+parameters (``bm25@3fa2c1d0``), so two different retrievers never share a label; parameters given in a spec
+(``bm25@3fa2c1d0(chunk_words=300)``) are passed to each call, as with any arm.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import marshal
+import re
+from typing import Any, ClassVar
+
+from .. import answers
+from ..adapters import Adapter, detect
+from ..records import Result
+from . import Arm, ArmError, register as register_class
+
+_NAME = re.compile(r"[A-Za-z][\w.-]*")
+_SIMPLE = (str, int, float, bool, type(None))
+
+
+def _source(obj: Any) -> bytes:
+    """The code an arm runs: its source where Python can find it (a notebook cell's included), else its
+    compiled code."""
+    try:
+        return inspect.getsource(obj).encode()
+    except (OSError, TypeError):
+        code = getattr(obj, "__code__", None)
+        return marshal.dumps(code) if code is not None else f"{obj.__module__}.{obj.__qualname__}".encode()
+
+
+def _state(target: Any) -> dict:
+    """An object's plain settings (``k=4``, a model name): part of what it answers, so part of its digest.
+    Data it holds (an index, a vector store) is not; pass a parameter to tell two indexes apart."""
+    attrs = getattr(target, "__dict__", {}) if not inspect.isroutine(target) and not inspect.isclass(target) else {}
+    return {k: v for k, v in sorted(attrs.items()) if not k.startswith("_") and isinstance(v, _SIMPLE)}
+
+
+def digest(target: Any, params: dict) -> str:
+    """Eight hex digits over the retriever's code, its plain settings and its default parameters."""
+    code = target if inspect.isroutine(target) or inspect.isclass(target) else type(target)
+    h = hashlib.sha256(_source(code))
+    h.update(json.dumps([_state(target), params], sort_keys=True, default=repr).encode())
+    return h.hexdigest()[:8]
+
+
+class FunctionArm(Arm):
+    """An arm around a retriever from this process; subclasses made by :func:`register` set the class
+    attributes. Answers are read by :func:`evalkit.answers.from_output`: pages, or chunks placed on pages."""
+
+    target: ClassVar[Any] = None
+    adapter: ClassVar[Adapter]
+    collapse: ClassVar[bool] = False
+    travels = False
+
+    def search(self, query: str, k: int) -> Result:
+        output = self.adapter.ask(self.target, query, k, self.params)
+        return answers.from_output(output, self._texts, self.collapse, lambda item: self.adapter.convert(item, self))
+
+    def _texts(self, doc: str) -> list[str]:
+        """A document's page texts (KeyError: not in the corpus), read once per arm."""
+        cache = self.__dict__.setdefault("_pages", {})
+        if doc not in cache:
+            cache[doc] = self.store.texts(self.corpus.document(doc))
+        return cache[doc]
+
+    def describe(self) -> dict:
+        return {"retriever": f"{type(self.target).__module__}.{getattr(self.target, '__qualname__', type(self.target).__qualname__)}",
+                "adapter": self.adapter.name, "pages": self.adapter.convention, "chunks": answers.CHUNK_RULE,
+                "collapse": self.collapse}
+
+
+def register(target: Any, name: str | None = None, collapse: bool = False, **params: Any) -> str:
+    """Register a retriever as an arm of this process and return its spec (``NAME@DIGEST``). ``params`` are
+    its parameters with their defaults, passed to every call; ``collapse`` declares that its page hits may
+    repeat a page (chunks of one page), which then ranks at its best hit."""
+    name = name or getattr(target, "__name__", None) or type(target).__name__
+    if not _NAME.fullmatch(name):
+        raise ArmError(f"arm name {name!r}: want letters, digits, '_', '.' or '-', starting with a letter")
+    adapter = detect(target)
+    cls = type(f"FunctionArm_{name}", (FunctionArm,), {
+        "name": f"{name}@{digest(target, {**params, 'collapse': collapse})}", "defaults": dict(params),
+        "target": target, "adapter": adapter, "collapse": collapse, "__module__": __name__})
+    return register_class(cls)
