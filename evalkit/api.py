@@ -168,12 +168,15 @@ def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None 
             measures: Sequence[str] = _compare.MEASURES, **kw: Any) -> pd.DataFrame:
     """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline``: per
     measure and class, both means, the difference with its CI, p and p(Holm) over each measure's rows, and
-    the minimal detectable difference. Keyword arguments go to :func:`evalkit.comparison.table`."""
+    the minimal detectable difference, indexed by candidate, measure and class. Keyword arguments go to
+    :func:`evalkit.comparison.table`."""
     base = side(res, baseline)
     names = [candidates] if isinstance(candidates, str) else candidates or [a for a in res.arms if a != base.arm]
     tables = [_compare.table(_compare.pair(base, side(res, c)), tuple(measures), **kw).assign(candidate=side(res, c).arm)
               for c in names]
-    return _compare.with_holm(pd.concat(tables, ignore_index=True))
+    frame = _compare.with_holm(pd.concat(tables, ignore_index=True))
+    columns = ["n", "base", "cand", "delta", "low", "high", "p", "p_holm", "wins", "ties", "losses", "mdd"]
+    return frame.set_index(["candidate", "measure", "class"])[columns]
 
 
 def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | str | Path | _compare.Side,

@@ -22,6 +22,7 @@ from typing import Literal
 import numpy as np
 
 from .records import Query, Result, page_id, split_page_id
+from .text import contains
 
 Ranking = Sequence[str]
 Qrels = Mapping[str, int]
@@ -260,6 +261,32 @@ def evaluate(query: Query, result: Result, names: Iterable[str] = DEFAULT) -> di
         else:
             out[m.name] = m(ranking, qrels) if ranking else 0.0
     return out
+
+
+EVIDENCE = "Evidence@10"
+
+
+def evidence_hit(chunk_texts: Sequence[str], quotes: Iterable[str], k: int = 10) -> float:
+    """1.0 when one of the first ``k`` chunks holds a judged evidence quote (after normalisation, as the
+    query-set check finds quotes on pages), else 0.0; NaN when nothing can be said: no quote, or no chunk
+    text among the first ``k``. The passage-level view beside page nDCG: a page can rank first while the
+    chunk a reader would be shown misses the answer."""
+    quotes = [q for q in quotes if q.strip()]
+    texts = [t for t in chunk_texts[:k] if t]
+    if not quotes or not texts:
+        return math.nan
+    return float(any(contains(t, q) for t in texts for q in quotes))
+
+
+def evidence(query: Query, result: Result, k: int = 10) -> float:
+    """:func:`evidence_hit` of a chunk retriever's answer to an answerable query over its relevant
+    judgments' quotes; NaN for abstain queries and answers without chunks, 0.0 for a refusal or an error."""
+    if not query.answerable or not (result.chunks or result.refused or result.error):
+        return math.nan
+    quotes = [j.evidence for j in query.relevant]
+    if result.refused or result.error:
+        return 0.0 if any(q.strip() for q in quotes) else math.nan
+    return evidence_hit([c.text for c in result.chunks], quotes, k)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from .runner import summarize
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
+    "Evidence@10": "Evidence@10",
     "correct_refusal_rate": "correct refusal", "wrongful_refusal_rate": "wrongful refusal",
     "errors": "errors", "latency_median_s": "s/query (median)",
 }
@@ -23,6 +24,8 @@ DEFINITIONS = {
     "Judged@10": ("share of the first 10 pages the query set has judged (any gain, 0 included), over the "
                   "answerable queries answered; nDCG counts an unjudged page as non-relevant, so below 0.8 "
                   "nDCG@10 speaks about unread pages as much as about the arm"),
+    "Evidence@10": ("share of answerable queries whose first 10 chunks hold a judged evidence quote (chunk "
+                    "retrievers only: the passage a reader is shown, not only its page)"),
     "correct refusal": "abstain queries answered with a refusal or nothing, over all abstain queries",
     "wrongful refusal": "answerable queries refused or answered with nothing, over all answerable queries",
     "errors": ("queries the arm failed to answer (a tool error, a timeout, an unreadable answer): never a "
@@ -80,7 +83,8 @@ class Results:
         if not by_class:
             s = s[s["class"] == "all"]
         keys = ["arm", "class"] if by_class else ["arm"]
-        cols = [c for c in HEADLINE if c in s.columns]  # a run written before a column existed lacks it
+        # a run written before a column existed lacks it; Evidence@10 only where an arm returned chunks
+        cols = [c for c in HEADLINE if c in s.columns and not (c == "Evidence@10" and s[c].isna().all())]
         return s[keys + cols].rename(columns=HEADLINE).set_index(keys)
 
     def scores(self, measure: str, arm: str, answerable_only: bool = True) -> pd.Series:

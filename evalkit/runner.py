@@ -373,7 +373,7 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
         for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
             result = _result(rec)
             rows.append({"query": q.id, "class": q.cls, "kind": q.kind, "arm": info["label"],
-                         **measures.evaluate(q, result),
+                         **measures.evaluate(q, result), measures.EVIDENCE: measures.evidence(q, result),
                          "outcome": measures.refusal_outcome(q, result),
                          "refused": not result.error and (result.refused or not result.hits),
                          "confidence": math.nan if result.confidence is None else result.confidence,
@@ -400,6 +400,8 @@ def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
             answerable = a[a["class"] != "abstain"]
             row = {"arm": arm, "class": cls, "queries": len(a)}
             row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
+            if measures.EVIDENCE in a:  # chunk retrievers' only: a mean over the queries it is defined on
+                row[measures.EVIDENCE] = answerable[measures.EVIDENCE].mean() if len(answerable) else math.nan
             row.update({n: (answerable if cls == "all" else a)[n].mean() for n in audit})
             row.update(measures.refusal_rates(a["outcome"], a["class"] == "abstain"))
             row["errors"] = int((a["outcome"] == "error").sum())

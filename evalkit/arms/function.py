@@ -48,6 +48,18 @@ def digest(target: Any, params: dict) -> str:
     return h.hexdigest()[:8]
 
 
+def declared(target: Any) -> dict[str, Any]:
+    """The parameters a retriever declares: keyword arguments with plain defaults after ``query`` and ``k``
+    (``def bm25(query, k, chunk_words=250)``), read from the function or its ``search`` method."""
+    fn = target if callable(target) and not hasattr(target, "search") else getattr(target, "search", None)
+    try:
+        params = list(inspect.signature(fn).parameters.values())[2:]  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # a builtin or a C function: no signature to read
+        return {}
+    return {p.name: p.default for p in params if isinstance(p.default, _SIMPLE) and p.default is not None
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
 class FunctionArm(Arm):
     """An arm around a retriever from this process; subclasses made by :func:`register` set the class
     attributes. Answers are read by :func:`evalkit.answers.from_output`: pages, or chunks placed on pages."""
@@ -75,14 +87,16 @@ class FunctionArm(Arm):
 
 
 def register(target: Any, name: str | None = None, collapse: bool = False, **params: Any) -> str:
-    """Register a retriever as an arm of this process and return its spec (``NAME@DIGEST``). ``params`` are
-    its parameters with their defaults, passed to every call; ``collapse`` declares that its page hits may
-    repeat a page (chunks of one page), which then ranks at its best hit."""
+    """Register a retriever as an arm of this process and return its spec (``NAME@DIGEST``). Its parameters
+    are the keyword arguments it declares (:func:`declared`), with ``params`` as their defaults, passed to
+    every call; ``collapse`` declares that its page hits may repeat a page (chunks of one page), which then
+    ranks at its best hit."""
     name = name or getattr(target, "__name__", None) or type(target).__name__
     if not _NAME.fullmatch(name):
         raise ArmError(f"arm name {name!r}: want letters, digits, '_', '.' or '-', starting with a letter")
     adapter = detect(target)
+    defaults = {**(declared(target) if adapter.name == "python" else {}), **params}
     cls = type(f"FunctionArm_{name}", (FunctionArm,), {
-        "name": f"{name}@{digest(target, {**params, 'collapse': collapse})}", "defaults": dict(params),
-        "target": target, "adapter": adapter, "collapse": collapse, "__module__": __name__})
+        "name": f"{name}@{digest(target, {**defaults, 'collapse': collapse})}", "defaults": defaults,
+        "target": staticmethod(target) if inspect.isfunction(target) else target, "adapter": adapter, "collapse": collapse, "__module__": __name__})
     return register_class(cls)

@@ -76,3 +76,20 @@ def test_an_installed_external_arm_is_found_and_runs(small, tmp_path, monkeypatc
                          env={**__import__("os").environ, "PYTHONPATH": str(site)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("first-pages on small") and "#1" in out.stdout
+
+
+def test_a_plugin_that_cannot_be_imported_breaks_only_what_names_it(tmp_path, monkeypatch, capsys):
+    from evalkit.cli import main
+
+    site = tmp_path / "site"
+    info = site / "broken_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[evalkit.arms]\nbroken = no_such_module_here:Arm\n")
+    monkeypatch.syspath_prepend(str(site))
+    assert arms.validate("keyword")[0].name == "keyword"  # the other arms are untouched
+    with pytest.raises(ArmError, match=r"plug-in arm 'broken' \(entry point no_such_module_here:Arm, from "
+                                       r"broken-plugin 1.0\) cannot be imported: ModuleNotFoundError"):
+        arms.validate("broken")
+    assert main(["arms"]) == 0  # listed as broken, not fatal
+    assert "broken         plug-in arm 'broken'" in capsys.readouterr().out

@@ -1,0 +1,50 @@
+"""Arms from a retriever written in Python: labels that tell retrievers apart, answers read and checked."""
+import pytest
+
+from evalkit import arms
+from evalkit.arms import ArmError
+from evalkit.arms.function import FunctionArm, digest, register
+from evalkit.records import Hit
+
+
+def first_pages(query, k, page=1):
+    return [("booktabs.pdf", page, 1.0)][:k]
+
+
+def other_pages(query, k, page=1):
+    return [("ctable.pdf", page, 1.0)][:k]
+
+
+class Searcher:
+    def __init__(self, limit):
+        self.limit = limit
+
+    def search(self, query, k):
+        return [Hit("booktabs.pdf", 1, 1.0)][:min(k, self.limit)]
+
+
+def test_labels_carry_a_digest_of_code_settings_and_defaults():
+    a, b = register(first_pages, "pages"), register(other_pages, "pages")
+    assert a.startswith("pages@") and b.startswith("pages@") and a != b  # same name, other code
+    assert register(first_pages, "pages", page=2) != a  # other defaults
+    assert register(Searcher(3), "s") != register(Searcher(4), "s")  # other settings of one class
+    assert register(first_pages, "pages") == a == f"pages@{digest(first_pages, {'page': 1, 'collapse': False})}"
+    assert issubclass(arms.registry()[a], FunctionArm)
+
+
+def test_names_are_checked():
+    with pytest.raises(ArmError, match="want letters"):
+        register(first_pages, "two words")
+    assert register(first_pages, "keyword").startswith("keyword@")  # never the built-in's name
+    assert arms.registry()["keyword"].__name__ == "KeywordArm"
+    with pytest.raises(TypeError, match="cannot make an arm of int"):
+        register(3, "three")
+
+
+def test_a_function_arm_answers_with_its_parameters(small):
+    c, store = small
+    spec = register(first_pages, "pages")
+    arm = arms.make(f"{spec}(page=2)", c, store)
+    assert arm.label == f"{spec}(page=2)" and not arm.travels
+    assert arm.search("anything", 5).hits == (Hit("booktabs.pdf", 2, 1.0),)
+    assert arm.describe()["adapter"] == "python"

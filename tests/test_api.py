@@ -1,0 +1,125 @@
+"""The front door as a notebook uses it: tiny real PDFs, real SQLite, no model."""
+import json
+
+import pytest
+
+import evalkit as ek
+from evalkit import executor
+from evalkit.corpora import CorpusError
+from evalkit.qrels import QrelsError
+from evalkit.runner import RunError
+from tests.conftest import make_pdf
+
+QUERIES = '''
+[set]
+name = "tiny"
+corpus = "docs"
+[[query]]
+id = "q1"
+class = "needle"
+text = "walrus migration"
+judgments = [{ doc = "a.pdf", page = 2, gain = 3, evidence = "walrus migration routes" }]
+[[query]]
+id = "q2"
+class = "spread"
+text = "walrus"
+judgments = [{ doc = "a.pdf", page = 2, gain = 2, evidence = "walrus migration" },
+             { doc = "b.pdf", page = 1, gain = 2, evidence = "a walrus" }]
+[[query]]
+id = "q3"
+class = "abstain"
+kind = "absent-name"
+text = "narwhal tusks"
+'''
+
+
+@pytest.fixture
+def docs(isolated):
+    folder = isolated / "docs"
+    folder.mkdir()
+    make_pdf(folder / "a.pdf", ["seals on the ice", "walrus migration routes north"])
+    make_pdf(folder / "b.pdf", ["penguins and a walrus"])
+    (isolated / "q.toml").write_text(QUERIES)
+    return ek.corpus(docs=folder, progress=False)
+
+
+def test_a_corpus_knows_its_store_and_texts(docs):
+    assert docs.name == "docs" and docs.documents == ["a.pdf", "b.pdf"]
+    first, second = docs.texts("a.pdf")
+    assert "seals on the ice" in first and docs.text("a.pdf") == f"{first}\f{second}"
+    assert docs.page("a.pdf", 2).text == second and "walrus migration" in second
+    assert docs.search("keyword", "walrus", 2).hits[0].doc in ("a.pdf", "b.pdf")
+    with pytest.raises(CorpusError, match="not both"):
+        ek.corpus("latex", docs=".")
+
+
+def test_a_query_set_remembers_its_file_and_must_fit(docs, isolated):
+    qs = ek.queries(isolated / "q.toml")
+    assert qs.path == isolated / "q.toml"
+    ek.fit(qs, docs)
+    (isolated / "other.toml").write_text(QUERIES.replace('corpus = "docs"', 'corpus = "latex"'))
+    with pytest.raises(QrelsError, match="is a query set for corpus 'latex', not 'docs'"):
+        ek.run(docs, ek.queries(isolated / "other.toml"), ["keyword"], isolated / "never")
+    (isolated / "bad.toml").write_text(QUERIES.replace("page = 2, gain = 3", "page = 7, gain = 3"))
+    with pytest.raises(QrelsError, match="does not fit corpus 'docs'"):
+        ek.run(docs, isolated / "bad.toml", ["keyword"], isolated / "never")
+    assert not (isolated / "never").exists()
+
+
+def by_page(query, k):
+    """A retriever that answers in 0-based pages for q1's words: page 2 of a.pdf becomes page... 3."""
+    if "migration" in query:
+        return [("a.pdf", 3, 1.0)]
+    return [("a.pdf", 2, 2.0), ("b.pdf", 1, 1.0)]
+
+
+def chunks(query, k):
+    return [ek.Chunk("a.pdf", "walrus migration routes", 0.9), ek.Chunk("b.pdf", "penguins and", 0.5),
+            ek.Chunk("a.pdf", start=0, end=20, score=0.1)]
+
+
+def test_a_bad_answer_is_its_querys_error_and_the_run_goes_on(docs, isolated, capsys):
+    res = ek.run(docs, isolated / "q.toml", ["keyword", by_page], isolated / "res", progress=False)
+    label = res.arm("by_page")
+    assert label.startswith("by_page@") and res.arms == ["keyword", label]
+    rows = res.per_query.set_index(["arm", "query"])
+    assert rows.loc[(label, "q1"), "error"] == "invalid answer: hit 1: page 3 of 'a.pdf' is outside 1..2"
+    assert rows.loc[(label, "q1"), "nDCG@10"] == 0.0 and rows.loc[(label, "q2"), "nDCG@10"] > 0.9
+    assert res.manifest["status"] == "complete"
+    err = capsys.readouterr().err
+    assert f"arm {label!r}: 1 of 3 queries recorded as errors, first query 'q1': invalid answer: hit 1" in err
+    assert res.table().loc[label, "errors"] == 1
+
+
+def test_chunks_are_placed_recorded_and_scored_by_evidence(docs, isolated):
+    res = ek.run(docs, isolated / "q.toml", [chunks, "keyword"], isolated / "res", progress=False)
+    label = res.arm("chunks")
+    info = next(a for a in res.manifest["arms"] if a["label"] == label)
+    assert info["describe"]["adapter"] == "python" and "each page ranks at its best chunk" in info["describe"]["chunks"]
+    rec = json.loads((res.path / "runs" / f"{info['file']}.jsonl").read_text().splitlines()[0])
+    assert rec["hits"] == [["a.pdf", 2, 0.9], ["b.pdf", 1, 0.5], ["a.pdf", 1, 0.1]]
+    assert [c[1] for c in rec["chunks"]] == [[2], [1], [1, 2]]
+    rows = res.per_query.set_index(["arm", "query"])
+    assert rows.loc[(label, "q1"), "Evidence@10"] == 1.0  # the first chunk holds q1's quote
+    assert rows.loc[(label, "q2"), "Evidence@10"] == 1.0
+    assert rows.loc[("keyword", "q1")].isna()["Evidence@10"]  # a page arm: not defined
+    table = res.table()
+    assert table.loc[label, "Evidence@10"] == 1.0
+
+
+def test_compare_and_gate_take_short_names(docs, isolated, tmp_path):
+    res = ek.run(docs, isolated / "q.toml", ["keyword", "global-index"], isolated / "res", progress=False)
+    frame = ek.compare(res, "keyword")
+    assert set(frame.index.get_level_values("candidate")) == {"global-index"} and "p_holm" in frame
+    assert res.compare("keyword", "global-index").n == 2
+    rules = tmp_path / "gate.toml"
+    rules.write_text('[[rule]]\ntype = "non-inferiority"\nmeasure = "nDCG@10"\nmargin = 0.5\n')
+    verdict = ek.gate(res, res, rules, baseline_arm="keyword", candidate_arm="global-index")
+    assert verdict.exit_code in (0, 1, 2) and (res.path / "gate.json").exists()
+    with pytest.raises(Exception, match="has no arm 'nope'; it has keyword, global-index"):
+        ek.compare(res, "nope")
+
+
+def test_a_notebook_arm_cannot_travel_to_workers(docs, isolated, cluster):
+    with executor.use(cluster), pytest.raises(RunError, match="defined in this process"):
+        ek.run(docs, isolated / "q.toml", [chunks], isolated / "res", progress=False)
