@@ -174,6 +174,20 @@ def cmd_qrels_check(args) -> int:
     return 1 if errors else 0
 
 
+def cmd_qrels_plan(args) -> int:
+    from . import planning
+
+    frame = planning.rescore(api.queries(args.file), args.results)
+    if frame.empty or frame["arm"].nunique() < 2:
+        raise UsageError(f"{args.results}: the power planner needs the answers of two or more arms to the "
+                         f"queries of {args.file}")
+    if args.measure not in frame.columns:
+        raise UsageError(f"--measure {args.measure!r} is not one of the run's measures: "
+                         f"{', '.join(c for c in frame.columns if '@' in c or c.startswith('RR'))}")
+    print(planning.text(planning.plan(frame, args.measure, args.delta), args.measure, args.delta))
+    return 0
+
+
 def cmd_qrels_agree(args) -> int:
     a, b = qrels.load(args.a), qrels.load(args.b)
     ids_a, ids_b = {q.id for q in a.queries}, {q.id for q in b.queries}
@@ -560,6 +574,13 @@ def parser() -> argparse.ArgumentParser:
                                    f"{','.join(POOL_ARMS)})")
     po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.set_defaults(func=cmd_qrels_pool)
+    pl = qp.add_parser("plan", help="the power planner: per class, the MDD the set can see now and the queries "
+                                    "needed to see a chosen Δ, from the arms' answers in a results directory")
+    pl.add_argument("file", type=Path)
+    pl.add_argument("--results", type=Path, required=True, help="a results directory of two or more arms")
+    pl.add_argument("--measure", default="nDCG@10(doc)")
+    pl.add_argument("--delta", type=float, default=0.05, help="the difference to detect (default 0.05)")
+    pl.set_defaults(func=cmd_qrels_plan)
 
     cf = sub.add_parser("config", help="settings kept once for every command and notebook (the embedding model)")
     cf.add_argument("setting", choices=["model"])

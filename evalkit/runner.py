@@ -99,7 +99,7 @@ def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
     return [f"{ids.encode(qid)} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
 
 
-def _read_jsonl(path: Path) -> dict[str, dict]:
+def recorded(path: Path) -> dict[str, dict]:
     """Answers recorded so far, the latest per query; a line cut short by an interruption is dropped
     (and asked again)."""
     return _parse_jsonl(path.read_text().splitlines() if path.exists() else [])
@@ -361,7 +361,7 @@ def _close(arm: arms.Arm, spec: str) -> None:
 
 
 def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
-    recs = _read_jsonl(path)
+    recs = recorded(path)
     return [(q, recs[q.id]) for q in qs.queries]
 
 

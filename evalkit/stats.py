@@ -118,6 +118,23 @@ def mdd(sd: float, n: int, alpha: float = ALPHA, target: float = POWER) -> float
     return float(optimize.brentq(lambda x: power(x, sd, n, alpha) - target, guess / 4, guess * 4, xtol=1e-10))
 
 
+def queries_needed(delta: float, sd: float, alpha: float = ALPHA, target: float = POWER, most: int = 100_000) -> int:
+    """The fewest queries whose paired test at level ``alpha`` detects a true difference ``delta`` with
+    probability ``target`` when per-query differences have standard deviation ``sd`` (inverts :func:`power`
+    in ``n``, which it increases; ``most`` + 1 when even ``most`` queries would not do)."""
+    if not delta or not sd > 0:
+        return 2 if sd == 0 and delta else most + 1
+    low, high = 2, 2
+    while power(delta, sd, high, alpha) < target:
+        if high > most:
+            return most + 1
+        low, high = high, high * 2
+    while low < high:  # the smallest n in [low, high] with enough power
+        mid = (low + high) // 2
+        low, high = (mid + 1, high) if power(delta, sd, mid, alpha) < target else (low, mid)
+    return high
+
+
 def mcnemar_p(worse: int, better: int) -> float:
     """One-sided exact McNemar test that a paired binary outcome got worse: of the queries whose outcome
     changed, ``worse`` changed for the worse and ``better`` for the better; under "no change" each is a

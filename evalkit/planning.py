@@ -1,0 +1,74 @@
+"""How many queries a decision needs: the power planner of a query set in the making.
+
+From the judgments so far, per class, the minimal detectable difference (MDD) the set can see now and the
+number of queries it would need to see a chosen Δ at the target power. The spread of per-query differences
+comes from the arms' recorded answers rescored with the current judgments (the median over every pair of
+arms, so no pair is picked to flatter the set). Every ranking measure lies in [0, 1]: an MDD beyond that
+range says nothing, so it is reported as "n too small", as is a class with fewer than two queries.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import stats
+from .qrels import QuerySet
+from .records import CLASSES
+
+RANGE = 1.0  # the largest difference a ranking measure can show
+TOO_SMALL = "n too small"
+
+
+def sd_of_pairs(wide: pd.DataFrame) -> tuple[float, int]:
+    """The median, over every pair of arms (columns), of the standard deviation of their per-query
+    differences (rows: queries), and the number of pairs."""
+    sds = [float(np.std(wide[a] - wide[b], ddof=1)) for a, b in itertools.combinations(wide.columns, 2)
+           if len(wide) >= 2]
+    return (float(np.median(sds)), len(sds)) if sds else (math.nan, 0)
+
+
+def plan(frame: pd.DataFrame, measure: str = "nDCG@10(doc)", delta: float = 0.05, alpha: float = stats.ALPHA,
+         target: float = stats.POWER) -> pd.DataFrame:
+    """Per answerable class and for all of them (``per_query`` rows of two or more arms): queries, arm
+    pairs, the sd of paired differences, the MDD now (NaN when it is out of range or n < 2) and the queries
+    needed to detect ``delta`` at power ``target``."""
+    answerable = frame[frame["class"] != "abstain"]
+    rows = []
+    for cls in ["all", *[c for c in CLASSES if c != "abstain" and (answerable["class"] == c).any()]]:
+        part = answerable if cls == "all" else answerable[answerable["class"] == cls]
+        wide = part.pivot(index="query", columns="arm", values=measure).dropna()
+        sd, pairs = sd_of_pairs(wide)
+        mdd = stats.mdd(sd, len(wide), alpha, target) if pairs else math.nan
+        rows.append({"class": cls, "queries": len(wide), "pairs": pairs, "sd": sd,
+                     "mdd": mdd if mdd <= RANGE else math.nan,
+                     "needed": stats.queries_needed(delta, sd, alpha, target) if pairs else math.nan})
+    return pd.DataFrame(rows).set_index("class")
+
+
+def text(table: pd.DataFrame, measure: str, delta: float, target: float = stats.POWER) -> str:
+    """What ``evalkit qrels plan`` prints: one line per class."""
+    lines = [f"{measure}: what the set can detect now, and the queries needed to see Δ = {delta:g} at "
+             f"{target:.0%} power (sd of paired differences: median over {int(table['pairs'].max())} arm pair(s))"]
+    for cls, r in table.iterrows():
+        mdd = TOO_SMALL if math.isnan(r["mdd"]) else f"MDD {r['mdd']:.3f}"
+        needed = "n/a" if math.isnan(r["needed"]) else f"{int(r['needed'])} queries"
+        lines.append(f"  {cls:<10} {int(r['queries']):>4} queries  {mdd:<15} needs {needed}")
+    return "\n".join(lines)
+
+
+def rescore(qs: QuerySet, results_path: Path) -> pd.DataFrame:
+    """The arms' recorded answers in a results directory scored with ``qs``'s current judgments (queries
+    both hold; a query reworded since it was asked is left out), one row per (query, arm)."""
+    from . import runner
+    from .results import Results
+
+    res = Results.load(results_path)
+    infos = res.manifest["arms"]
+    asked = [runner.recorded(res.path / "runs" / f"{a['file']}.jsonl") for a in infos]
+    shared = tuple(q for q in qs.queries if all(a.get(q.id, {}).get("text") == q.text for a in asked))
+    return runner.per_query(replace(qs, queries=shared), infos, res.path / "runs")

@@ -1,0 +1,47 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from evalkit import planning, stats
+from evalkit.cli import main
+from tests.conftest import SMALL_QUERIES
+
+
+def test_queries_needed_inverts_power_and_agrees_with_a_simulated_t_test():
+    n = stats.queries_needed(0.1, 0.25)
+    assert stats.power(0.1, 0.25, n) >= 0.8 > stats.power(0.1, 0.25, n - 1)
+    rng = np.random.default_rng(0)
+    d = rng.normal(0.1, 0.25, size=(20_000, n))
+    rejected = st.ttest_1samp(d, 0.0, axis=1).pvalue < 0.05
+    assert rejected.mean() == pytest.approx(0.8, abs=0.02)
+    assert stats.queries_needed(0.1, 0.0) == 2 and stats.queries_needed(0.0, 0.3, most=50) == 51
+
+
+def frame(values: dict[str, list[float]], classes: list[str]) -> pd.DataFrame:
+    return pd.DataFrame([{"query": f"q{i}", "class": c, "arm": arm, "nDCG@10(doc)": v[i]}
+                         for arm, v in values.items() for i, c in enumerate(classes)])
+
+
+def test_small_classes_are_told_honestly():
+    classes = ["needle"] * 6 + ["trap"] * 2 + ["spread"] + ["abstain"]
+    rng = np.random.default_rng(1)
+    values = {a: list(rng.uniform(0, 1, len(classes))) for a in ("a", "b", "c")}
+    table = planning.plan(frame(values, classes))
+    assert table.loc["all", "pairs"] == 3 and table.loc["all", "queries"] == 9  # abstain left out
+    assert math.isnan(table.loc["spread", "mdd"]) and math.isnan(table.loc["trap", "mdd"])  # n < 2; MDD > 1
+    assert 0 < table.loc["all", "mdd"] <= 1 and table.loc["all", "needed"] > 9
+    out = planning.text(table, "nDCG@10(doc)", 0.05)
+    assert "trap" in out and "n too small" in out and "MDD 4." not in out
+
+
+def test_qrels_plan_rescores_recorded_answers_with_the_current_judgments(small_results, tmp_path, capsys):
+    q = tmp_path / "q.toml"
+    q.write_text(SMALL_QUERIES.replace('{ doc = "ctable.pdf", page = 5, gain = 1 }',
+                                       '{ doc = "ctable.pdf", page = 5, gain = 3 }'))
+    assert main(["qrels", "plan", str(q), "--results", str(small_results), "--delta", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "median over 3 arm pair(s)" in out and "needle" in out and "n too small" in out
+    assert main(["qrels", "plan", str(q), "--results", str(small_results), "--measure", "nope"]) == 2
