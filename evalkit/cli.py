@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, arms, compare, executor, gate, qrels, resultsdir, robustness, validity
+from . import __version__, agreement, arms, compare, executor, gate, pooling, qrels, resultsdir, robustness, validity
 from . import corpus as corpora
 from . import run as runner
 from .cache import CacheError, damaged
@@ -235,23 +235,30 @@ def cmd_qrels_pool(args) -> int:
     ingest, store = open_corpus(args)
     docs = {d.name: d for d in ingest.corpus.documents}
     specs = split_top(args.arms, ",") if args.arms else list(qs.pool_arms) or POOL_ARMS
-    depth = args.depth or qs.pool_depth or 10
+    strat = pooling.strategy(args.strategy or f"depth(k={args.depth or qs.pool_depth or 10})")
     built = [arms.make(spec, ingest.corpus, store) for spec in specs]
-    unjudged_total = 0
+    unjudged_total, answerable = 0, {}
     for q in qs.queries:
-        judged = {(j.doc, j.page) for j in q.judgments}
+        judged = [((j.doc, j.page), j.gain) for j in q.judgments]
+        rankings = {arm.label: [(h.doc, h.page) for h in arm.search(q.text, max(strat.depth, 10)).hits] for arm in built}
+        if q.answerable:
+            answerable[q.id] = (rankings, judged)
+        pending = set(strat.pending(rankings, judged))
         pooled: dict[tuple[str, int], list[str]] = {}
-        for arm in built:
-            for rank, h in enumerate(arm.search(q.text, depth).hits, 1):
-                if (h.doc, h.page) not in judged:
-                    pooled.setdefault((h.doc, h.page), []).append(f"{arm.label}@{rank}")
+        for label, ranking in rankings.items():
+            for rank, page in enumerate(ranking[:strat.depth], 1):
+                if page in pending:
+                    pooled.setdefault(page, []).append(f"{label}@{rank}")
         if not pooled:
             continue
         unjudged_total += len(pooled)
         print(f"{q.id} [{q.cls}] {q.text}")
         for (doc, page), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
             print(f"    {doc}#{page}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], page).text, q.text)}")
-    print(f"{unjudged_total} unjudged page(s) in the top {depth} of {len(built)} arm(s)")
+    print(f"{unjudged_total} unjudged page(s) in the top {strat.depth} of {len(built)} arm(s)"
+          + ("" if strat.name == "depth" else f", the next one per query by {strat.label}"))
+    if strat.name != "depth" and answerable:
+        print(pooling.describe(pooling.set_estimate(answerable, strat.depth)))
     return 0
 
 
@@ -560,6 +567,8 @@ def parser() -> argparse.ArgumentParser:
     po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
                                    f"{','.join(POOL_ARMS)})")
     po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
+    po.add_argument("--strategy", help="pooling strategy spec: depth(k=10) (the default: every unjudged page of the "
+                                       "pool), mtf(k=10) or maxmean(k=10) (the next page each query's judgments call for)")
     po.set_defaults(func=cmd_qrels_pool)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
