@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, arms, compare, executor, gate, pooling, qrels, resultsdir, robustness, validity
+from . import __version__, agreement, arms, compare, executor, gate, pooling, qrels, resultsdir, robustness, simulate, validity
 from . import corpus as corpora
 from . import run as runner
 from .cache import CacheError, damaged
@@ -259,6 +259,17 @@ def cmd_qrels_pool(args) -> int:
           + ("" if strat.name == "depth" else f", the next one per query by {strat.label}"))
     if strat.name != "depth" and answerable:
         print(pooling.describe(pooling.set_estimate(answerable, strat.depth)))
+    return 0
+
+
+def cmd_qrels_simulate(args) -> int:
+    qs = qrels.load(args.file)
+    rules = None if args.no_gate else args.rules
+    sim = simulate.simulate(qs, args.results, split_top(args.strategies, ","), rules)
+    out = args.out or Path(args.results) / "simulation"
+    for path in simulate.write(sim, out):
+        print(path)
+    print(simulate.render(sim, rules))
     return 0
 
 
@@ -570,6 +581,15 @@ def parser() -> argparse.ArgumentParser:
     po.add_argument("--strategy", help="pooling strategy spec: depth(k=10) (the default: every unjudged page of the "
                                        "pool), mtf(k=10) or maxmean(k=10) (the next page each query's judgments call for)")
     po.set_defaults(func=cmd_qrels_pool)
+    si = qp.add_parser("simulate", help="replay judging with the recorded judgments as the assessor: pages read per "
+                                        "pooling strategy against the arms' order and the gate's decisions")
+    si.add_argument("file", type=Path)
+    si.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
+    si.add_argument("--strategies", default=",".join(simulate.STRATEGIES), help="comma-separated pooling strategy specs")
+    si.add_argument("--rules", type=Path, default=Path("gate.toml"), help="the gate rules whose decisions must not change")
+    si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
+    si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
+    si.set_defaults(func=cmd_qrels_simulate)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
     ar.set_defaults(func=cmd_arms)

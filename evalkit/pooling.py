@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from .arms import Configurable, lookup
@@ -49,6 +50,7 @@ RELEVANT = 1  # gain at or above which a page counts as relevant (trec_eval's re
 GOLD = 2      # gain at or above which a page is gold (measures.GOLD_GAIN)
 
 
+@lru_cache(maxsize=1 << 16)
 def blind_key(page: PageKey) -> str:
     """A page's place in a blind order: the sha256 of its page id. It depends on the page alone, so it
     reveals no arm, and renaming an arm cannot reorder the pool (ties broken by names decide results)."""
@@ -106,8 +108,8 @@ class Depth(Strategy):
             return pages
         top = self.top(rankings)
         best = {p: min(r.index(p) for r in top.values() if p in r) for p in pages}
-        votes = {p: sum(p in r for r in top.values()) for p in pages}
-        return sorted(pages, key=lambda p: (best[p], -votes[p], blind_key(p)))
+        listed = votes(rankings, self.depth)
+        return sorted(pages, key=lambda p: (best[p], -listed[p], blind_key(p)))
 
     def next_page(self, rankings: Rankings, judged: Judged) -> PageKey | None:
         return next(iter(self.pending(rankings, judged)), None)
@@ -239,23 +241,43 @@ class Rates:
         return cls(1.0, float(gain >= RELEVANT), float(gain >= GOLD), float(gain))
 
 
+Stratum = tuple[int, int]  # (band of how many arms list the page, band of its best rank)
+VOTE_BANDS = (1, 2, 3, 5)      # 1, 2, 3-4, 5 or more arms
+RANK_BANDS = (1, 3, 6, 11)     # best rank 1-2, 3-5, 6-10, 11 or deeper
+
+
+def _band(value: int, edges: tuple[int, ...]) -> int:
+    return sum(value >= e for e in edges)
+
+
+def strata(rankings: Rankings, depth: int) -> dict[PageKey, Stratum]:
+    """Every page of the pool with its stratum: how many arms list it in their top ``depth`` and how high
+    the best of them ranks it, both in bands. An adaptive strategy reads the likeliest pages first, so
+    within a query the unread pages sit lower in the rankings than the read ones; comparing a page only
+    with pages ranked alike keeps that from inflating the estimate."""
+    best: dict[PageKey, int] = {}
+    for r in rankings.values():
+        for rank, p in enumerate(list(dict.fromkeys(tuple(x) for x in r))[:depth], 1):
+            best[p] = min(best.get(p, rank), rank)
+    return {p: (_band(v, VOTE_BANDS), _band(best[p], RANK_BANDS)) for p, v in votes(rankings, depth).items()}
+
+
 @dataclass(frozen=True)
 class Prior:
-    """Per-stratum rates pooled over a query set (stratum = how many arms list the page in their top
-    ``depth``): what a page of a stratum this query has not yet sampled is expected to hold."""
+    """Per-stratum rates pooled over a query set (:func:`strata`): what a page of a stratum this query has
+    not yet sampled is expected to hold."""
 
-    strata: dict[int, Rates] = field(default_factory=dict)
+    strata: dict[Stratum, Rates] = field(default_factory=dict)
 
     @classmethod
     def from_judged(cls, queries: Sequence[tuple[Rankings, Judged]], depth: int = 10) -> "Prior":
-        strata: dict[int, Rates] = {}
+        out: dict[Stratum, Rates] = {}
         for rankings, judged in queries:
-            votes = _votes(rankings, depth)
+            stratum = strata(rankings, depth)
             for page, gain in judged:
-                if tuple(page) in votes:
-                    v = votes[tuple(page)]
-                    strata[v] = strata.get(v, Rates()) + Rates.of(gain)
-        return cls(strata)
+                if (s := stratum.get(tuple(page))) is not None:
+                    out[s] = out.get(s, Rates()) + Rates.of(gain)
+        return cls(out)
 
 
 PSEUDO = 2.0  # weight, in pages, of the prior against one query's own judgments in a stratum
@@ -277,14 +299,18 @@ class Estimate:
     shift: float
     stable: bool
     expected: dict[PageKey, float] = field(default_factory=dict, hash=False, compare=False)
+    # each arm's (nDCG@10, nDCG@10(doc)) as judged so far, and with unread pages at their expected gain
+    now: dict[str, tuple[float, float]] = field(default_factory=dict, hash=False, compare=False)
+    then: dict[str, tuple[float, float]] = field(default_factory=dict, hash=False, compare=False)
 
 
-def _votes(rankings: Rankings, depth: int) -> dict[PageKey, int]:
-    votes: dict[PageKey, int] = {}
+def votes(rankings: Rankings, depth: int) -> dict[PageKey, int]:
+    """Every page of the pool (the union of the arms' top ``depth``) with how many arms list it there."""
+    out: dict[PageKey, int] = {}
     for r in rankings.values():
         for p in list(dict.fromkeys(tuple(x) for x in r))[:depth]:
-            votes[p] = votes.get(p, 0) + 1
-    return votes
+            out[p] = out.get(p, 0) + 1
+    return out
 
 
 def _rate(own: Rates, prior: Rates | None, fallback: Rates) -> Rates:
@@ -301,27 +327,28 @@ def _rate(own: Rates, prior: Rates | None, fallback: Rates) -> Rates:
 def estimate(rankings: Rankings, judged: Judged, depth: int = 10, prior: Prior | None = None,
              tol: float = 0.05) -> Estimate:
     """Estimate what the unread pages of one query's pool hold. A page's chance of being relevant is taken
-    to depend on how many arms list it in their top ``depth`` (its stratum); within a stratum it is the
+    to depend on its stratum (:func:`strata`: how many arms list it, how high); within a stratum it is the
     query's judged share, shrunk towards the set's share for the stratum (``prior``) by ``PSEUDO`` pages.
     Relevant pages no arm ranks within ``depth`` are beyond every pool and are not estimated."""
-    votes = _votes(rankings, depth)
+    stratum = strata(rankings, depth)
     gains = {tuple(p): g for p, g in judged}
-    own: dict[int, Rates] = {}
+    own: dict[Stratum, Rates] = {}
     for p, g in gains.items():
-        if p in votes:
-            own[votes[p]] = own.get(votes[p], Rates()) + Rates.of(g)
+        if p in stratum:
+            own[stratum[p]] = own.get(stratum[p], Rates()) + Rates.of(g)
     fallback = sum(own.values(), Rates()) + HALF
-    unread = [p for p in votes if p not in gains]
+    unread = [p for p in stratum if p not in gains]
     rates = {v: _rate(own.get(v, Rates()), (prior.strata.get(v) if prior else None), fallback)
-             for v in {votes[p] for p in unread}}
-    expected = {p: rates[votes[p]].gain for p in unread}
-    shift = ndcg_shift(rankings, gains, expected)
+             for v in {stratum[p] for p in unread}}
+    expected = {p: rates[stratum[p]].gain for p in unread}
+    now, then = arm_scores(rankings, gains), arm_scores(rankings, {**gains, **expected})
+    shift = max((abs(a - b) for arm in now for a, b in zip(now[arm], then[arm])), default=0.0)
     return Estimate(read=len(gains), unread=len(unread),
                     found_rel=sum(g >= RELEVANT for g in gains.values()),
                     found_gold=sum(g >= GOLD for g in gains.values()),
-                    missing_rel=sum(rates[votes[p]].rel for p in unread),
-                    missing_gold=sum(rates[votes[p]].gold for p in unread),
-                    shift=shift, stable=shift <= tol, expected=expected)
+                    missing_rel=sum(rates[stratum[p]].rel for p in unread),
+                    missing_gold=sum(rates[stratum[p]].gold for p in unread),
+                    shift=shift, stable=shift <= tol, expected=expected, now=now, then=then)
 
 
 NDCG = (measure("nDCG@10"), measure("nDCG@10(doc)"))
@@ -330,14 +357,21 @@ NDCG = (measure("nDCG@10"), measure("nDCG@10(doc)"))
 def arm_scores(rankings: Rankings, gains: Mapping[PageKey, float]) -> dict[str, tuple[float, float]]:
     """Each arm's nDCG@10 and nDCG@10(doc) under ``gains`` (unlisted pages count 0)."""
     qrels = {page_id(*p): g for p, g in gains.items()}
-    return {arm: tuple(m([page_id(*p) for p in dict.fromkeys(tuple(x) for x in r)], qrels) for m in NDCG)
-            for arm, r in rankings.items()}
+    return {arm: tuple(m([page_id(*p) for p in shown(r)], qrels) for m in NDCG) for arm, r in rankings.items()}
 
 
-def ndcg_shift(rankings: Rankings, gains: Mapping[PageKey, float], expected: Mapping[PageKey, float]) -> float:
-    """The largest change of any arm's nDCG@10 (page or doc) when the unread pages take their expected gain."""
-    now, then = arm_scores(rankings, gains), arm_scores(rankings, {**gains, **expected})
-    return max((abs(a - b) for arm in now for a, b in zip(now[arm], then[arm])), default=0.0)
+def shown(ranking: Sequence[PageKey], docs: int = 10) -> list[PageKey]:
+    """The distinct pages of a ranking up to its ``docs``-th distinct document: all that nDCG@10 and
+    nDCG@10(doc) look at (the rest of a 100-page ranking only costs time)."""
+    out: dict[PageKey, None] = {}
+    seen: set[str] = set()
+    for p in ranking:
+        p = tuple(p)
+        if p[0] not in seen and len(seen) == docs:
+            break
+        seen.add(p[0])
+        out.setdefault(p, None)
+    return list(out)
 
 
 @dataclass(frozen=True)
@@ -363,12 +397,10 @@ def set_estimate(queries: Mapping[str, tuple[Rankings, Judged]], depth: int = 10
     per = {q: estimate(r, j, depth, prior) for q, (r, j) in queries.items()}
     now: dict[str, list] = {}
     then: dict[str, list] = {}
-    for q, (rankings, judged) in queries.items():
-        gains = {tuple(p): float(g) for p, g in judged}
-        for arm, s in arm_scores(rankings, gains).items():
-            now.setdefault(arm, []).append(s)
-        for arm, s in arm_scores(rankings, {**gains, **per[q].expected}).items():
-            then.setdefault(arm, []).append(s)
+    for e in per.values():
+        for arm in e.now:
+            now.setdefault(arm, []).append(e.now[arm])
+            then.setdefault(arm, []).append(e.then[arm])
     arms = sorted(now)
     taus, shifts = [], []
     for level in (0, 1):
