@@ -88,7 +88,8 @@ def rescore(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], base: pd.Data
             if q.id in by_query:
                 values[(q.id, arm)] = measures.evaluate(reduced, by_query[q.id], names)
     out = base.drop(columns=[m for m in measures.DEFAULT if m in base.columns and m not in names])
-    new = pd.DataFrame([values.get((q, a), {}) for q, a in zip(base["query"], base["arm"])], index=base.index)
+    new = pd.DataFrame([values.get((q, a), {}) for q, a in zip(base["query"], base["arm"])], index=base.index,
+                       columns=names)
     out[names] = new[names]
     return out
 
@@ -179,7 +180,7 @@ class Truth:
 
 
 def truth(qs: QuerySet, results: Results, ans, names: Sequence[str], keeper: Gatekeeper | None) -> Truth:
-    frame = rescore(qs, ans, results.per_query, {q.id: gains(q) for q in qs.queries}, names)
+    frame = rescore(qs, ans, results.per_query, {q.id: gains(q) for q in qs.queries}, [*LEVELS.values(), *names])
     return Truth(frame, {lvl: arm_means(frame, m) for lvl, m in LEVELS.items()},
                  keeper.decide(frame) if keeper else {},
                  sum(j.gain >= GOLD for q in qs.queries if q.answerable for j in q.judgments))
