@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, arms, compare, executor, gate, pooling, qrels, resultsdir, robustness, simulate, validity
+from . import __version__, agreement, arms, compare, draft, executor, gate, pooling, qrels, resultsdir, robustness, simulate, validity
 from . import corpus as corpora
 from . import run as runner
 from .cache import CacheError, damaged
@@ -270,6 +270,25 @@ def cmd_qrels_simulate(args) -> int:
     for path in simulate.write(sim, out):
         print(path)
     print(simulate.render(sim, rules))
+    return 0
+
+
+def cmd_qrels_draft(args) -> int:
+    ingest, store = open_corpus(args, quiet=True)
+    neighbours = None
+    if args.neighbours:
+        other = argparse.Namespace(**{**vars(args), "corpus": args.neighbours, "docs": None})
+        neighbours = store.corpus_texts(open_corpus(other, quiet=True, store=store)[0].corpus)
+    drafts = draft.draft(store.corpus_texts(ingest.corpus), neighbours, args.per_class)
+    name = ingest.corpus.name
+    out = args.out or Path("qrels") / "drafts" / f"{name}.toml"
+    if out.exists() and not args.force:
+        raise UsageError(f"{out} exists (it may hold an assessor's edits): choose another --out or pass --force")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(draft.to_toml(drafts, name, [h.format(corpus=name) for h in draft.HEADER]))
+    counts = {c: sum(d.cls == c for d in drafts) for c in draft.CLASSES}
+    print(f"{out}: {len(drafts)} drafts ({', '.join(f'{c} {n}' for c, n in counts.items())})"
+          + ("" if neighbours else "; no abstain drafts without --neighbours"))
     return 0
 
 
@@ -590,6 +609,14 @@ def parser() -> argparse.ArgumentParser:
     si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
     si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
     si.set_defaults(func=cmd_qrels_simulate)
+    dr = qp.add_parser("draft", help="candidate queries from the corpus itself (no language model), for an assessor to edit")
+    add_corpus_args(dr)
+    dr.add_argument("--neighbours", metavar="NAME", help="a neighbouring corpus whose names and headings this one "
+                                                          "lacks (abstain drafts)")
+    dr.add_argument("--per-class", type=at_least_one, default=30)
+    dr.add_argument("--out", type=Path, help="the drafts file (default: qrels/drafts/<corpus>.toml)")
+    dr.add_argument("--force", action="store_true", help="overwrite an existing drafts file")
+    dr.set_defaults(func=cmd_qrels_draft)
 
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
     ar.set_defaults(func=cmd_arms)
