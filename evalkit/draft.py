@@ -120,18 +120,19 @@ def _public(term: str, doc: str) -> bool:
 
 
 def needles(pages: Pages, index: Index, n: int) -> list[Draft]:
-    """Each document's most distinctive term (tf x idf x English rarity), documents in order of their best
-    score, so the drafts spread over the corpus."""
-    best: list[tuple[float, str, str]] = []
+    """Each document's most distinctive terms (tf x idf x English rarity): the best of every document first
+    (documents in order of their best score), then the second best, so the drafts spread over the corpus
+    (a corpus of few long documents gives several per document)."""
+    quota = math.ceil(n / max(1, len(index.per_doc)))
+    best: list[tuple[int, float, str, str]] = []
     for doc, counts in index.per_doc.items():
-        scored = [(tf * math.log(index.docs / index.df[t]) * (1 + RARE - z), t)
-                  for t, tf in counts.items()
-                  if tf >= MIN_COUNT and index.df[t] <= 2 and _public(t, doc) and (z := english_zipf(t)) <= RARE]
-        if scored:
-            score, term = max(scored)
-            best.append((score, doc, term))
+        scored = sorted(((tf * math.log(index.docs / index.df[t]) * (1 + RARE - z), t)
+                         for t, tf in counts.items()
+                         if tf >= MIN_COUNT and index.df[t] <= 2 and _public(t, doc) and (z := english_zipf(t)) <= RARE),
+                        reverse=True)
+        best += [(i, -score, doc, term) for i, (score, term) in enumerate(scored[:quota])]
     out = []
-    for score, doc, term in sorted(best, reverse=True)[:n]:
+    for _, _, doc, term in sorted(best)[:n]:
         page = index.best_page(term, doc)
         out.append(Draft(f"needle-{len(out) + 1:02d}", "needle", question(term, doc),
                          f"distinctive term {term!r}: {index.per_doc[doc][term]} times in {doc}, in "
