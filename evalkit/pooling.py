@@ -23,6 +23,7 @@ Interface (what `evalkit qrels pool`, `evalkit qrels simulate` and the judging w
     Prior.from_judged(pairs, depth) -> Prior            # per-stratum rates pooled over a query set
     estimate(rankings, judged, depth=10, prior=None, tol=0.05) -> Estimate    # one query
     set_estimate(queries, depth=10, tol=0.02) -> SetEstimate   # queries: {qid: (rankings, judged)}
+    knee(judged_by_query, ratio=6.0) -> Knee            # stopping for prioritised reading (mtf, maxmean)
 
 Strategies (each follows a published method; see its docstring): ``depth`` (fixed-depth pooling, TREC's),
 ``mtf`` (move-to-front, Cormack, Palmer & Clarke, SIGIR 1998) and ``maxmean`` (the Bayesian bandit of
@@ -429,3 +430,36 @@ def describe(e: SetEstimate) -> str:
             f"expected gain keeps the arms' order at tau {e.tau:.2f} and moves no mean by more than {e.shift:.3f}: "
             + ("reading more is unlikely to change the arms' order" if e.stable else "keep reading")
             + (f"; queries still moving: {', '.join(unstable[:10])}{' …' if len(unstable) > 10 else ''}" if unstable else ""))
+
+
+KNEE_RATIO = 6.0  # Cormack & Grossman's threshold on the slope ratio
+
+
+@dataclass(frozen=True)
+class Knee:
+    """The knee method's reading of a gain curve: the largest slope ratio over the candidate knees, and
+    whether it reached ``KNEE_RATIO`` (stop)."""
+
+    ratio: float
+    pages: int
+    stop: bool
+
+
+def knee(queries: Mapping[str, Judged], ratio: float = KNEE_RATIO, minimum: int = 0) -> Knee:
+    """The knee method (Cormack & Grossman, "Engineering quality and reliability in technology-assisted
+    review", SIGIR 2016), a stopping rule for *prioritised* reading such as ``mtf`` and ``maxmean``: the
+    curve of relevant pages found against pages read flattens once the likely pages are read. The set's
+    curve reads every query's judgments round by round (each query's first page, then each one's second,
+    as a per-query budget does); at each round r a candidate knee splits it, and the slope ratio is
+    (relevant by r / pages by r) / ((relevant after r + 1) / pages after r), the + 1 keeping a flat tail
+    from dividing by zero. Stop when some ratio reaches ``ratio`` and at least ``minimum`` pages are read."""
+    rounds = max((len(j) for j in queries.values()), default=0)
+    pages, rel, curve = 0, 0, []
+    for r in range(rounds):
+        for judged in queries.values():
+            if r < len(judged):
+                pages, rel = pages + 1, rel + (judged[r][1] >= RELEVANT)
+        curve.append((pages, rel))
+    best = max(((rel_k / pages_k) / ((rel - rel_k + 1) / (pages - pages_k))
+                for pages_k, rel_k in curve if 0 < pages_k < pages), default=0.0)
+    return Knee(best, pages, best >= ratio and pages >= minimum)

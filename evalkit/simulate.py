@@ -39,6 +39,7 @@ STRATEGIES = ("depth(k=10)", "depth(k=10,order=rank)", "mtf", "maxmean")
 BUDGETS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 23, 26, 30, 35, 40, 50, 60, 70)
 LEVELS = {"page": "nDCG@10", "doc": "nDCG@10(doc)"}
 LOO_MEASURES = (*LEVELS.values(), "Judged@10")
+SIGNALS = ("stop", "knee")  # the stopping estimate's signal, the knee method's
 
 
 def answers(results: Results) -> dict[str, dict[str, Result]]:
@@ -214,9 +215,10 @@ def gate_scan(points: list[tuple[dict, pd.DataFrame]], keeper: Gatekeeper, refer
     for row, frame in reversed(points):
         if row["tau_page"] < TAU or row["tau_doc"] < TAU or check(row, frame):
             break
-    stop = next(((r, f) for r, f in points if r["stop"]), None)
-    if stop and f"gate_{next(iter(references))}" not in stop[0]:
-        check(*stop)
+    for signal in SIGNALS:
+        stop = next(((r, f) for r, f in points if r[signal]), None)
+        if stop and f"gate_{next(iter(references))}" not in stop[0]:
+            check(*stop)
     for row, _ in points:
         for name in references:
             row.setdefault(f"gate_{name}", math.nan)
@@ -233,9 +235,10 @@ def _stopping(qs: QuerySet, ans, found: Mapping[str, Mapping[PageKey, int]], dep
         known, pool = gains(q), pooling.votes(per[q.id][0], depth)
         for level in missing:
             missing[level] += sum(known.get(p, 0) >= level for p in pool if p not in found[q.id])
+    k = pooling.knee({q.id: list(found[q.id].items()) for q in qs.queries})
     return {"est_missing_rel": est.missing_rel, "true_missing_rel": missing[RELEVANT],
             "est_missing_gold": est.missing_gold, "true_missing_gold": missing[GOLD],
-            "est_tau": est.tau, "est_shift": est.shift, "stop": est.stable}
+            "est_tau": est.tau, "est_shift": est.shift, "stop": est.stable, "knee_ratio": k.ratio, "knee": k.stop}
 
 
 def leave_one_out(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], pooled: pd.DataFrame,
@@ -273,7 +276,8 @@ class Simulation:
     def summary(self) -> pd.DataFrame:
         """Per strategy: the fewest pages from which on tau >= TAU on both levels and no gate decision
         changed (against the full judgments; against the whole depth-10 pool) hold at every later budget,
-        also as a share of the depth-10 pool; and the point where the stopping estimate first said stop."""
+        also as a share of the depth-10 pool; and the points where the stopping estimate and the knee
+        method first said stop, with what they reached there."""
         rows = []
         for strat, c in self.curves.groupby("strategy", sort=False):
             tau = (c["tau_page"] >= TAU) & (c["tau_doc"] >= TAU)
@@ -285,10 +289,11 @@ class Simulation:
                 label = f" ({ref.replace('gate_', '').replace('_', ' ')})" if ref else ""
                 row[f"pages to target{label}"] = pages
                 row[f"share of depth-10 pool{label}"] = pages / self.depth_pages
-            stop = c[c["stop"]].head(1)
-            row["pages at stop signal"] = int(stop["pages"].iloc[0]) if len(stop) else math.nan
-            for col in ("tau_page", "tau_doc", *[x for x in c.columns if x.startswith("gate_")]):
-                row[f"{col} at stop"] = stop[col].iloc[0] if len(stop) else math.nan
+            for signal in SIGNALS:
+                stop = c[c[signal].astype(bool)].head(1)
+                row[f"pages at {signal}"] = int(stop["pages"].iloc[0]) if len(stop) else math.nan
+                for col in ("tau_page", "tau_doc", *[x for x in c.columns if x.startswith("gate_")]):
+                    row[f"{col} at {signal}"] = stop[col].iloc[0] if len(stop) else math.nan
             row["never-judged pages read"] = self.unjudged[strat]
             rows.append(row)
         return pd.DataFrame(rows).set_index("strategy")
@@ -337,9 +342,10 @@ def fig_simulation(sim: Simulation) -> Figure:
         x = c["pages"] / sim.depth_pages
         for ax, (col, _) in zip(axes, panels):
             ax.plot(x, c[col], color=f"C{i}", label=strat, marker=".", ms=3)
-            stop = c[c["stop"]]
-            if len(stop):
-                ax.plot(stop["pages"].iloc[0] / sim.depth_pages, stop[col].iloc[0], "o", color=f"C{i}", mec="black")
+            for signal, marker in zip(SIGNALS, "o^"):
+                stop = c[c[signal].astype(bool)]
+                if len(stop):
+                    ax.plot(stop["pages"].iloc[0] / sim.depth_pages, stop[col].iloc[0], marker, color=f"C{i}", mec="black")
     for ax, (col, title) in zip(axes, panels):
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("pages read / depth-10 pool")
@@ -347,7 +353,7 @@ def fig_simulation(sim: Simulation) -> Figure:
             ax.axhline(TAU, color="grey", lw=0.8, ls=":")
         ax.axvline(0.5, color="grey", lw=0.8, ls=":")
     axes[0].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Judging replayed: {sim.name} (depth-10 pool: {sim.depth_pages} pages; dot: stop signal)", fontsize=10)
+    fig.suptitle(f"Judging replayed: {sim.name} (depth-10 pool: {sim.depth_pages} pages; dot: stopping estimate, triangle: knee method)", fontsize=10)
     fig.tight_layout()
     return fig
 

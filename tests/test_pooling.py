@@ -165,3 +165,16 @@ def test_describe_says_whether_to_keep_reading():
     half = list(gains.items())[:5]
     line = pooling.describe(pooling.set_estimate({"q": (r, half)}))
     assert "relevant page(s) not yet found" in line and "keep reading" in line
+
+
+def test_the_knee_method_stops_a_prioritised_reading_and_not_an_even_one():
+    p = pages("d", 8)
+    front = [(x, g) for x, g in zip(p, [1, 1, 0, 0, 0, 0, 0, 0])]
+    # knee after 2 pages: (2/2) / ((2 - 2 + 1) / 6) = 6, the largest ratio over the candidate knees
+    k = pooling.knee({"q": front})
+    assert k.ratio == pytest.approx(6.0) and k.stop and k.pages == 8
+    even = [(x, g) for x, g in zip(p, [1, 0, 1, 0, 1, 0, 1, 0])]
+    assert not pooling.knee({"q": even}).stop
+    assert not pooling.knee({"q": front}, minimum=9).stop
+    # two queries read round by round: the curve is the same as one query reading both in turn
+    assert pooling.knee({"a": front[:4], "b": front[4:]}).pages == 8
