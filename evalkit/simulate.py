@@ -335,13 +335,15 @@ def fig_simulation(sim: Simulation) -> Figure:
     panels = [("gold_found", "share of gain >= 2 pages found"), ("tau_page", "Kendall tau, nDCG@10"),
               ("tau_doc", "Kendall tau, nDCG@10(doc)")]
     if "gate_vs_full" in sim.curves:
-        panels.append(("gate_vs_full", "gate decisions changed vs full judgments"))
+        panels.append(("gate_vs_full", "gate decisions changed: vs full judgments (solid), vs whole pool (dashed)"))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4), sharex=True, squeeze=False)
     axes = axes[0]
     for i, (strat, c) in enumerate(sim.curves.groupby("strategy", sort=False)):
         x = c["pages"] / sim.depth_pages
         for ax, (col, _) in zip(axes, panels):
             ax.plot(x, c[col], color=f"C{i}", label=strat, marker=".", ms=3)
+            if col == "gate_vs_full":
+                ax.plot(x, c["gate_vs_pool"], color=f"C{i}", ls="--", marker=".", ms=3)
             for signal, marker in zip(SIGNALS, "o^"):
                 stop = c[c[signal].astype(bool)]
                 if len(stop):
@@ -377,7 +379,7 @@ def render(sim: Simulation, rules: Path | str | None) -> str:
     lines = [f"{sim.name}; the reference pool (every arm's top 10) holds {sim.depth_pages} pages",
              f"target: tau >= {TAU} on nDCG@10 and nDCG@10(doc)"
              + (f" and no gate decision of any ordered pair of arms changed ({rules})" if rules else " (gate not checked)"),
-             "", sim.summary.to_string(float_format=fmt), ""]
+             "", sim.summary.T.to_string(float_format=fmt), ""]
     if len(sim.loo):
         lines += ["leave-one-arm-out: the pool of every other arm, read whole; the arm scored on what it found",
                   sim.loo.to_string(index=False, float_format=fmt), ""]
