@@ -6,9 +6,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, api, arms, comparison, config, executor, qrels, resultsdir, robustness, validity
-from . import corpora
-from . import runner
+from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
+from . import corpora, robustness, runner, simulate, validity
 from .cache import CacheError, damaged
 from .corpora import CorpusError
 from .pages import HIDDEN_TEXT, PageStore, store_path
@@ -240,23 +239,60 @@ def cmd_qrels_pool(args) -> int:
     ingest, store = opened.ingest, opened.store
     docs = {d.name: d for d in ingest.corpus.documents}
     specs = split_top(args.arms, ",") if args.arms else list(qs.pool_arms) or POOL_ARMS
-    depth = args.depth or qs.pool_depth or 10
+    strat = pooling.strategy(args.strategy or f"depth(k={args.depth or qs.pool_depth or 10})")
     built = [arms.make(spec, ingest.corpus, store) for spec in specs]
-    unjudged_total = 0
+    unjudged_total, answerable = 0, {}
     for q in qs.queries:
-        judged = {(j.doc, j.page) for j in q.judgments}
+        judged = [((j.doc, j.page), j.gain) for j in q.judgments]
+        rankings = {arm.label: [(h.doc, h.page) for h in arm.search(q.text, max(strat.depth, 10)).hits] for arm in built}
+        if q.answerable:
+            answerable[q.id] = (rankings, judged)
+        pending = set(strat.pending(rankings, judged))
         pooled: dict[tuple[str, int], list[str]] = {}
-        for arm in built:
-            for rank, h in enumerate(arm.search(q.text, depth).hits, 1):
-                if (h.doc, h.page) not in judged:
-                    pooled.setdefault((h.doc, h.page), []).append(f"{arm.label}@{rank}")
+        for label, ranking in rankings.items():
+            for rank, page in enumerate(ranking[:strat.depth], 1):
+                if page in pending:
+                    pooled.setdefault(page, []).append(f"{label}@{rank}")
         if not pooled:
             continue
         unjudged_total += len(pooled)
         print(f"{q.id} [{q.cls}] {q.text}")
         for (doc, page), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
             print(f"    {doc}#{page}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], page).text, q.text)}")
-    print(f"{unjudged_total} unjudged page(s) in the top {depth} of {len(built)} arm(s)")
+    print(f"{unjudged_total} unjudged page(s) in the top {strat.depth} of {len(built)} arm(s)"
+          + ("" if strat.name == "depth" else f", the next one per query by {strat.label}"))
+    if strat.name != "depth" and answerable:
+        print(pooling.describe(pooling.set_estimate(answerable, strat.depth)))
+    return 0
+
+
+def cmd_qrels_simulate(args) -> int:
+    qs = qrels.load(args.file)
+    rules = None if args.no_gate else args.rules
+    sim = simulate.simulate(qs, args.results, split_top(args.strategies, ","), rules)
+    out = args.out or Path(args.results) / "simulation"
+    for path in simulate.write(sim, out):
+        print(path)
+    print(simulate.render(sim, rules))
+    return 0
+
+
+def cmd_qrels_draft(args) -> int:
+    ingest, store = open_corpus(args, quiet=True)
+    neighbours = None
+    if args.neighbours:
+        other = argparse.Namespace(**{**vars(args), "corpus": args.neighbours, "docs": None})
+        neighbours = store.corpus_texts(open_corpus(other, quiet=True, store=store)[0].corpus)
+    drafts = draft.draft(store.corpus_texts(ingest.corpus), neighbours, args.per_class)
+    name = ingest.corpus.name
+    out = args.out or Path("qrels") / "drafts" / f"{name}.toml"
+    if out.exists() and not args.force:
+        raise UsageError(f"{out} exists (it may hold an assessor's edits): choose another --out or pass --force")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(draft.to_toml(drafts, name, [h.format(corpus=name) for h in draft.HEADER]))
+    counts = {c: sum(d.cls == c for d in drafts) for c in draft.CLASSES}
+    print(f"{out}: {len(drafts)} drafts ({', '.join(f'{c} {n}' for c, n in counts.items())})"
+          + ("" if neighbours else "; no abstain drafts without --neighbours"))
     return 0
 
 
@@ -573,6 +609,8 @@ def parser() -> argparse.ArgumentParser:
     po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
                                    f"{','.join(POOL_ARMS)})")
     po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
+    po.add_argument("--strategy", help="pooling strategy spec: depth(k=10) (the default: every unjudged page of the "
+                                       "pool), mtf(k=10) or maxmean(k=10) (the next page each query's judgments call for)")
     po.set_defaults(func=cmd_qrels_pool)
     pl = qp.add_parser("plan", help="the power planner: per class, the MDD the set can see now and the queries "
                                     "needed to see a chosen Δ, from the arms' answers in a results directory")
@@ -581,6 +619,23 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--measure", default="nDCG@10(doc)")
     pl.add_argument("--delta", type=float, default=0.05, help="the difference to detect (default 0.05)")
     pl.set_defaults(func=cmd_qrels_plan)
+    si = qp.add_parser("simulate", help="replay judging with the recorded judgments as the assessor: pages read per "
+                                        "pooling strategy against the arms' order and the gate's decisions")
+    si.add_argument("file", type=Path)
+    si.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
+    si.add_argument("--strategies", default=",".join(simulate.STRATEGIES), help="comma-separated pooling strategy specs")
+    si.add_argument("--rules", type=Path, default=Path("gate.toml"), help="the gate rules whose decisions must not change")
+    si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
+    si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
+    si.set_defaults(func=cmd_qrels_simulate)
+    dr = qp.add_parser("draft", help="candidate queries from the corpus itself (no language model), for an assessor to edit")
+    add_corpus_args(dr)
+    dr.add_argument("--neighbours", metavar="NAME", help="a neighbouring corpus whose names and headings this one "
+                                                          "lacks (abstain drafts)")
+    dr.add_argument("--per-class", type=at_least_one, default=30)
+    dr.add_argument("--out", type=Path, help="the drafts file (default: qrels/drafts/<corpus>.toml)")
+    dr.add_argument("--force", action="store_true", help="overwrite an existing drafts file")
+    dr.set_defaults(func=cmd_qrels_draft)
 
     cf = sub.add_parser("config", help="settings kept once for every command and notebook (the embedding model)")
     cf.add_argument("setting", choices=["model"])

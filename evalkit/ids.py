@@ -11,6 +11,7 @@ are on disk; a folder holding both is refused (:func:`normalization_clashes`).
 from __future__ import annotations
 
 import unicodedata
+from functools import lru_cache
 from urllib.parse import unquote
 
 
@@ -18,11 +19,13 @@ def _escaped(c: str) -> bool:
     return c in "#%" or c.isspace() or not c.isprintable()
 
 
+@lru_cache(maxsize=1 << 16)  # a corpus has few names, and every page id of every ranking encodes one
 def encode(name: str) -> str:
     """``name`` safe for a white-space and ``#``-delimited field; :func:`decode` gives it back."""
     return "".join("".join(f"%{b:02X}" for b in c.encode()) if _escaped(c) else c for c in name)
 
 
+@lru_cache(maxsize=1 << 16)
 def decode(field: str) -> str:
     return unquote(field, errors="strict")
 

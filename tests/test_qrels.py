@@ -200,6 +200,11 @@ def test_cli_check_export_import(isolated, capsys):
     q.write_text(q.read_text().replace('corpus = "tiny"', 'corpus = "tiny"\npool_depth = 3\npool_arms = ["global-index"]'))
     assert main(["qrels", "pool", str(q), "--docs", str(d)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("in the top 3 of 1 arm(s)")
+    # an adaptive strategy names the one page each query's judgments call for next, and the stopping estimate
+    assert main(["qrels", "pool", str(q), "--docs", str(d), "--arms", "keyword,global-index", "--strategy", "maxmean(k=5)"]) == 0
+    out = capsys.readouterr().out
+    assert "the next one per query by maxmean(k=5)" in out and "stopping estimate over" in out
+    assert main(["qrels", "pool", str(q), "--docs", str(d), "--strategy", "maxmean(k=0)"]) == 2
 
 
 @pytest.mark.slow

@@ -1,0 +1,180 @@
+import random
+
+import pytest
+
+from evalkit import pooling
+from evalkit.arms import ArmError
+from evalkit.pooling import blind_key
+
+
+def pages(doc, n):
+    return [(doc, i) for i in range(1, n + 1)]
+
+
+def read(spec, rankings, gains, budget=None):
+    return [p for p, _ in pooling.replay(pooling.strategy(spec), rankings, lambda p: gains.get(p, 0), budget)]
+
+
+def test_depth_reads_the_union_of_every_top_k_once_in_hash_order():
+    r = {"a": [("x", 1), ("x", 2), ("y", 1)], "b": [("y", 1), ("z", 3), ("x", 1)]}
+    order = read("depth(k=2)", r, {})
+    assert order == sorted([("x", 1), ("x", 2), ("y", 1), ("z", 3)], key=blind_key)
+    s = pooling.strategy("depth(k=2)")
+    assert s.label == "depth(k=2)" and pooling.strategy("depth(k=10)").label == "depth"
+    assert s.pending(r, [(order[0], 3)]) == order[1:]
+    assert s.next_page(r, [(p, 0) for p in order]) is None
+
+
+def test_depth_order_rank_reads_shallow_pages_first_then_those_more_arms_list():
+    a, b = [("p", 1), ("p", 2), ("p", 3)], [("p", 1), ("p", 3), ("p", 4)]
+    # best ranks 1, 2, 2, 3; p3 is listed by two arms, p2 by one
+    assert read("depth(k=3,order=rank)", {"a": a, "b": b}, {}) == [("p", 1), ("p", 3), ("p", 2), ("p", 4)]
+
+
+def test_the_order_reveals_no_arm_renaming_the_arms_changes_nothing():
+    rng = random.Random(1)
+    universe = pages("d", 40)
+    r = {f"arm{i}": rng.sample(universe, 12) for i in range(4)}
+    gains = {p: rng.choice([0, 0, 1, 3]) for p in universe}
+    renamed = {f"z{9 - i}": v for i, v in enumerate(r.values())}
+    for spec in ("depth", "mtf", "maxmean"):
+        assert read(spec, r, gains) == read(spec, renamed, gains), spec
+
+
+A, B = pages("a.pdf", 3), pages("b.pdf", 3)
+
+
+def test_move_to_front_keeps_reading_an_arm_while_it_finds_relevant_pages():
+    assert blind_key(A[0]) < blind_key(B[0])  # the first turn goes to arm a (priorities tie)
+    gains = {B[0]: 1, B[1]: 2}
+    # a1 is not relevant: a drops to -1, b takes over and keeps the turn for b1, b2; b3 is not relevant:
+    # both at -1, and the tie goes to a's next page
+    expected = [A[0], B[0], B[1], B[2], A[1], A[2]]
+    assert read("mtf", {"a": A, "b": B}, gains) == expected
+
+
+def test_move_to_front_treats_a_judgment_made_elsewhere_as_read_only():
+    s = pooling.strategy("mtf")
+    # b2 was judged outside the strategy (non-relevant): a still has the first turn, b loses no priority
+    assert s.next_page({"a": A, "b": B}, [(B[1], 0)]) == A[0]
+    assert s.next_page({"a": A, "b": B}, [(B[1], 0), (A[0], 0)]) == B[0]
+
+
+def test_maxmean_follows_the_arm_with_the_best_posterior_mean():
+    assert blind_key(A[0]) < blind_key(B[0])
+    gains = {A[0]: 1, A[1]: 1, B[1]: 1, B[2]: 1}
+    # a1 rel: a 2/3 > b 1/2; a2 rel: 3/4; a3 not: a 3/5 = 0.6 > 0.5, a exhausted; then b's pages
+    assert read("maxmean", {"a": A, "b": B}, gains) == [A[0], A[1], A[2], B[0], B[1], B[2]]
+    gains = {B[1]: 1, B[2]: 1}
+    # a1 not relevant: a 1/3 < b 1/2 -> b1 not: 1/3 each, tie to the smaller hash of the next pages
+    order = read("maxmean", {"a": A, "b": B}, gains)
+    assert order[:2] == [A[0], B[0]]
+    assert order[2] == min(A[1], B[1], key=blind_key)
+
+
+def test_maxmean_credits_a_page_to_every_arm_that_lists_it():
+    shared = ("s.pdf", 1)
+    s = pooling.strategy("maxmean")
+    r = {"a": [shared, ("a.pdf", 1)], "b": [shared, ("b.pdf", 1)], "c": [("c.pdf", 1), ("c.pdf", 2)]}
+    # after the shared page is found relevant, a and b stand at 2/3, c at 1/2: c is not next
+    assert s.next_page(r, [(shared, 2)]) in {("a.pdf", 1), ("b.pdf", 1)}
+
+
+@pytest.mark.parametrize("spec", ["depth", "depth(order=rank)", "mtf", "maxmean"])
+def test_next_page_is_a_pure_function_of_the_judgments_so_a_workbench_can_resume(spec):
+    rng = random.Random(7)
+    universe = pages("d", 30)
+    r = {f"arm{i}": rng.sample(universe, 10) for i in range(3)}
+    gains = {p: rng.choice([0, 1, 2]) for p in universe}
+    full = pooling.replay(pooling.strategy(spec), r, lambda p: gains[p])
+    assert len(full) == len({p for x in r.values() for p in x})
+    fresh = pooling.strategy(spec)
+    for i in range(len(full)):
+        assert fresh.next_page(r, list(full[:i])) == full[i][0]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("bogus", "unknown pooling strategy 'bogus'"),
+    ("depth(k=0)", "pooling strategy 'depth': parameter 'k' must be at least 1"),
+    ("mtf(order=rank)", "pooling strategy 'mtf' has no parameter 'order'"),
+    ("depth(order=random)", "parameter 'order' is 'hash' or 'rank'"),
+])
+def test_a_bad_spec_names_what_is_wrong(spec, message):
+    with pytest.raises(ArmError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        pooling.strategy(spec)
+
+
+# ---- stopping ------------------------------------------------------------------------------------------
+
+def synthetic_query(rng, arms=5, universe=60, depth=10):
+    """Arms drawn from one universe with a shared preference, so some pages are listed by many arms;
+    a page is relevant with a chance that grows with how many arms list it and how high (the stratum)."""
+    weights = [rng.random() ** 3 for _ in range(universe)]
+    docs = pages("d", universe)
+    r = {}
+    for a in range(arms):
+        keys = sorted(range(universe), key=lambda i: -weights[i] * rng.random())
+        r[f"arm{a}"] = [docs[i] for i in keys[:depth]]
+    strata = pooling.strata(r, depth)
+    chance = {s: min(0.9, 0.05 + 0.2 * s[0] - 0.05 * s[1]) for s in set(strata.values())}
+    gains = {p: (rng.choice([1, 2, 3]) if rng.random() < chance[s] else 0) for p, s in strata.items()}
+    return r, gains
+
+
+def test_the_stopping_estimate_matches_the_relevant_pages_left_in_a_simulation():
+    """Read a random half of each query's pool (random within strata: the estimator's assumption), then
+    compare the estimated relevant pages left with the true count over 300 simulated queries."""
+    rng = random.Random(11)
+    queries, truth_rel, truth_gold = {}, 0, 0
+    for q in range(300):
+        r, gains = synthetic_query(rng)
+        pool = sorted(gains, key=blind_key)
+        rng.shuffle(pool)
+        read_ = pool[: len(pool) // 2]
+        queries[f"q{q}"] = (r, [(p, gains[p]) for p in read_])
+        truth_rel += sum(gains[p] >= 1 for p in pool[len(pool) // 2:])
+        truth_gold += sum(gains[p] >= 2 for p in pool[len(pool) // 2:])
+    est = pooling.set_estimate(queries)
+    assert truth_rel > 300
+    assert abs(est.missing_rel - truth_rel) / truth_rel < 0.1
+    assert abs(est.missing_gold - truth_gold) / truth_gold < 0.1
+
+
+def test_everything_read_leaves_nothing_to_find_and_the_order_stable():
+    rng = random.Random(3)
+    queries = {}
+    for q in range(20):
+        r, gains = synthetic_query(rng)
+        queries[f"q{q}"] = (r, list(gains.items()))
+    est = pooling.set_estimate(queries)
+    assert est.missing_rel == 0 and est.missing_gold == 0 and est.shift == 0 and est.tau == pytest.approx(1.0) and est.stable
+    e = next(iter(est.queries.values()))
+    assert e.unread == 0 and e.stable
+
+
+def test_nothing_read_is_never_called_empty():
+    r = {"a": A, "b": B}
+    e = pooling.estimate(r, [])
+    assert e.missing_rel == pytest.approx(3.0) and e.read == 0 and not e.stable  # 6 pages at chance 1/2
+    assert pooling.estimate(r, [(p, 0) for p in A]).missing_rel < e.missing_rel
+
+
+def test_describe_says_whether_to_keep_reading():
+    rng = random.Random(5)
+    r, gains = synthetic_query(rng)
+    half = list(gains.items())[:5]
+    line = pooling.describe(pooling.set_estimate({"q": (r, half)}))
+    assert "relevant page(s) not yet found" in line and "keep reading" in line
+
+
+def test_the_knee_method_stops_a_prioritised_reading_and_not_an_even_one():
+    p = pages("d", 8)
+    front = [(x, g) for x, g in zip(p, [1, 1, 0, 0, 0, 0, 0, 0])]
+    # knee after 2 pages: (2/2) / ((2 - 2 + 1) / 6) = 6, the largest ratio over the candidate knees
+    k = pooling.knee({"q": front})
+    assert k.ratio == pytest.approx(6.0) and k.stop and k.pages == 8
+    even = [(x, g) for x, g in zip(p, [1, 0, 1, 0, 1, 0, 1, 0])]
+    assert not pooling.knee({"q": even}).stop
+    assert not pooling.knee({"q": front}, minimum=9).stop
+    # two queries read round by round: the curve is the same as one query reading both in turn
+    assert pooling.knee({"a": front[:4], "b": front[4:]}).pages == 8
