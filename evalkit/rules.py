@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 import pandas as pd
 
 from . import compare, measures, stats
-from .run import slug
+from .resultsdir import slug
 
 Status = Literal["pass", "fail", "underpowered", "skipped"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "underpowered", "skipped")

@@ -18,7 +18,6 @@ import json
 import math
 import os
 import platform
-import re
 import sqlite3
 import sys
 import time
@@ -34,7 +33,9 @@ from .corpus import Corpus
 from .embeddings import ModelSpec
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
-from .records import CLASSES, Hit, Query, Result, page_id
+from .records import Hit, Query, Result, page_id
+from .results import summarize
+from .resultsdir import slug
 
 DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
 PACKAGES = ("pymupdf", "fastembed", "onnxruntime", "numpy", "pandas", "scipy", "pyarrow", "tqdm")
@@ -43,10 +44,6 @@ PACKAGES = ("pymupdf", "fastembed", "onnxruntime", "numpy", "pandas", "scipy", "
 class RunError(Exception):
     """A run that cannot start or resume as asked; the message says why and what to do."""
 
-
-def slug(label: str) -> str:
-    """A file name for an arm label (labels may hold '/', e.g. a model id)."""
-    return re.sub(r"[^\w.,=()+-]+", "_", label)
 
 
 def environment() -> dict:
@@ -343,29 +340,4 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
     return pd.DataFrame(rows)
 
-
-def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
-    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only (an
-    errored one scores 0, like an empty answer), both refusal rates side by side, the number of errors,
-    latency median / p95 / mean, and the mean tied items at 10. Audit measures (Judged@10) are averaged over
-    the queries with an answer: answerable ones in ``all`` (the row whose nDCG they qualify), the class's
-    own in a class row (abstain included)."""
-    names = [n for n in measures.DEFAULT if n in frame.columns]
-    audit = {n for n in names if measures.MEASURES[n].audit}
-    groups = [("all", frame)]
-    if by_class:
-        groups += [(c, frame[frame["class"] == c]) for c in CLASSES if (frame["class"] == c).any()]
-    rows = []
-    for cls, g in groups:
-        for arm, a in g.groupby("arm", sort=False):
-            answerable = a[a["class"] != "abstain"]
-            row = {"arm": arm, "class": cls, "queries": len(a)}
-            row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
-            row.update({n: (answerable if cls == "all" else a)[n].mean() for n in audit})
-            row.update(measures.refusal_rates(a["outcome"], a["class"] == "abstain"))
-            row["errors"] = int((a["outcome"] == "error").sum())
-            row.update({f"latency_{k}_s": v for k, v in measures.latency_summary(a["latency_s"]).items()})
-            row["ties@10"] = a["ties@10"].mean()
-            rows.append(row)
-    return pd.DataFrame(rows)
 
