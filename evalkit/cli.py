@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, arms, compare, executor, gate, qrels, resultsdir, robustness, validity
+from . import __version__, agreement, arms, compare, dirs, executor, gate, qrels, resultsdir, robustness, validity
 from . import corpus as corpora
 from . import run as runner
 from .cache import CacheError, damaged
@@ -91,8 +91,10 @@ def cmd_corpus_lock(args) -> int:
             print(f"not locked {name}: an identical copy of {original} (the same bytes)", file=sys.stderr)
         if unreadable or copies:
             raise UsageError(f"nothing locked from {args.dir}: {_lock_problems(unreadable, copies)}")
-        entry = corpora.lock_corpus(ingest.corpus, args.lock, args.description)
-    print(f"locked {args.name}: {len(entry['document'])} documents, {sum(d['pages'] for d in entry['document'])} pages")
+        lock = args.lock or dirs.lock_target()
+        entry = corpora.lock_corpus(ingest.corpus, lock, args.description)
+    print(f"locked {args.name} in {lock}: {len(entry['document'])} documents, "
+          f"{sum(d['pages'] for d in entry['document'])} pages")
     return 0
 
 
@@ -635,7 +637,7 @@ def parser() -> argparse.ArgumentParser:
     ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot tell")
     ga.add_argument("--baseline", required=True, metavar="DIR:ARM", help="results directory and arm (DIR alone: its only arm)")
     ga.add_argument("--candidate", required=True, metavar="DIR:ARM")
-    ga.add_argument("--rules", type=Path, default=Path("gate.toml"), help="rules file (default: ./gate.toml)")
+    ga.add_argument("--rules", type=Path, help="rules file (default: ./gate.toml, else the rules shipped with evalkit)")
     ga.add_argument("--json", type=Path, metavar="FILE", help="also write the verdict as JSON")
     ga.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
     ga.add_argument("--markdown", type=Path, metavar="FILE", help="also write Markdown (e.g. $GITHUB_STEP_SUMMARY)")

@@ -1,5 +1,6 @@
-"""The report of a results directory: the helpers behind ``notebooks/report.ipynb``, and :func:`render`, which
-executes that notebook headless into ``report.ipynb``, ``report.html`` and ``figures/*.png`` next to the run.
+"""The report of a results directory: the helpers behind the report notebook (``evalkit/data/report.ipynb``),
+and :func:`render`, which executes that notebook headless into ``report.ipynb``, ``report.html`` and
+``figures/*.png`` next to the run.
 
 Every helper reads a :class:`~evalkit.results.Results` and returns plain pandas or matplotlib objects, so the
 notebook is a list of calls and each helper can be tested on its own. One mapping, :func:`arm_colours`, gives
@@ -26,7 +27,7 @@ from .records import CLASSES
 from .results import DEFINITIONS, HEADLINE, Results
 from .text import split_top
 
-NOTEBOOK = dirs.REPO_ROOT / "notebooks" / "report.ipynb"
+NOTEBOOK = dirs.shipped("report.ipynb")
 # Figures the report saves (figures/<name>.png); "deltas" needs two arms.
 FIGURES = ("class_bars", "deltas", "latency", "refusals", "ties")
 # Saved only when the run has what they show: "refusal_tradeoff" needs an arm that records confidences.
@@ -96,12 +97,12 @@ def save(fig: Figure, name: str, figures: str | Path | None) -> Path | None:
 
 def qrels_file(results: Results) -> Path | None:
     """The query file the run names (``manifest["qrels"]["path"]``), looked up as given, then relative to the
-    working directory, the results directory and the repository; None if it is not found."""
+    working directory and to the results directory (never to the installation); None if it is not found."""
     name = results.manifest.get("qrels", {}).get("path") or ""
     if not name:
         return None
     p = Path(name)
-    for cand in ([p] if p.is_absolute() else [Path.cwd() / p, results.path / p, dirs.REPO_ROOT / p]):
+    for cand in ([p] if p.is_absolute() else [Path.cwd() / p, results.path / p]):
         if cand.is_file():
             return cand
     return None

@@ -1,16 +1,14 @@
 import json
 import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from evalkit import compare, gate, report
+from evalkit import compare, dirs, gate, report
 
 from .conftest import write_results
 
-ROOT = Path(__file__).resolve().parent.parent
 RULES = """
 [[rule]]
 type = "non-inferiority"
@@ -133,7 +131,7 @@ def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
 def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
     d = tmp_path / "results"
     shutil.copytree(small_results, d)
-    v = gate.evaluate(compare.side(f"{d}:keyword"), compare.side(f"{d}:global-index"), ROOT / "gate.toml")
+    v = gate.evaluate(compare.side(f"{d}:keyword"), compare.side(f"{d}:global-index"), dirs.shipped("gate.toml"))
     (d / gate.GATE_FILE).write_text(v.to_json())
     html = report.render(d).read_text()
     assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
