@@ -158,7 +158,7 @@ def cmd_qrels_check(args) -> int:
     vocab = validity.vocabulary(pages)
     rank = validity.bm25_ranker(ingest.corpus, store) if args.strict or args.verbose else None
     problems = qrels.check(qs, pages, strict=args.strict)
-    if args.strict:
+    if args.strict and rank:
         problems += validity.check(qs, pages, rank, vocab)
     for p in problems:
         print(p)
@@ -166,7 +166,7 @@ def cmd_qrels_check(args) -> int:
         unknown = validity.unknown_words(q, vocab)
         print(f"  abstain {q.id} [{q.kind or 'no kind'}]: "
               + (f"not in the corpus: {' '.join(sorted(unknown))}" if unknown else "every content word is in the corpus"))
-    if args.verbose:
+    if args.verbose and rank:
         for q in qs.queries:
             if q.cls == "trap" and q.distractor:
                 print(f"  trap {validity.trap_ranks(q, rank(q.text))}")

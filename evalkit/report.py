@@ -67,7 +67,7 @@ def resolve_pair(results: Results, pair: Sequence[str] | str | None = None) -> t
     ``None`` when the run has a single arm or no answerable query (a held-out set of abstain queries: the
     deltas are over answerable ones). Unknown labels raise ValueError listing the run's arms."""
     if pair is None:
-        return tuple(results.arms[:2]) if len(results.arms) >= 2 and len(_answerable(results)) else None
+        return (results.arms[0], results.arms[1]) if len(results.arms) >= 2 and len(_answerable(results)) else None
     names = split_top(pair, ",") if isinstance(pair, str) else list(pair)
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"pair must name two different arms, got {pair!r}")
@@ -581,7 +581,7 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
     error; nothing is written then."""
     res = Results.load(Path(results_dir).resolve())
     if pair is not None:
-        pair = list(resolve_pair(res, pair))
+        pair = list(resolve_pair(res, pair) or ())  # a given pair is returned checked, or refused
     figures = res.path / "figures"
     figures.mkdir(exist_ok=True)
     for name in FIGURES + OPTIONAL_FIGURES:  # a figure left from an earlier report must not pass for this one's

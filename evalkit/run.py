@@ -21,9 +21,11 @@ import platform
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -196,7 +198,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         arm = arms.make(spec, corpus, store)
         if executor.current() is None:  # on an executor the workers' instances answer, and prepare themselves
             arm.prepare()
-        info = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
+        info: dict[str, Any] = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
                 "class": f"{type(arm).__module__}.{type(arm).__qualname__}",
                 "build_seconds": round(time.perf_counter() - t0, 3)}
         if info["file"] in files:
@@ -209,8 +211,8 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         resultsdir.write_json(manifest_path, manifest)
         try:
             _run_arm(arm, spec, qs, runs / f"{info['file']}.jsonl", k, progress)
-            if described := _describe(arm, spec):
-                built[spec]["describe"] = described
+            if description := _describe(arm, spec):
+                built[spec]["describe"] = description
                 resultsdir.write_json(manifest_path, manifest)
         finally:
             _close(arm, spec)
@@ -237,6 +239,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
             tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     ex = executor.current()
+    answers: Iterator[tuple[int, tuple[Result, float]]]
     if ex is None:
         answers = ((i, _timed_search(arm, q.text, k)) for i, q in enumerate(todo))
     else:
