@@ -419,7 +419,8 @@ def environment_summary(env: dict):
 
 
 def render(path: Path | str, out_html: Path | str | None = None) -> Path:
-    """Execute the bench notebook (``evalkit/data/bench.ipynb``) on a bench directory into ``<dir>/bench.html`` (and ``.ipynb``)."""
+    """Execute the bench notebook (``evalkit/data/bench.ipynb``) on a bench directory into
+    ``<dir>/bench.html`` (and ``.ipynb``)."""
     from .notebooks import execute
 
     path = Path(path).resolve()

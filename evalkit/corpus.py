@@ -91,14 +91,12 @@ def _read_lock_file(path: Path) -> dict[str, dict]:
         raise CorpusError(f"{path}: not valid TOML: {e}") from None
 
 
-def write_lock(entries: dict[str, dict], path: Path | None = None) -> Path:
-    """Write ``entries`` to ``path`` (default: :func:`evalkit.dirs.lock_target`, never the installation);
-    returns the file written."""
+def write_lock(entries: dict[str, dict], path: Path | None = None) -> None:
+    """Write ``entries`` to ``path`` (default: :func:`evalkit.dirs.lock_target`, never the installation)."""
     path = path or dirs.lock_target()
     text = "# Pinned corpora: every document's sha256, size, pages and source. Written by `evalkit corpus lock`.\n"
     text += tomli_w.dumps({"corpus": {k: entries[k] for k in sorted(entries)}})
     _atomic_write(path, text.encode())
-    return path
 
 
 def lock_entry(name: str, path: Path | None = None) -> dict:
