@@ -180,10 +180,10 @@ def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None 
 
 
 def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | str | Path | _compare.Side,
-         rules: str | Path = "gate.toml", *, baseline_arm: str | None = None, candidate_arm: str | None = None,
+         rules: str | Path | None = None, *, baseline_arm: str | None = None, candidate_arm: str | None = None,
          allow_different_queries: bool = False, record: bool = True) -> _gate.Verdict:
-    """Evaluate the pre-registered ``rules`` for a candidate against a baseline (each a results directory
-    and an arm). ``ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")`` gates two arms of
+    """Evaluate the pre-registered ``rules`` (default: ``./gate.toml``, else the shipped rules) for a candidate
+    against a baseline (each a results directory and an arm). ``ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")`` gates two arms of
     one run. With ``record``, the verdict is written to the candidate's ``gate.json`` for its report."""
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
     verdict = _gate.evaluate(base, cand, rules, allow_different_queries)

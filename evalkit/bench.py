@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import arms, measures
+from . import arms, dirs, measures
 from .arms import lexical
 from .corpora import Corpus
 from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, windows
@@ -402,7 +402,7 @@ def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Seq
     return figures
 
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "bench.ipynb"
+NOTEBOOK = dirs.shipped("bench.ipynb")
 
 
 def environment_summary(env: dict):
@@ -419,7 +419,8 @@ def environment_summary(env: dict):
 
 
 def render(path: Path | str, out_html: Path | str | None = None) -> Path:
-    """Execute ``notebooks/bench.ipynb`` on a bench directory into ``<dir>/bench.html`` (and ``.ipynb``)."""
+    """Execute the bench notebook (``evalkit/data/bench.ipynb``) on a bench directory into
+    ``<dir>/bench.html`` (and ``.ipynb``)."""
     from .notebooks import execute
 
     path = Path(path).resolve()

@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
+from . import __version__, agreement, api, arms, comparison, config, dirs, draft, executor, pooling, qrels, resultsdir
 from . import corpora, robustness, runner, simulate, validity
 from .cache import CacheError, damaged
 from .corpora import CorpusError
@@ -78,8 +78,10 @@ def cmd_corpus_lock(args) -> int:
             print(f"not locked {name}: an identical copy of {original} (the same bytes)", file=sys.stderr)
         if unreadable or copies:
             raise UsageError(f"nothing locked from {args.dir}: {_lock_problems(unreadable, copies)}")
-        entry = corpora.lock_corpus(ingest.corpus, args.lock, args.description)
-    print(f"locked {args.name}: {len(entry['document'])} documents, {sum(d['pages'] for d in entry['document'])} pages")
+        lock = args.lock or dirs.lock_target()
+        entry = corpora.lock_corpus(ingest.corpus, lock, args.description)
+    print(f"locked {args.name} in {lock}: {len(entry['document'])} documents, "
+          f"{sum(d['pages'] for d in entry['document'])} pages")
     return 0
 
 
@@ -145,7 +147,7 @@ def cmd_qrels_check(args) -> int:
     vocab = validity.vocabulary(pages)
     rank = validity.bm25_ranker(ingest.corpus, store) if args.strict or args.verbose else None
     problems = qrels.check(qs, pages, strict=args.strict)
-    if args.strict:
+    if args.strict and rank:
         problems += validity.check(qs, pages, rank, vocab)
     for p in problems:
         print(p)
@@ -153,7 +155,7 @@ def cmd_qrels_check(args) -> int:
         unknown = validity.unknown_words(q, vocab)
         print(f"  abstain {q.id} [{q.kind or 'no kind'}]: "
               + (f"not in the corpus: {' '.join(sorted(unknown))}" if unknown else "every content word is in the corpus"))
-    if args.verbose:
+    if args.verbose and rank:
         for q in qs.queries:
             if q.cls == "trap" and q.distractor:
                 print(f"  trap {validity.trap_ranks(q, rank(q.text))}")
@@ -257,8 +259,8 @@ def cmd_qrels_pool(args) -> int:
             continue
         unjudged_total += len(pooled)
         print(f"{q.id} [{q.cls}] {q.text}")
-        for (doc, page), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
-            print(f"    {doc}#{page}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], page).text, q.text)}")
+        for (doc, number), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
+            print(f"    {doc}#{number}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], number).text, q.text)}")
     print(f"{unjudged_total} unjudged page(s) in the top {strat.depth} of {len(built)} arm(s)"
           + ("" if strat.name == "depth" else f", the next one per query by {strat.label}"))
     if strat.name != "depth" and answerable:
@@ -278,11 +280,12 @@ def cmd_qrels_simulate(args) -> int:
 
 
 def cmd_qrels_draft(args) -> int:
-    ingest, store = open_corpus(args, quiet=True)
+    opened = open_corpus(args, quiet=True)
+    ingest, store = opened.ingest, opened.store
     neighbours = None
     if args.neighbours:
         other = argparse.Namespace(**{**vars(args), "corpus": args.neighbours, "docs": None})
-        neighbours = store.corpus_texts(open_corpus(other, quiet=True, store=store)[0].corpus)
+        neighbours = store.corpus_texts(open_corpus(other, quiet=True, store=store).corpus)
     drafts = draft.draft(store.corpus_texts(ingest.corpus), neighbours, args.per_class)
     name = ingest.corpus.name
     out = args.out or Path("qrels") / "drafts" / f"{name}.toml"
@@ -716,7 +719,7 @@ def parser() -> argparse.ArgumentParser:
     ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot tell")
     ga.add_argument("--baseline", required=True, metavar="DIR:ARM", help="results directory and arm (DIR alone: its only arm)")
     ga.add_argument("--candidate", required=True, metavar="DIR:ARM")
-    ga.add_argument("--rules", type=Path, default=Path("gate.toml"), help="rules file (default: ./gate.toml)")
+    ga.add_argument("--rules", type=Path, help="rules file (default: ./gate.toml, else the rules shipped with evalkit)")
     ga.add_argument("--json", type=Path, metavar="FILE", help="also write the verdict as JSON")
     ga.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
     ga.add_argument("--markdown", type=Path, metavar="FILE", help="also write Markdown (e.g. $GITHUB_STEP_SUMMARY)")

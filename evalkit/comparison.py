@@ -185,7 +185,9 @@ def pair(base: Side, cand: Side, allow_different_queries: bool = False) -> Pair:
         sides.append(_fill(rows, absent, classes).loc[universe].drop(columns=["arm"]))
     env = _environment_differences({k: mb.get("environment", {}).get(k) for k in ENVIRONMENT_KEYS},
                                    {k: mc.get("environment", {}).get(k) for k in ENVIRONMENT_KEYS})
-    return Pair(base, cand, *sides, tuple(missing), unshared, tuple(env), (mb.get("depth", 0), mc.get("depth", 0)))
+    base_rows, cand_rows = sides
+    return Pair(base, cand, base_rows, cand_rows, tuple(missing), unshared, tuple(env),
+                (mb.get("depth", 0), mc.get("depth", 0)))
 
 
 def table(pair: Pair, measures: tuple[str, ...] = MEASURES, confidence: float = 0.95,

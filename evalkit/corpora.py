@@ -73,7 +73,15 @@ def sha256_file(path: Path) -> str:
 # ---- the lock file -------------------------------------------------------------------------------------
 
 def read_lock(path: Path | None = None) -> dict[str, dict]:
-    path = path or dirs.lock_path()
+    """The corpora of the lock ``path``; by default those of :func:`evalkit.dirs.lock_paths`, a user's
+    ./corpora.lock over the lock shipped with evalkit."""
+    entries: dict[str, dict] = {}
+    for p in [path] if path else dirs.lock_paths():
+        entries.update(_read_lock_file(p))
+    return entries
+
+
+def _read_lock_file(path: Path) -> dict[str, dict]:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f).get("corpus", {})
@@ -84,7 +92,8 @@ def read_lock(path: Path | None = None) -> dict[str, dict]:
 
 
 def write_lock(entries: dict[str, dict], path: Path | None = None) -> None:
-    path = path or dirs.lock_path()
+    """Write ``entries`` to ``path`` (default: :func:`evalkit.dirs.lock_target`, never the installation)."""
+    path = path or dirs.lock_target()
     text = "# Pinned corpora: every document's sha256, size, pages and source. Written by `evalkit corpus lock`.\n"
     text += tomli_w.dumps({"corpus": {k: entries[k] for k in sorted(entries)}})
     _atomic_write(path, text.encode())
@@ -94,7 +103,8 @@ def lock_entry(name: str, path: Path | None = None) -> dict:
     entries = read_lock(path)
     if name not in entries:
         known = ", ".join(sorted(entries)) or "none"
-        raise CorpusError(f"corpus {name!r} is not in {path or dirs.lock_path()} (known: {known})")
+        where = path or " + ".join(map(str, dirs.lock_paths()))
+        raise CorpusError(f"corpus {name!r} is not in {where} (known: {known})")
     return entries[name]
 
 
@@ -255,9 +265,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
 # ---- lock from a folder -----------------------------------------------------------------------------------
 
 def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = None) -> dict:
-    """Write or update the lock entry ``c.name`` from a corpus read from a folder (page counts filled in by
-    the page store). Sources already in the lock are kept for unchanged files; new files get ``file:``."""
-    entries = read_lock(lock) if (lock or dirs.lock_path()).exists() else {}
+    """Write or update the lock entry ``c.name`` in ``lock`` (default: :func:`evalkit.dirs.lock_target`)
+    from a corpus read from a folder (page counts filled in by the page store). Sources already in that
+    lock are kept for unchanged files; new files get ``file:``."""
+    lock = lock or dirs.lock_target()
+    entries = read_lock(lock) if lock.exists() else {}
     old = {d["name"]: d for d in entries.get(c.name, {}).get("document", [])}
     docs = []
     for d in c.documents:

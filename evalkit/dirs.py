@@ -1,14 +1,15 @@
-"""Where evalkit keeps corpora, caches and the lock file.
+"""Where evalkit keeps corpora, caches, lock files and the files it ships.
 
 Everything derived lives in one cache directory so it can be deleted and rebuilt; environment variables
-override the XDG defaults so tests and CI can point at throw-away folders.
+override the XDG defaults so tests and CI can point at throw-away folders. Files shipped with evalkit
+(``evalkit/data``: the corpora lock, the default gate rules, the report notebooks) are read from the
+installed package and never written; a user's own files resolve against the working directory.
 """
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def data_dir() -> Path:
@@ -25,9 +26,29 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "evalkit"
 
 
-def lock_path() -> Path:
-    """The corpora.lock in use: $EVALKIT_LOCK, else ./corpora.lock, else the one shipped with evalkit."""
+def shipped(name: str) -> Path:
+    """A file shipped inside the package (``evalkit/data/NAME``): read it, never write it."""
+    path = resources.files("evalkit") / "data" / name
+    if not isinstance(path, Path):  # wheels install as files; a zipped install would hand out a zip member
+        raise RuntimeError(f"evalkit is installed in an archive; its data file {name} needs a folder install")
+    return path
+
+
+def lock_paths() -> tuple[Path, ...]:
+    """The corpora.lock files read by default, later ones winning on a corpus name: $EVALKIT_LOCK alone,
+    else the lock shipped with evalkit (its corpora stay at hand) and ./corpora.lock when there is one."""
     if env := os.environ.get("EVALKIT_LOCK"):
-        return Path(env)
+        return (Path(env),)
     here = Path.cwd() / "corpora.lock"
-    return here if here.exists() else REPO_ROOT / "corpora.lock"
+    return (shipped("corpora.lock"), here) if here.exists() else (shipped("corpora.lock"),)
+
+
+def lock_target() -> Path:
+    """Where a lock is written by default: $EVALKIT_LOCK, else ./corpora.lock (never the installation)."""
+    return Path(os.environ.get("EVALKIT_LOCK") or Path.cwd() / "corpora.lock")
+
+
+def rules_path() -> Path:
+    """The gate rules used by default: ./gate.toml when the working directory has one, else those shipped."""
+    here = Path.cwd() / "gate.toml"
+    return here if here.exists() else shipped("gate.toml")

@@ -22,7 +22,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePath
 
 from wordfreq import zipf_frequency
@@ -131,7 +131,7 @@ def needles(pages: Pages, index: Index, n: int) -> list[Draft]:
                          if tf >= MIN_COUNT and index.df[t] <= 2 and _public(t, doc) and (z := english_zipf(t)) <= RARE),
                         reverse=True)
         best += [(i, -score, doc, term) for i, (score, term) in enumerate(scored[:quota])]
-    out = []
+    out: list[Draft] = []
     for _, _, doc, term in sorted(best)[:n]:
         page = index.best_page(term, doc)
         out.append(Draft(f"needle-{len(out) + 1:02d}", "needle", question(term, doc),
@@ -176,7 +176,8 @@ def traps(pages: Pages, index: Index, n: int, max_overlap: float = 0.15) -> list
         sim = _overlap(_context(pages, index, term, a), _context(pages, index, term, b))
         if sim < max_overlap:
             found.append((min(index.per_doc[a][term], index.per_doc[b][term]) * (1 - sim), term, a, b, sim))
-    out, used = [], set()
+    out: list[Draft] = []
+    used: set[tuple[str, str]] = set()
     for _, term, a, b, sim in sorted(found, reverse=True):
         if (a, b) in used or len(out) == n:
             continue
@@ -210,8 +211,8 @@ def spreads(pages: Pages, n: int, max_docs: int = 8) -> list[Draft]:
         docs = sorted({d for d, _, _ in where})
         if 2 <= len(docs) <= max_docs and min(english_zipf(w) for w in key) < 4.5 and not key <= BOILERPLATE:
             found.append((len(docs), sorted(key), where, docs))
-    out = []
-    for ndocs, key, where, docs in sorted(found, key=lambda f: (-f[0], f[1]))[:n]:
+    out: list[Draft] = []
+    for ndocs, words, where, docs in sorted(found, key=lambda f: (-f[0], f[1]))[:n]:
         title = where[0][2]
         first = {d: (d, p) for d, p, _ in reversed(where)}
         out.append(Draft(f"spread-{len(out) + 1:02d}", "spread", f"{title}: which manuals cover it, and what do they say?",
@@ -222,7 +223,8 @@ def spreads(pages: Pages, n: int, max_docs: int = 8) -> list[Draft]:
 
 def _vocabulary(pages: Pages) -> tuple[set[str], set[str]]:
     """Every word (lower-case) and every name (as written) on any page."""
-    words, named = set(), set()
+    words: set[str] = set()
+    named: set[str] = set()
     for texts in pages.values():
         for text in texts:
             words.update(t.lower() for t in terms(text))
@@ -246,7 +248,7 @@ def abstains(pages: Pages, neighbours: Pages | None, n: int) -> list[Draft]:
     for texts in neighbours.values():
         held.update({t for text in texts for t in terms(text)
                      if t.lower() not in words and (t.startswith("\\") or any(ch.isupper() or ch.isdigit() for ch in t[1:]))})
-    out = []
+    out: list[Draft] = []
     for name, docs in held.most_common(n // 2):
         kind = "absent-name" if _shape(name) in usual and _shape(name) != "word" else "off-domain"
         out.append(Draft(f"abstain-{len(out) + 1:02d}", "abstain", f"How do I use {name}?",

@@ -15,10 +15,12 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -46,7 +48,7 @@ def _dist_file(dist: str, suffix: str) -> Path:
         raise RuntimeError(f"the packaged model needs the PyPI package {dist!r} (see README, 'Offline model')") from None
     for f in files:
         if str(f).endswith(suffix):
-            return Path(metadata.distribution(dist).locate_file(f))
+            return Path(str(metadata.distribution(dist).locate_file(f)))
     raise RuntimeError(f"{dist} has no file ending in {suffix!r}")
 
 
@@ -135,10 +137,10 @@ class Embedder:
         from fastembed import TextEmbedding
 
         folder = spec.folder()
-        kwargs = {"specific_model_path": str(folder)} if folder else {}
+        kwargs: dict[str, Any] = {"specific_model_path": str(folder)} if folder else {}
         self.spec, self.batch_size = spec, batch_size
         self.model = TextEmbedding(spec.model, threads=threads, **kwargs)
-        tokenizer = self.model.model.tokenizer
+        tokenizer = self.model.model.tokenizer  # type: ignore[attr-defined]  # the ONNX model's, not on its base
         tokenizer.enable_truncation(max_length=spec.max_tokens)
 
     def passages(self, texts: list[str]) -> np.ndarray:
@@ -188,6 +190,7 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
                 yield [w for _, _, w in chunk]
 
     ex = executor.current()
+    vectors: Iterator[tuple[int, Any]]
     if ex is None:
         vectors = enumerate(map(embedder_factory().passages, texts()))
     else:

@@ -17,7 +17,7 @@ vectors from the cache.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -31,7 +31,7 @@ class ExecutorError(Exception):
 class Executor(Protocol):
     name: str
 
-    def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+    def map(self, fn: Callable[..., Any], calls: Iterable[tuple]) -> Iterator[tuple[int, Any]]:
         """``(index, fn(*calls[index]))`` for every call, in completion order."""
 
     def each_worker(self, fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
@@ -55,7 +55,7 @@ class DaskExecutor:
         workers = self.client.scheduler_info().get("workers", {})
         self.in_flight = in_flight or max(4, 4 * sum(w.get("nthreads", 1) for w in workers.values()))
 
-    def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+    def map(self, fn: Callable[..., Any], calls: Iterable[tuple]) -> Iterator[tuple[int, Any]]:
         from distributed import as_completed
 
         pending = iter(enumerate(calls))

@@ -29,8 +29,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import cast
 
 import pymupdf
 
@@ -286,7 +287,7 @@ def _worker(conn, memory_mb: int, visible_only: bool) -> None:
             conn.send(Extraction(error=TOO_BIG, transient=True))
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def _context() -> multiprocessing.context.ForkContext | multiprocessing.context.SpawnContext:
     """fork where there is one: a child starts in milliseconds with PyMuPDF loaded, and never re-imports
     the caller's main module (forkserver and spawn would re-run an unguarded script or fail from stdin)."""
     if "fork" in multiprocessing.get_all_start_methods():
@@ -307,7 +308,8 @@ class _Process:
         self.conn.close()
 
 
-def _start(ctx: multiprocessing.context.BaseContext, memory_mb: int, visible_only: bool) -> _Process:
+def _start(ctx: multiprocessing.context.ForkContext | multiprocessing.context.SpawnContext, memory_mb: int,
+           visible_only: bool) -> _Process:
     ours, theirs = ctx.Pipe()
     proc = ctx.Process(target=_worker, args=(theirs, memory_mb, visible_only), daemon=True)
     proc.start()
@@ -325,7 +327,7 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, m
     ctx = _context()
     todo = list(enumerate(paths))[::-1]
     idle: list[_Process] = []
-    busy: dict = {}  # connection -> (index, worker, deadline)
+    busy: dict[Connection, tuple[int, _Process, float]] = {}  # connection -> (index, worker, deadline)
     done: list[tuple[int, Extraction]] = []
     try:
         while True:
@@ -342,7 +344,7 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, m
             if not busy:
                 return
             timeout = max(0.0, min(d for _, _, d in busy.values()) - time.monotonic())
-            ready = wait(list(busy), timeout=timeout)
+            ready = cast(list[Connection], wait(list(busy), timeout=timeout))  # some of those given
             for conn in ready:
                 i, w, _ = busy.pop(conn)
                 try:

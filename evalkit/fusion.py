@@ -48,8 +48,8 @@ def round_robin_depth(lengths: Sequence[int], k: int) -> int:
     """How deep each of several *disjoint* rankings must be read for the top k of their fusion: an item at
     rank r scores 1/(k_rrf + r) whichever ranking holds it, so the fused list is all first items, then all
     second items, and so on; its top k lies within the first r ranks once those hold k items."""
-    lengths = np.asarray(lengths)
+    counts = np.asarray(lengths)
     depth = 1
-    while depth < lengths.max(initial=0) and np.minimum(lengths, depth).sum() < k:
+    while depth < counts.max(initial=0) and np.minimum(counts, depth).sum() < k:
         depth += 1
     return depth

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import __version__, comparison, rules
+from . import __version__, comparison, dirs, rules
 from .rules import Detail, Outcome
 
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
@@ -153,13 +153,14 @@ class Verdict:
         return self.text()
 
 
-def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: Path | str,
+def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: Path | str | None = None,
              allow_different_queries: bool = False) -> Verdict:
-    """Pair the two sides and evaluate every rule of ``rules_path``. Anything that stops the evaluation
+    """Pair the two sides and evaluate every rule of ``rules_path`` (default: :func:`evalkit.dirs.rules_path`,
+    ./gate.toml else the rules shipped with evalkit). Anything that stops the evaluation
     (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
     so every document-level measure moves with depth alone."""
-    parsed = rules.load(rules_path)
+    parsed = rules.load(rules_path or dirs.rules_path())
     pair = comparison.pair(baseline, candidate, allow_different_queries)
     if pair.depths[0] != pair.depths[1]:
         raise comparison.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from .text import contains
 Ranking = Sequence[str]
 Qrels = Mapping[str, int]
 Level = Literal["page", "doc"]
+T = TypeVar("T")
 
 # A document is "gold" for the GoldDoc/GoldHit family when one of its judged pages has at least this gain.
 GOLD_GAIN = 2
@@ -41,7 +42,7 @@ def _log2(i: int) -> float:
     return _LOG2[i]
 
 
-def _top(ranking: Ranking, k: int | None) -> Ranking:
+def _top(ranking: Sequence[T], k: int | None) -> Sequence[T]:
     if k is not None and k < 1:
         raise ValueError(f"cutoff must be >= 1, got {k}")
     return ranking if k is None else ranking[:k]

@@ -134,7 +134,7 @@ class PageStore:
                        if ex else extract_all([corpus.path(d) for d in todo], workers, *bounds))
             for i, result in results:
                 if result.transient:  # over a bound or crashed: tried again next time, never cached
-                    unstored[todo[i].name] = result.error
+                    unstored[todo[i].name] = str(result.error)
                 else:
                     self._save(todo[i].sha256, result)
                     extracted.append(todo[i].name)
@@ -144,7 +144,9 @@ class PageStore:
         for d in corpus.documents:
             if d.name in unstored:
                 continue
-            pages, error = self._known(d.sha256)
+            known = self._known(d.sha256)
+            assert known is not None  # stored above, or by an earlier ingest
+            pages, error = known
             if error:
                 errors[d.name] = error
                 continue

@@ -44,6 +44,11 @@ from .measures import measure
 from .records import page_id
 
 PageKey = tuple[str, int]
+
+
+def key(page: Sequence) -> PageKey:
+    """A page as a key, however it came (a list from JSON, a tuple)."""
+    return (str(page[0]), int(page[1]))
 Rankings = Mapping[str, Sequence[PageKey]]
 Judged = Sequence[tuple[PageKey, int]]
 
@@ -74,7 +79,7 @@ class Strategy(Configurable):
 
     def top(self, rankings: Rankings) -> dict[str, list[PageKey]]:
         """Each arm's first ``depth`` pages (an arm's repeats collapsed: a page is read once)."""
-        return {arm: list(dict.fromkeys(tuple(p) for p in r))[: self.depth] for arm, r in rankings.items()}
+        return {arm: list(dict.fromkeys(key(p) for p in r))[: self.depth] for arm, r in rankings.items()}
 
     def pool(self, rankings: Rankings) -> list[PageKey]:
         """Every page the strategy may propose: the union of every arm's top ``depth``, in blind order."""
@@ -147,7 +152,7 @@ class MoveToFront(Strategy):
         seen: set = set()
         current: str | None = None
         for page, gain in judged:
-            page = tuple(page)
+            page = key(page)
             proposer = self._choose(top, priority, seen, current)
             if proposer is not None and _next_of(top[proposer], seen) == page:
                 if gain < RELEVANT:
@@ -178,7 +183,7 @@ class MaxMean(Strategy):
     name = "maxmean"
 
     def next_page(self, rankings: Rankings, judged: Judged) -> PageKey | None:
-        gains = {tuple(p): g for p, g in judged}
+        gains = {key(p): g for p, g in judged}
         means: dict[str, float] = {}
         live: dict[str, PageKey] = {}
         for arm, pages in self.top(rankings).items():
@@ -189,8 +194,8 @@ class MaxMean(Strategy):
                     break
                 n, rel = n + 1, rel + (gains[p] >= RELEVANT)
             means[arm] = (1 + rel) / (2 + n)
-        arm = _best(live, lambda a: means[a])
-        return None if arm is None else live[arm]
+        best = _best(live, lambda a: means[a])
+        return None if best is None else live[best]
 
 
 def builtin() -> dict[str, type[Strategy]]:
@@ -258,7 +263,7 @@ def strata(rankings: Rankings, depth: int) -> dict[PageKey, Stratum]:
     with pages ranked alike keeps that from inflating the estimate."""
     best: dict[PageKey, int] = {}
     for r in rankings.values():
-        for rank, p in enumerate(list(dict.fromkeys(tuple(x) for x in r))[:depth], 1):
+        for rank, p in enumerate(list(dict.fromkeys(key(x) for x in r))[:depth], 1):
             best[p] = min(best.get(p, rank), rank)
     return {p: (_band(v, VOTE_BANDS), _band(best[p], RANK_BANDS)) for p, v in votes(rankings, depth).items()}
 
@@ -276,7 +281,7 @@ class Prior:
         for rankings, judged in queries:
             stratum = strata(rankings, depth)
             for page, gain in judged:
-                if (s := stratum.get(tuple(page))) is not None:
+                if (s := stratum.get(key(page))) is not None:
                     out[s] = out.get(s, Rates()) + Rates.of(gain)
         return cls(out)
 
@@ -309,7 +314,7 @@ def votes(rankings: Rankings, depth: int) -> dict[PageKey, int]:
     """Every page of the pool (the union of the arms' top ``depth``) with how many arms list it there."""
     out: dict[PageKey, int] = {}
     for r in rankings.values():
-        for p in list(dict.fromkeys(tuple(x) for x in r))[:depth]:
+        for p in list(dict.fromkeys(key(x) for x in r))[:depth]:
             out[p] = out.get(p, 0) + 1
     return out
 
@@ -332,7 +337,7 @@ def estimate(rankings: Rankings, judged: Judged, depth: int = 10, prior: Prior |
     query's judged share, shrunk towards the set's share for the stratum (``prior``) by ``PSEUDO`` pages.
     Relevant pages no arm ranks within ``depth`` are beyond every pool and are not estimated."""
     stratum = strata(rankings, depth)
-    gains = {tuple(p): g for p, g in judged}
+    gains = {key(p): g for p, g in judged}
     own: dict[Stratum, Rates] = {}
     for p, g in gains.items():
         if p in stratum:
@@ -342,7 +347,7 @@ def estimate(rankings: Rankings, judged: Judged, depth: int = 10, prior: Prior |
     rates = {v: _rate(own.get(v, Rates()), (prior.strata.get(v) if prior else None), fallback)
              for v in {stratum[p] for p in unread}}
     expected = {p: rates[stratum[p]].gain for p in unread}
-    now, then = arm_scores(rankings, gains), arm_scores(rankings, {**gains, **expected})
+    now, then = arm_scores(rankings, dict(gains)), arm_scores(rankings, {**gains, **expected})
     shift = max((abs(a - b) for arm in now for a, b in zip(now[arm], then[arm])), default=0.0)
     return Estimate(read=len(gains), unread=len(unread),
                     found_rel=sum(g >= RELEVANT for g in gains.values()),
@@ -358,7 +363,8 @@ NDCG = (measure("nDCG@10"), measure("nDCG@10(doc)"))
 def arm_scores(rankings: Rankings, gains: Mapping[PageKey, float]) -> dict[str, tuple[float, float]]:
     """Each arm's nDCG@10 and nDCG@10(doc) under ``gains`` (unlisted pages count 0)."""
     qrels = {page_id(*p): g for p, g in gains.items()}
-    return {arm: tuple(m([page_id(*p) for p in shown(r)], qrels) for m in NDCG) for arm, r in rankings.items()}
+    scores = {arm: [m([page_id(*p) for p in shown(r)], qrels) for m in NDCG] for arm, r in rankings.items()}  # type: ignore[arg-type]
+    return {arm: (page, doc) for arm, (page, doc) in scores.items()}
 
 
 def shown(ranking: Sequence[PageKey], docs: int = 10) -> list[PageKey]:
@@ -367,7 +373,7 @@ def shown(ranking: Sequence[PageKey], docs: int = 10) -> list[PageKey]:
     out: dict[PageKey, None] = {}
     seen: set[str] = set()
     for p in ranking:
-        p = tuple(p)
+        p = key(p)
         if p[0] not in seen and len(seen) == docs:
             break
         seen.add(p[0])

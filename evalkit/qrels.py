@@ -122,14 +122,14 @@ def load(path: Path | str) -> QuerySet:
         for j, jd in enumerate(q.get("judgments", []), 1):
             if not isinstance(jd, dict):
                 raise QrelsError(f"{where}: judgments[{j}] is not a table")
-            for key, typ in (("doc", str), ("page", int), ("gain", int)):
-                if not isinstance(jd.get(key), typ) or isinstance(jd.get(key), bool):
-                    raise QrelsError(f"{where}: judgments[{j}].{key} is missing or not a {typ.__name__}")
+            for key, want in (("doc", str), ("page", int), ("gain", int)):
+                if not isinstance(jd.get(key), want) or isinstance(jd.get(key), bool):
+                    raise QrelsError(f"{where}: judgments[{j}].{key} is missing or not a {want.__name__}")
             judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
         for key in ("notes", "distractor", "kind"):
             if not isinstance(q.get(key, ""), str):
                 raise QrelsError(f"{where}: field {key!r} is not a string")
-        queries.append(Query(qid, q["class"], q["text"], tuple(judgments), q.get("notes", ""),
+        queries.append(Query(q["id"], q["class"], q["text"], tuple(judgments), q.get("notes", ""),
                              q.get("distractor", ""), q.get("kind", "")))
     if not queries:
         raise QrelsError(f"{path}: no [[query]] entries")

@@ -1,5 +1,6 @@
-"""The report of a results directory: the helpers behind ``notebooks/report.ipynb``, and :func:`render`, which
-executes that notebook headless into ``report.ipynb``, ``report.html`` and ``figures/*.png`` next to the run.
+"""The report of a results directory: the helpers behind the report notebook (``evalkit/data/report.ipynb``),
+and :func:`render`, which executes that notebook headless into ``report.ipynb``, ``report.html`` and
+``figures/*.png`` next to the run.
 
 Every helper reads a :class:`~evalkit.results.Results` and returns plain pandas or matplotlib objects, so the
 notebook is a list of calls and each helper can be tested on its own. One mapping, :func:`arm_colours`, gives
@@ -26,7 +27,7 @@ from .records import CLASSES
 from .results import DEFINITIONS, HEADLINE, Results
 from .text import split_top
 
-NOTEBOOK = dirs.REPO_ROOT / "notebooks" / "report.ipynb"
+NOTEBOOK = dirs.shipped("report.ipynb")
 # Figures the report saves (figures/<name>.png); "deltas" needs two arms.
 FIGURES = ("class_bars", "deltas", "latency", "refusals", "ties")
 # Saved only when the run has what they show: "refusal_tradeoff" needs an arm that records confidences.
@@ -66,7 +67,7 @@ def resolve_pair(results: Results, pair: Sequence[str] | str | None = None) -> t
     ``None`` when the run has a single arm or no answerable query (a held-out set of abstain queries: the
     deltas are over answerable ones). Unknown labels raise ValueError listing the run's arms."""
     if pair is None:
-        return tuple(results.arms[:2]) if len(results.arms) >= 2 and len(_answerable(results)) else None
+        return (results.arms[0], results.arms[1]) if len(results.arms) >= 2 and len(_answerable(results)) else None
     names = split_top(pair, ",") if isinstance(pair, str) else list(pair)
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"pair must name two different arms, got {pair!r}")
@@ -96,12 +97,12 @@ def save(fig: Figure, name: str, figures: str | Path | None) -> Path | None:
 
 def qrels_file(results: Results) -> Path | None:
     """The query file the run names (``manifest["qrels"]["path"]``), looked up as given, then relative to the
-    working directory, the results directory and the repository; None if it is not found."""
+    working directory and to the results directory (never to the installation); None if it is not found."""
     name = results.manifest.get("qrels", {}).get("path") or ""
     if not name:
         return None
     p = Path(name)
-    for cand in ([p] if p.is_absolute() else [Path.cwd() / p, results.path / p, dirs.REPO_ROOT / p]):
+    for cand in ([p] if p.is_absolute() else [Path.cwd() / p, results.path / p]):
         if cand.is_file():
             return cand
     return None
@@ -580,7 +581,7 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
     error; nothing is written then."""
     res = Results.load(Path(results_dir).resolve())
     if pair is not None:
-        pair = list(resolve_pair(res, pair))
+        pair = list(resolve_pair(res, pair) or ())  # a given pair is returned checked, or refused
     figures = res.path / "figures"
     figures.mkdir(exist_ok=True)
     for name in FIGURES + OPTIONAL_FIGURES:  # a figure left from an earlier report must not pass for this one's

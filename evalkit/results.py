@@ -1,15 +1,16 @@
 """Reading a results directory: the same object backs ``evalkit summary``, the gate and the notebooks."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
 
-from . import stats
+from . import measures, stats
+from .records import CLASSES
 from .resultsdir import ResultsError, read_json
-from .runner import summarize
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
@@ -121,3 +122,31 @@ class Results:
 
     def __repr__(self) -> str:
         return f"Results({str(self.path)!r})\n{self.table().to_string(float_format=lambda v: f'{v:.3f}', na_rep='n/a')}"
+
+
+def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
+    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only (an
+    errored one scores 0, like an empty answer), both refusal rates side by side, the number of errors,
+    latency median / p95 / mean, and the mean tied items at 10. Audit measures (Judged@10) are averaged over
+    the queries with an answer: answerable ones in ``all`` (the row whose nDCG they qualify), the class's
+    own in a class row (abstain included)."""
+    names = [n for n in measures.DEFAULT if n in frame.columns]
+    audit = {n for n in names if measures.MEASURES[n].audit}
+    groups = [("all", frame)]
+    if by_class:
+        groups += [(c, frame[frame["class"] == c]) for c in CLASSES if (frame["class"] == c).any()]
+    rows = []
+    for cls, g in groups:
+        for arm, a in g.groupby("arm", sort=False):
+            answerable = a[a["class"] != "abstain"]
+            row = {"arm": arm, "class": cls, "queries": len(a)}
+            row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
+            if measures.EVIDENCE in a:  # chunk retrievers' only: a mean over the queries it is defined on
+                row[measures.EVIDENCE] = answerable[measures.EVIDENCE].mean() if len(answerable) else math.nan
+            row.update({n: (answerable if cls == "all" else a)[n].mean() for n in audit})
+            row.update(measures.refusal_rates(a["outcome"], a["class"] == "abstain"))
+            row["errors"] = int((a["outcome"] == "error").sum())
+            row.update({f"latency_{k}_s": v for k, v in measures.latency_summary(a["latency_s"]).items()})
+            row["ties@10"] = a["ties@10"].mean()
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 import pandas as pd
 
 from . import comparison, measures, stats
-from .runner import slug
+from .resultsdir import slug
 
 Status = Literal["pass", "fail", "underpowered", "skipped"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "underpowered", "skipped")
@@ -216,7 +216,8 @@ class ClassDrop(Rule):
                                          f"power at {self.max_drop:g} {pw:.0%}"))
             per_class[c] = {"n": int(r["n"]), "delta": r["delta"], "low": r["low"], "high": r["high"],
                             "p": r["p"], "p_holm": ph, "mdd": r["mdd"], "power": pw, "status": st}
-        worst = next(st for st in ("fail", "underpowered", "pass") if any(d.status == st for d in details))
+        severity: tuple[Status, ...] = ("fail", "underpowered", "pass")
+        worst = next(st for st in severity if any(d.status == st for d in details))
         family = f"Holm over {len(classes)} classes ({', '.join(classes)})"
         if worst == "fail":
             failed = [d for d in details if d.status == "fail"]

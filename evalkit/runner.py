@@ -18,14 +18,15 @@ import json
 import math
 import os
 import platform
-import re
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -35,7 +36,9 @@ from .corpora import Corpus
 from .embeddings import ModelSpec
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
-from .records import CLASSES, Chunk, Hit, Query, Result, page_id
+from .records import Chunk, Hit, Query, Result, page_id
+from .results import summarize
+from .resultsdir import slug
 
 DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
 CHUNK_TEXTS = 10  # chunks whose text a record keeps: what the evidence measure at 10 reads
@@ -45,10 +48,6 @@ PACKAGES = ("pymupdf", "fastembed", "onnxruntime", "numpy", "pandas", "scipy", "
 class RunError(Exception):
     """A run that cannot start or resume as asked; the message says why and what to do."""
 
-
-def slug(label: str) -> str:
-    """A file name for an arm label (labels may hold '/', e.g. a model id)."""
-    return re.sub(r"[^\w.,=()+-]+", "_", label)
 
 
 def environment() -> dict:
@@ -219,7 +218,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
                            "as a plug-in (entry point group evalkit.arms)")
         if executor.current() is None:  # on an executor the workers' instances answer, and prepare themselves
             arm.prepare()
-        info = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
+        info: dict[str, Any] = {"spec": spec, "label": arm.label, "file": slug(arm.label), "params": arm.params,
                 "class": f"{type(arm).__module__}.{type(arm).__qualname__}",
                 "build_seconds": round(time.perf_counter() - t0, 3)}
         if info["file"] in files:
@@ -233,8 +232,8 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         try:
             _run_arm(arm, spec, qs, runs / f"{info['file']}.jsonl", k, progress)
             _say_invalid(arm.label, qs, runs / f"{info['file']}.jsonl")
-            if described := _describe(arm, spec):
-                built[spec]["describe"] = described
+            if description := _describe(arm, spec):
+                built[spec]["describe"] = description
                 resultsdir.write_json(manifest_path, manifest)
         finally:
             _close(arm, spec)
@@ -261,6 +260,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
             tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     ex = executor.current()
+    answers: Iterator[tuple[int, tuple[Result, float]]]
     if ex is None:
         answers = ((i, _timed_search(arm, q.text, k)) for i, q in enumerate(todo))
     else:
@@ -380,33 +380,5 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
                          "error": result.error,
                          "hits": len(result.hits), "latency_s": rec["latency"],
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
-    return pd.DataFrame(rows)
-
-
-def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
-    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only (an
-    errored one scores 0, like an empty answer), both refusal rates side by side, the number of errors,
-    latency median / p95 / mean, and the mean tied items at 10. Audit measures (Judged@10) are averaged over
-    the queries with an answer: answerable ones in ``all`` (the row whose nDCG they qualify), the class's
-    own in a class row (abstain included)."""
-    names = [n for n in measures.DEFAULT if n in frame.columns]
-    audit = {n for n in names if measures.MEASURES[n].audit}
-    groups = [("all", frame)]
-    if by_class:
-        groups += [(c, frame[frame["class"] == c]) for c in CLASSES if (frame["class"] == c).any()]
-    rows = []
-    for cls, g in groups:
-        for arm, a in g.groupby("arm", sort=False):
-            answerable = a[a["class"] != "abstain"]
-            row = {"arm": arm, "class": cls, "queries": len(a)}
-            row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
-            if measures.EVIDENCE in a:  # chunk retrievers' only: a mean over the queries it is defined on
-                row[measures.EVIDENCE] = answerable[measures.EVIDENCE].mean() if len(answerable) else math.nan
-            row.update({n: (answerable if cls == "all" else a)[n].mean() for n in audit})
-            row.update(measures.refusal_rates(a["outcome"], a["class"] == "abstain"))
-            row["errors"] = int((a["outcome"] == "error").sum())
-            row.update({f"latency_{k}_s": v for k, v in measures.latency_summary(a["latency_s"]).items()})
-            row["ties@10"] = a["ties@10"].mean()
-            rows.append(row)
     return pd.DataFrame(rows)
 

@@ -103,7 +103,7 @@ class Rejudged(Results):
     frame: pd.DataFrame | None = None
 
     @property
-    def per_query(self) -> pd.DataFrame:  # type: ignore[override]
+    def per_query(self) -> pd.DataFrame:
         return self.frame
 
 

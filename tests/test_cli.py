@@ -14,7 +14,7 @@ from evalkit.runner import run
 from .conftest import SMALL_QUERIES, TINY_QUERIES, make_pdf, one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent
-GATE = str(ROOT / "gate.toml")
+GATE = str(ROOT / "evalkit" / "data" / "gate.toml")
 
 
 def test_stats_on_any_folder_reports_errors(isolated, capsys):
@@ -33,6 +33,7 @@ def test_lock_then_verify_exit_codes(isolated, capsys):
     d.mkdir()
     make_pdf(d / "a.pdf", ["hello"])
     assert main(["corpus", "lock", "mine", str(d)]) == 0
+    assert capsys.readouterr().out == f"locked mine in {isolated / 'corpora.lock'}: 1 documents, 1 pages\n"
     assert main(["corpus", "verify", "mine", "--root", str(d)]) == 0
     make_pdf(d / "a.pdf", ["changed"])
     assert main(["corpus", "verify", "mine", "--root", str(d)]) == 1
@@ -206,7 +207,7 @@ def test_the_example_workflow_runs_real_evalkit_commands():
     assert [c.split()[1] for c in commands] == ["corpus", "corpus", "qrels", "run", "gate"]
     for c in commands:
         args = parser().parse_args([_expand(a, env) for a in shlex.split(c)[1:]])  # every option exists
-    assert args.func.__name__ == "cmd_gate" and args.rules == Path("gate.toml") and (ROOT / args.rules).exists()
+    assert args.func.__name__ == "cmd_gate" and args.rules == Path("evalkit/data/gate.toml") and (ROOT / args.rules).exists()
     assert args.candidate == "results/pr:keyword" and args.markdown == Path("summary.md")
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import corpora
+from evalkit import corpora, dirs
 from evalkit.corpora import CorpusError
 from evalkit.pages import PageStore
 
@@ -79,6 +79,29 @@ def test_lock_rejects_duplicate_names(isolated):
                     '[[corpus.x.document]]\nname="a.pdf"\nsha256="2"\npages=1\n')
     with pytest.raises(CorpusError, match="not unique"):
         corpora.load("x")
+
+
+def test_a_lock_is_written_in_the_working_directory_and_the_shipped_corpora_stay_known(isolated, monkeypatch):
+    monkeypatch.delenv("EVALKIT_LOCK")
+    monkeypatch.chdir(isolated)
+    shipped = dirs.shipped("corpora.lock")
+    before = shipped.read_bytes()
+    assert not (isolated / "corpora.lock").exists() and dirs.lock_paths() == (shipped,)
+    _lock(_folder(isolated))
+    assert set(corpora.read_lock(isolated / "corpora.lock")) == {"mine"}  # the user's file holds only theirs
+    assert shipped.read_bytes() == before
+    assert dirs.lock_paths() == (shipped, isolated / "corpora.lock")
+    assert {"mine", "latex", "rmanuals"} <= set(corpora.read_lock())
+    assert corpora.load("latex").documents == corpora.load("latex", lock=shipped).documents
+    with pytest.raises(CorpusError, match=f"'nope' is not in {shipped} \\+ {isolated / 'corpora.lock'}"):
+        corpora.load("nope")
+
+
+def test_a_corpus_in_the_working_directory_lock_wins_over_a_shipped_one_of_the_same_name(isolated, monkeypatch):
+    monkeypatch.delenv("EVALKIT_LOCK")
+    monkeypatch.chdir(isolated)
+    _lock(_folder(isolated), "latex")
+    assert [d.name for d in corpora.load("latex").documents] == ["alpha.pdf", "beta.pdf"]
 
 
 def test_copies_map_each_identical_copy_to_the_first_name(isolated):

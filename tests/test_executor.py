@@ -9,7 +9,7 @@ from evalkit import corpora, executor, runner
 from evalkit.cli import main
 from evalkit.pages import PageStore
 
-from .conftest import SMALL_QUERIES
+from .conftest import ROOT, SMALL_QUERIES
 
 
 distributed = pytest.importorskip("distributed")
@@ -71,10 +71,9 @@ def test_a_run_on_the_cluster_writes_the_same_trec_files(small, cluster, tmp_pat
 def test_latex_arms_on_the_cluster_match_the_local_run(latex, cluster, tmp_path):
     """The latex benchmark's lexical arms over its whole query set, on the cluster and here."""
     from evalkit import qrels
-    from evalkit.dirs import REPO_ROOT
 
     c, store = latex
-    qs = qrels.load(REPO_ROOT / "qrels" / "latex.toml")
+    qs = qrels.load(ROOT / "qrels" / "latex.toml")
     specs = ["keyword", "keyword(tiebreak=page)", "global-index", "score-merge"]
     runner.run(c, store, qs, specs, tmp_path / "local", progress=False)
     with executor.use(cluster):

@@ -1,16 +1,14 @@
 import json
 import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from evalkit import comparison, gating, reporting
+from evalkit import comparison, dirs, gating, reporting
 
 from .conftest import write_results
 
-ROOT = Path(__file__).resolve().parent.parent
 RULES = """
 [[rule]]
 type = "non-inferiority"
@@ -133,7 +131,7 @@ def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
 def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
     d = tmp_path / "results"
     shutil.copytree(small_results, d)
-    v = gating.evaluate(comparison.side(f"{d}:keyword"), comparison.side(f"{d}:global-index"), ROOT / "gate.toml")
+    v = gating.evaluate(comparison.side(f"{d}:keyword"), comparison.side(f"{d}:global-index"), dirs.shipped("gate.toml"))
     (d / gating.GATE_FILE).write_text(v.to_json())
     html = reporting.render(d).read_text()
     assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html

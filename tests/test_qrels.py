@@ -5,7 +5,7 @@ from evalkit.cli import main
 from evalkit.qrels import QrelsError
 from evalkit.text import contains
 
-from .conftest import make_pdf
+from .conftest import ROOT, make_pdf
 
 PAGES = {
     "a.pdf": ["The geometry package sets page margins.", "Tables get rules from booktabs."],
@@ -216,7 +216,6 @@ def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, file
     (traps trap, abstain kinds and mix, wording) included; warnings (a needle sharing a phrase with its page)
     are allowed."""
     from evalkit import validity
-    from evalkit.dirs import REPO_ROOT
     from evalkit.pages import PageStore
 
     for k, v in real_env.items():
@@ -225,7 +224,7 @@ def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, file
     corpora.fetch(c)
     with PageStore() as store:
         ing = store.ingest(c, progress=False)
-        qs = qrels.load(REPO_ROOT / "qrels" / file)
+        qs = qrels.load(ROOT / "qrels" / file)
         texts = store.corpus_texts(ing.corpus)
         assert qrels.check(qs, texts, strict=True) == []
         problems = validity.check(qs, texts, validity.bm25_ranker(ing.corpus, store))

@@ -19,6 +19,8 @@ from evalkit import qrels, reporting, stats
 from evalkit.results import Results
 from evalkit.runner import run
 
+from .conftest import ROOT
+
 matplotlib.use("Agg")
 
 # Real questions about the ten manuals of the `small` fixture, every class, two abstain queries.
@@ -249,7 +251,7 @@ def test_the_report_notebook_uses_only_evalkit_pandas_and_matplotlib():
 
 
 def test_getting_started_is_saved_executed_without_errors_or_machine_paths():
-    nb = nbformat.read(reporting.NOTEBOOK.with_name("getting-started.ipynb"), as_version=4)
+    nb = nbformat.read(ROOT / "notebooks" / "getting-started.ipynb", as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(c.execution_count for c in code)
     outputs = [o for c in code for o in c.outputs]

@@ -5,12 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalkit import comparison, rules, stats
+from evalkit import comparison, dirs, rules, stats
 from evalkit.rules import RulesError, robustness_report
 
 from .conftest import ENVIRONMENT, write_results
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def rules_file(tmp_path, text: str, name: str = "gate.toml") -> Path:
@@ -46,8 +44,8 @@ def classed(tmp_path):
 # ---- the shipped rules file -------------------------------------------------------------------------------
 
 def test_the_shipped_gate_toml_parses_and_its_digest_is_its_sha256():
-    r = rules.load(ROOT / "gate.toml")
-    assert r.sha256 == hashlib.sha256((ROOT / "gate.toml").read_bytes()).hexdigest()
+    r = rules.load(dirs.shipped("gate.toml"))
+    assert r.sha256 == hashlib.sha256(dirs.shipped("gate.toml").read_bytes()).hexdigest()
     assert [x.type for x in r.rules] == ["non-inferiority", "class-drop", "lost-queries", "refusal", "refusal", "latency"]
     assert r.settings.resamples >= 10_000 and r.settings.alpha == 0.05 and not r.settings.underpowered_blocks
     ni = r.rules[0]
@@ -196,7 +194,7 @@ def test_robustness_reads_the_candidates_report(tmp_path):
 
 def test_identical_runs_pass_every_relative_rule(tmp_path, classed):
     same = comparison.pair(classed.base, classed.base)
-    outcomes = rules.evaluate(rules.load(ROOT / "gate.toml"), same)
+    outcomes = rules.evaluate(rules.load(dirs.shipped("gate.toml")), same)
     assert {o.status for o in outcomes} == {"pass"}
 
 

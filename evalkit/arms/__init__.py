@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ..corpora import Corpus
 from ..pages import PageStore
@@ -204,7 +204,10 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name, params
 
 
-def lookup(spec: str, known: Mapping[str, type[Configurable]], kind: str) -> tuple[type[Configurable], dict[str, str]]:
+C = TypeVar("C", bound=type[Configurable])  # an arm class or a policy class
+
+
+def lookup(spec: str, known: Mapping[str, C], kind: str) -> tuple[C, dict[str, str]]:
     """The class ``spec`` names in ``known`` (a registry of arms or policies) and its raw parameters,
     checked without building anything."""
     name, params = parse_spec(spec)

@@ -8,7 +8,7 @@ from .lexical import GlobalIndex, query_terms
 
 class GlobalIndexArm(Arm):
     name = "global-index"
-    defaults: dict = {}
+    defaults = {}
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)

@@ -62,7 +62,8 @@ class KeywordArm(Arm):
 
     def per_document(self, terms: list[str], k: int) -> dict[str, list[tuple[int, float]]]:
         """Each matching document's top ``k`` pages as (page, -bm25), best first, equal scores by page."""
-        index, out = self.global_index, {}
+        index = self.global_index
+        out: dict[str, list[tuple[int, float]]] = {}
         rows, score, _ = self._ranked(terms, k, fused=False)
         for d, page, s in zip(index.doc[rows].tolist(), index.page[rows].tolist(), score.tolist()):
             out.setdefault(index.docs[d], []).append((page, s))

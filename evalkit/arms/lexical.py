@@ -327,7 +327,7 @@ class GlobalIndex:
         splits into several is a phrase, and only FTS5 knows where its tokens stand (:meth:`_phrase`)."""
         tokens = self.tokenize(terms)
         single = [t[0] for t in tokens if len(t) == 1]
-        found = {(term,): (np.frombuffer(rows, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE))
+        found: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {(term,): (np.frombuffer(rows, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE))
                  for term, rows, tf in self.db.execute(
                      f"SELECT term, rows, tf FROM {self.postings} WHERE term IN ({','.join('?' * len(single))})", single)}
         postings = [self._phrase(w) if len(t) > 1 else found.get(t, NO_POSTINGS) for w, t in zip(terms, tokens)]

@@ -267,7 +267,7 @@ class Server:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="mcp-client", daemon=True)
         self.thread.start()
-        self.session = None
+        self.session: Any = None  # the SDK's ClientSession, once open
         self.info: dict[str, Any] = {}
         self.dead = False
         self._closing: asyncio.Event | None = None
@@ -397,7 +397,7 @@ class McpArm(Arm):
         load_definition(resolved["config"], resolved["name"])
         return resolved
 
-    def __init__(self, corpus, store, **params):
+    def __init__(self, corpus, store, **params) -> None:
         super().__init__(corpus, store, **params)
         try:
             import mcp  # noqa: F401
@@ -444,6 +444,7 @@ class McpArm(Arm):
     def _warm(self, call: Call) -> None:
         """Call the warm-up tool until ``until`` is true (or once, without ``until``), within its attempts
         and the definition's ``warmup_timeout``."""
+        assert self.server is not None  # started by _start, which calls this
         t0 = time.perf_counter()
         args = fill(call.arguments, self.values)
         for _ in range(call.attempts):
@@ -481,6 +482,7 @@ class McpArm(Arm):
 
     def search(self, query: str, k: int) -> Result:
         self.prepare()
+        assert self.server is not None  # started by prepare (or it raised)
         d = self.definition
         args = fill(d.search.arguments, {**self.values, "query": query, "k": k})
         while True:

@@ -28,7 +28,7 @@ Plug-in policies come from the ``evalkit.admission`` entry point group, like arm
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
@@ -79,7 +79,7 @@ def coverage(weights: dict[str, float], pages_with: dict[str, frozenset]) -> flo
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    mass: Counter = Counter()
+    mass: defaultdict[object, float] = defaultdict(float)
     for t, w in weights.items():
         for p in pages_with.get(t, ()):
             mass[p] += w
@@ -120,7 +120,7 @@ class IdfMassPolicy(Policy):
     """The published gate: mean query-term IDF against the corpus, absent terms at the maximum IDF."""
 
     name = "idf-mass"
-    defaults: dict = {}
+    defaults = {}
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
@@ -376,7 +376,7 @@ def format_weights(w) -> str:
 
 def registry() -> dict[str, type[Policy]]:
     """Every policy by name: the built-ins, then plug-ins from the ``evalkit.admission`` entry points."""
-    policies = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy, NamesPolicy,
+    policies: dict[str, type[Policy]] = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy, NamesPolicy,
                                      EvidencePolicy)}
     for ep in entry_points(group="evalkit.admission"):
         if ep.name in policies:

@@ -1,0 +1,115 @@
+"""evalkit installed the way libraries are: a wheel built from the package, installed into a fresh virtual
+environment outside the checkout, then corpus -> run -> report -> gate from a temporary working directory.
+
+Offline by construction: the wheel is built with this environment's setuptools (no build isolation, which
+would download one), and the fresh environment sees this environment's third-party packages through a
+``.pth`` file naming its site-packages. A ``.pth`` line that is a path only adds that folder to
+``sys.path``; the ``.pth`` files inside it are not run, so the editable install's import hook, which would
+map ``evalkit`` to the checkout, stays off and the wheel's copy is the one imported. The dependencies'
+Jupyter data (nbconvert's templates) is under this environment's prefix: ``$JUPYTER_PATH`` names it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, make_pdf
+
+QUERIES = '''
+[set]
+name = "wheel"
+[[query]]
+id = "q1"
+class = "needle"
+text = "walrus migration routes"
+judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]
+[[query]]
+id = "q2"
+class = "spread"
+text = "walrus and penguins"
+judgments = [{ doc = "a.pdf", page = 2, gain = 2 }, { doc = "b.pdf", page = 1, gain = 2 }]
+[[query]]
+id = "q3"
+class = "abstain"
+text = "quantum chromodynamics lattice"
+judgments = []
+'''
+
+
+def build_wheel(tmp: Path) -> Path:
+    """The wheel of a clean copy of the package (an in-tree build would reuse a stale ``build/``)."""
+    src = tmp / "src"
+    shutil.copytree(ROOT / "evalkit", src / "evalkit", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp / "wheels")], check=True)
+    return next((tmp / "wheels").glob("evalkit-*.whl"))
+
+
+def fresh_venv(tmp: Path, wheel: Path) -> Path:
+    """A virtual environment holding the wheel, with this environment's dependencies visible; its site-packages."""
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    "--no-deps", "--no-index", str(wheel)], check=True)
+    site = Path(subprocess.run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    ours = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    (site / "evalkit_test_dependencies.pth").write_text("".join(f"{p}\n" for p in ours))
+    return site
+
+
+def tree(path: Path) -> dict[str, str]:
+    """Every file under ``path`` but bytecode caches, with its sha256."""
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.mark.slow
+def test_the_wheel_runs_corpus_run_report_and_gate_outside_the_checkout(tmp_path):
+    site = fresh_venv(tmp_path, build_wheel(tmp_path))
+    installed = tree(site)
+    assert {"evalkit/py.typed", "evalkit/data/corpora.lock", "evalkit/data/gate.toml", "evalkit/data/report.ipynb",
+            "evalkit/data/bench.ipynb"} <= set(installed)
+    work = tmp_path / "work"
+    (work / "docs").mkdir(parents=True)
+    make_pdf(work / "docs" / "a.pdf", ["seals on the ice", "walrus migration routes along the coast"])
+    make_pdf(work / "docs" / "b.pdf", ["emperor penguins huddle in winter, watched by a walrus"])
+    (work / "wheel.toml").write_text(QUERIES)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVALKIT_LOCK")}
+    env.update(EVALKIT_DATA=str(tmp_path / "data"), EVALKIT_CACHE=str(tmp_path / "cache"),
+               JUPYTER_PATH=str(Path(sys.prefix) / "share" / "jupyter"))
+    bin_ = site.parents[2] / "bin"
+
+    def evalkit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([bin_ / "evalkit", *args], cwd=work, env=env, capture_output=True, text=True)
+
+    where = subprocess.run([bin_ / "python", "-c", "import evalkit; print(evalkit.__file__)"], cwd=work, env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(site)), where
+
+    lock = evalkit("corpus", "lock", "tiny", "docs")
+    assert lock.returncode == 0 and f"locked tiny in {work / 'corpora.lock'}: 2 documents, 3 pages" in lock.stdout, lock
+    assert evalkit("corpus", "fetch", "tiny").returncode == 0
+    assert evalkit("corpus", "verify", "latex").stdout.startswith("missing: ")  # the shipped lock is still read
+    run = evalkit("run", "--corpus", "tiny", "--qrels", "wheel.toml", "--arms", "keyword,global-index",
+                  "--out", "results/tiny")
+    assert run.returncode == 0, run.stderr
+    report = evalkit("report", "results/tiny")
+    assert report.returncode == 0, report.stderr
+    assert (work / "results" / "tiny" / "report.html").stat().st_size > 0
+    gate = evalkit("gate", "--baseline", "results/tiny:keyword", "--candidate", "results/tiny:global-index")
+    assert gate.returncode in (0, 1), gate.stderr  # a verdict (2: none could be reached)
+    assert f"rules     {site / 'evalkit' / 'data' / 'gate.toml'}" in gate.stdout
+    assert (work / "results" / "tiny" / "gate.json").exists()
+
+    assert tree(site) == installed  # nothing written into the installation
+    assert sorted(p.name for p in work.iterdir()) == ["corpora.lock", "docs", "results", "wheel.toml"]
