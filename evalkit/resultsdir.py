@@ -107,9 +107,11 @@ WRITTEN = frozenset({"manifest.json", "per_query.parquet", "summary.csv", "gate.
 # manifest.json fields every reader relies on: (path, type); arms are checked entry by entry.
 MANIFEST_FIELDS = (("corpus", dict), ("corpus.name", str), ("corpus.digest", str), ("qrels", dict),
                    ("qrels.name", str), ("qrels.digest", str), ("qrels.queries", int), ("arms", list))
-OPTIONAL_FIELDS = (("status", str), ("depth", int), ("environment", dict), ("corpus.documents", dict),
-                   ("qrels.gains", dict), ("qrels.path", str), ("specs", list))
-ARM_FIELDS = (("label", str, True), ("spec", str, True), ("params", dict, False), ("describe", dict, False))
+OPTIONAL_FIELDS = (("status", str), ("depth", int), ("environment", dict), ("environment.machine", dict),
+                   ("environment.packages", dict), ("corpus.documents", dict), ("qrels.gains", dict),
+                   ("qrels.path", str), ("specs", list))
+ARM_FIELDS = (("label", str, True), ("spec", str, True), ("params", dict, False), ("describe", dict, False),
+              ("models", list, False))
 KINDS = {int: "a whole number", str: "a string", dict: "a table", list: "a list"}
 _ABSENT = object()
 
