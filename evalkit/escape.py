@@ -61,7 +61,9 @@ def code(s: object) -> str:
     backticks than it holds in a row. Not for table cells (a pipe would split the cell): use :func:`markdown`."""
     text = " ".join(terminal(line) for line in str(s).splitlines()) or " "
     fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
-    return f"{fence} {text} {fence}"
+    # a backtick at either end needs a space beside the fence; Markdown strips one space from each end
+    pad = " " if "`" in (text[0], text[-1]) or (text[0] == " " and text[-1] == " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

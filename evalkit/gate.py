@@ -235,8 +235,7 @@ def show(results_dir: Path | str) -> Verdict | NoVerdict:
     if not path.exists():
         return NoVerdict(str(results_dir))
     try:
-        verdict = read(path)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        held = current(read(path), Path(results_dir))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # a gate.json evalkit did not write
         return NoVerdict(str(results_dir), f"{GATE_FILE} cannot be read: {type(e).__name__}: {e}")
-    held = current(verdict, Path(results_dir))
     return held if isinstance(held, Verdict) else NoVerdict(str(results_dir), f"the stored verdict no longer holds: {held}")

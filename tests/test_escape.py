@@ -93,7 +93,9 @@ def test_each_output_kind_has_its_escape():
     assert escape.terminal("a\nb", newlines=True) == "a\nb"
     assert escape.xml("a\x00b\x1bc") == "a\\x00b\\x1bc" and ET.fromstring(f"<x>{escape.xml(chr(0))}</x>") is not None
     assert escape.figure("cost $5 and $x^2$") == r"cost \$5 and \$x^2\$"
-    assert escape.code("a`b``c") == "``` a`b``c ```"
+    assert escape.code("a`b``c") == "```a`b``c```" and escape.code("`x") == "`` `x ``" and escape.code("ab") == "`ab`"
+    for name in ("a`b``c", "`x", " y ", "<b>"):
+        assert markdown2html_mistune(escape.code(name)).strip() == f"<p><code>{escape.html(name).replace('&#x27;', chr(39)).replace('&quot;', chr(34))}</code></p>"
     assert markdown2html_mistune(escape.markdown("**x** <b>|")).strip() == "<p>**x** &lt;b&gt;|</p>"
 
 
