@@ -79,10 +79,11 @@ class OpenCorpus:
 
 def corpus(name: str | None = None, *, docs: str | Path | None = None, root: str | Path | None = None,
            cache: str | Path | None = None, hidden_text: str = "index", lock: str | Path | None = None,
-           progress: bool = True, store: PageStore | None = None) -> OpenCorpus:
+           progress: bool = True, store: PageStore | None = None, follow_symlinks: bool = False) -> OpenCorpus:
     """A corpus ready to search: ``name`` from the lock file (verified against its sha256s first), or any
     folder of PDFs (``docs``). Pages are extracted once into the page store (``cache``: default
-    ``$EVALKIT_CACHE``, or an open ``store``); unreadable files are reported on stderr and left out."""
+    ``$EVALKIT_CACHE``, or an open ``store``); unreadable files are reported on stderr and left out. Links
+    in a folder are followed only with ``follow_symlinks``."""
     if (name is None) == (docs is None):
         raise CorpusError("give a corpus name from the lock file or docs=FOLDER, not both or neither")
     if name is not None:
@@ -92,7 +93,7 @@ def corpus(name: str | None = None, *, docs: str | Path | None = None, root: str
             raise CorpusError(f"corpus {c.name!r} in {c.root} is incomplete ({len(v.missing)} missing, "
                               f"{len(v.changed)} changed): run `evalkit corpus fetch {c.name}`")
     else:
-        c = corpora.from_dir(Path(docs))  # type: ignore[arg-type]
+        c = folder(Path(docs), None, follow_symlinks)  # type: ignore[arg-type]
     store = store or PageStore(Path(cache) if cache else None, hidden_text)
     ingest = store.ingest(c, progress=progress)
     for doc, error in ingest.errors.items():
@@ -100,6 +101,15 @@ def corpus(name: str | None = None, *, docs: str | Path | None = None, root: str
     for doc, lost in ingest.problems.items():
         print(f"{doc}: {'; '.join(lost)}", file=sys.stderr)
     return OpenCorpus(ingest.corpus, store, ingest)
+
+
+def folder(docs: Path, name: str | None = None, follow_symlinks: bool = False) -> Corpus:
+    """A folder of PDFs as a corpus (:func:`evalkit.corpora.from_dir`), naming on stderr each symbolic link
+    it leaves out."""
+    if not follow_symlinks:
+        for link in corpora.symlinks(docs):
+            print(f"skipped {link}: a symbolic link (pass --follow-symlinks to read it)", file=sys.stderr)
+    return corpora.from_dir(docs, name, follow_symlinks)
 
 
 def queries(path: str | Path) -> QuerySet:

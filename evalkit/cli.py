@@ -8,7 +8,8 @@ from pathlib import Path
 
 from . import __version__, agreement, api, arms, comparison, config, dirs, draft, executor, pooling, qrels, resultsdir
 from . import corpora, robustness, runner, simulate, validity
-from .cache import CacheError, damaged
+from . import escape as esc
+from .cache import CacheError, explain
 from .corpora import CorpusError
 from .pages import HIDDEN_TEXT, PageStore, store_path
 from .results import Results
@@ -25,11 +26,17 @@ def add_corpus_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     g.add_argument("--corpus", metavar="NAME", help="a corpus from corpora.lock (after `evalkit corpus fetch NAME`)")
     g.add_argument("--docs", metavar="DIR", type=Path, help="any folder of PDFs")
     p.add_argument("--root", type=Path, help="where a --corpus lives (default: the evalkit data dir)")
+    add_symlinks_arg(p)
     p.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
     add_hidden_text_arg(p)
     p.add_argument("--executor", metavar="ADDRESS", default="local",
                    help="where extraction, embedding and arm runs go: local (in this process, the default) or "
                         "dask://HOST:PORT, a Dask scheduler (see README, 'Beyond one machine')")
+
+
+def add_symlinks_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="read PDFs in the folder that are symbolic links (by default they are listed and left out)")
 
 
 def add_hidden_text_arg(p: argparse.ArgumentParser) -> None:
@@ -42,7 +49,7 @@ def open_corpus(args: argparse.Namespace, quiet: bool = False, store: PageStore 
     """The corpus named by --corpus/--docs with its pages in the store (``store``, else the one --cache and
     --hidden-text name), as :func:`evalkit.api.corpus` opens it."""
     return api.corpus(args.corpus, docs=args.docs, root=args.root, cache=args.cache, hidden_text=args.hidden_text,
-                      progress=not quiet, store=store)
+                      progress=not quiet, store=store, follow_symlinks=getattr(args, "follow_symlinks", False))
 
 
 # ---- corpus ---------------------------------------------------------------------------------------------
@@ -67,7 +74,7 @@ def cmd_corpus_verify(args) -> int:
 
 
 def cmd_corpus_lock(args) -> int:
-    corpus = corpora.from_dir(args.dir, args.name)
+    corpus = api.folder(args.dir, args.name, args.follow_symlinks)
     copies = corpus.copies()
     with PageStore(args.cache) as store:
         ingest = store.ingest(corpus)
@@ -258,9 +265,10 @@ def cmd_qrels_pool(args) -> int:
         if not pooled:
             continue
         unjudged_total += len(pooled)
-        print(f"{q.id} [{q.cls}] {q.text}")
+        t = esc.terminal  # one line per field, whatever the query file or the PDF text holds
+        print(f"{t(q.id)} [{t(q.cls)}] {t(q.text)}")
         for (doc, number), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
-            print(f"    {doc}#{number}  ({', '.join(where)})\n        {snippet(store.page(docs[doc], number).text, q.text)}")
+            print(f"    {t(doc)}#{number}  ({t(', '.join(where))})\n        {t(snippet(store.page(docs[doc], number).text, q.text))}")
     print(f"{unjudged_total} unjudged page(s) in the top {strat.depth} of {len(built)} arm(s)"
           + ("" if strat.name == "depth" else f", the next one per query by {strat.label}"))
     if strat.name != "depth" and answerable:
@@ -332,16 +340,17 @@ def cmd_search(args) -> int:
     ingest, store = opened.ingest, opened.store
     arm = arms.make(args.arm, ingest.corpus, store)
     result = arm.search(args.query, args.k)
-    print(f"{arm.label} on {ingest.corpus.name}: {args.query!r}")
+    t = esc.terminal  # one line per field, whatever the PDF text or a server's answer holds
+    print(f"{t(arm.label)} on {t(ingest.corpus.name)}: {t(repr(args.query))}")
     if result.refused:
-        print(f"refused: {result.reason}")
+        print(f"refused: {t(result.reason)}")
         return 0
     if not result.hits:
         print("no hits")
     docs = {d.name: d for d in ingest.corpus.documents}
     for rank, h in enumerate(result.hits, 1):
         text = store.page(docs[h.doc], h.page).text
-        print(f"{rank:>3}  {h.doc}#{h.page}  {h.score:.4f}\n     {snippet(text, args.query)}")
+        print(f"{rank:>3}  {t(h.doc)}#{h.page}  {h.score:.4f}\n     {t(snippet(text, args.query))}")
     return 0
 
 
@@ -383,7 +392,7 @@ def cmd_summary(args) -> int:
     res = Results.load(args.results)
     res.manifest  # a damaged manifest is named before the tables are read
     table = res.table(by_class=args.by == "class")
-    print(f"{res.manifest['corpus']['name']} × {res.manifest['qrels']['name']} "
+    print(f"{esc.terminal(res.manifest['corpus']['name'])} × {esc.terminal(res.manifest['qrels']['name'])} "
           f"({res.manifest['qrels']['queries']} queries, {resultsdir.status(res.path, res.manifest)})")
     print(table.to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     return 0
@@ -569,6 +578,7 @@ def parser() -> argparse.ArgumentParser:
     lk.add_argument("--lock", type=Path, help="lock file (default: ./corpora.lock)")
     lk.add_argument("--description")
     lk.add_argument("--cache", type=Path)
+    add_symlinks_arg(lk)
     lk.set_defaults(func=cmd_corpus_lock)
     st = cp.add_parser("stats", help="documents, pages, characters, empty pages, extraction errors")
     st.add_argument("name", nargs="?")
@@ -576,6 +586,7 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--root", type=Path)
     st.add_argument("--cache", type=Path)
     st.add_argument("--hidden", action="store_true", help="list every page holding hidden text")
+    add_symlinks_arg(st)
     add_hidden_text_arg(st)
     st.set_defaults(func=cmd_corpus_stats, corpus=None)
 
@@ -769,30 +780,48 @@ def _dispatch(args: argparse.Namespace) -> int:
         return args.func(args)
 
 
+def fail(message: object, code: int) -> int:
+    """Print ``message`` as the one line ``evalkit: ...`` on stderr (control characters and line breaks from
+    data shown as escapes, so it stays one line) and return the exit code."""
+    print(f"evalkit: {esc.terminal(message)}", file=sys.stderr)
+    return code
+
+
+INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + SIGINT)
+
+
+def interrupted(command: str | None = None) -> int:
+    return fail("interrupted" + (" (a run continues where it stopped with --resume)" if command == "run" else ""),
+                INTERRUPTED)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Bad input is one line on stderr and exit 2; anything else is one line and exit 1; ``--debug``
-    lets every exception through with its traceback."""
+    """Bad input is one line on stderr and exit 2; anything else is one line and exit 1; Ctrl-C is one line
+    and exit 130; ``--debug`` lets every exception through with its traceback. What a command prints passes
+    :func:`evalkit.escape.terminal_streams`: escape sequences from data reach the terminal inert."""
+    try:
+        with esc.terminal_streams():
+            return _main(argv)
+    except KeyboardInterrupt:
+        return interrupted()
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(refusal_argv(sys.argv[1:] if argv is None else list(argv)))
     if args.debug:
         return _dispatch(args)
     try:
         return _dispatch(args)
     except BAD_INPUT as e:
-        print(f"evalkit: {e}", file=sys.stderr)
-        return 2
+        return fail(e, 2)
     except OSError as e:  # a path that is a folder, unreadable, missing: name it
-        print(f"evalkit: {e.filename}: {e.strerror}" if e.filename else f"evalkit: {e}", file=sys.stderr)
-        return 2
-    except sqlite3.DatabaseError as e:  # damage found after the check on open
-        path = store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index"))
-        print(f"evalkit: {damaged(path, e)}", file=sys.stderr)
-        return 2
+        return fail(f"{e.filename}: {e.strerror}" if e.filename else e, 2)
+    except sqlite3.DatabaseError as e:  # a full disk, a read-only folder, a busy lock, or damage
+        return fail(explain(store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index")), e), 2)
     except KeyboardInterrupt:
-        print("evalkit: interrupted (a run continues where it stopped with --resume)", file=sys.stderr)
-        return 130
+        return interrupted(args.command)
     except Exception as e:  # noqa: BLE001 - a bug: one line, and how to see more
-        print(f"evalkit: unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
-        return 1
+        return fail(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", 1)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import escape as esc
 from . import stats
 from .records import CLASSES
 from .results import Results
@@ -55,10 +56,13 @@ class Side:
 
 
 def _load(path: Path) -> Results:
+    """A finished run whose measures belong to it (:meth:`Results.check_complete`), else CompareError."""
     try:
-        return Results.load(path)
-    except FileNotFoundError as e:
+        results = Results.load(path)
+        results.check_complete()
+    except (FileNotFoundError, ResultsError) as e:
         raise CompareError(str(e)) from None
+    return results
 
 
 def _arm(results: Results, arm: str) -> str:
@@ -247,6 +251,7 @@ def latency(pair: Pair) -> dict:
 
 def _fmt_table(frame: pd.DataFrame) -> str:
     f = frame.copy()
+    f["class"] = f["class"].map(esc.terminal)  # one row per line, whatever a class is called
     f["Δ"] = f["delta"].map(lambda v: f"{v:+.3f}")
     f["95% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(f["low"], f["high"])]
     f["W/T/L"] = [f"{w}/{t}/{l}" for w, t, l in zip(f["wins"], f["ties"], f["losses"])]
@@ -287,13 +292,13 @@ def render(pairs: list[Pair], measures: tuple[str, ...] = MEASURES, **kw) -> str
         lat = latency(p)
         ref = refusal_changes(p)
         n_ans = int(p.mask(ALL).sum())
-        out += [f"baseline  {p.base.label}", f"candidate {p.cand.label}",
+        out += [f"baseline  {esc.terminal(p.base.label)}", f"candidate {esc.terminal(p.cand.label)}",
                 f"{n_ans} answerable queries paired by id (abstain queries: refusal rates)", "", _fmt_table(f), ""]
         out += [f"{r.rate:<17} {r.base:.3f} -> {r.cand:.3f}  over {r.n} queries; {r.worse} worse, {r.better} better "
                 f"(exact McNemar, one-sided p {r.p_worse:.4f})" for r in ref.itertuples()]
         out.append(f"latency (median s/query) {lat['base']:.4f} -> {lat['cand']:.4f}, ratio {lat['ratio']:.2f}"
                    + ("" if lat["comparable"] else "  (NOT comparable: see below)"))
-        out += [f"note: {n}" for n in notes(p)]
+        out += [f"note: {esc.terminal(n)}" for n in notes(p)]
         out.append("")
     n_slices = len(full) // max(1, len(measures))
     alpha, power = kw.get("alpha", stats.ALPHA), kw.get("target_power", stats.POWER)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from . import escape as esc
 from .records import CLASSES
 from .reporting import Markdown
 from .results import Results
@@ -42,17 +43,17 @@ def judged_warning(results: Results, threshold: float = THRESHOLD) -> Markdown:
     try:
         overall = judged_table(results)[ALL]
     except ValueError as e:
-        return Markdown(f"_{e}._")
+        return Markdown(f"_{esc.markdown(e)}._")
     if overall.isna().all():
         return Markdown("_No answerable query: Judged@10 qualifies nDCG, which these runs do not have._")
     low = overall[overall < threshold]
     if low.empty:
         return Markdown(f"Every arm has Judged@10 ≥ {threshold:.2f} on the answerable queries (lowest: "
-                        f"`{overall.idxmin()}`, {overall.min():.2f}): its nDCG@10 rests on judged pages.")
+                        f"{esc.code(overall.idxmin())}, {overall.min():.2f}): its nDCG@10 rests on judged pages.")
     lines = [f"**Warning: judgments too shallow for {len(low)} arm(s).** nDCG scores an unjudged page as "
              f"non-relevant without anyone having read it. Below {threshold:.0%} judged, more than "
              f"{1 - threshold:.0%} of an arm's top 10 is scored that way, and its nDCG@10 speaks about unjudged "
              "pages rather than about the arm. Judge them (`evalkit qrels pool QRELS --arms ARM --depth 10`) "
              "before reading these arms' scores:", ""]
-    lines += [f"- `{arm}`: Judged@10 = {v:.2f} ({1 - v:.0%} of its top 10 unjudged)" for arm, v in low.items()]
+    lines += [f"- {esc.code(arm)}: Judged@10 = {v:.2f} ({1 - v:.0%} of its top 10 unjudged)" for arm, v in low.items()]
     return Markdown("\n".join(lines))

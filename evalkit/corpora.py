@@ -114,6 +114,8 @@ def _documents(entry: dict, corpus: str) -> tuple[Document, ...]:
         missing = [k for k in ("name", "sha256", "pages") if k not in d]
         if missing:
             raise CorpusError(f"corpus {corpus!r}: document #{i + 1} lacks {', '.join(missing)}")
+        if why := ids.unsafe(d["name"]):
+            raise CorpusError(f"corpus {corpus!r}: document #{i + 1} name {d['name']!r} {why}")
         docs.append(Document(d["name"], d["sha256"], int(d["pages"]), d.get("source", ""), int(d.get("bytes", 0))))
     names = [d.name for d in docs]
     if len(set(names)) != len(names):
@@ -121,26 +123,43 @@ def _documents(entry: dict, corpus: str) -> tuple[Document, ...]:
     return tuple(sorted(docs, key=lambda d: d.name))
 
 
+def check_name(name: object, where: str = "corpus name") -> str:
+    """``name`` if it can name a folder under the data dir (no ``..``, no separator), else CorpusError."""
+    if why := ids.unsafe(name):
+        raise CorpusError(f"{where} {name!r} {why}")
+    assert isinstance(name, str)  # ids.unsafe refuses anything else
+    return name
+
+
 def default_root(name: str) -> Path:
-    return dirs.data_dir() / "corpora" / name
+    return dirs.data_dir() / "corpora" / check_name(name)
 
 
 def load(name: str, root: Path | None = None, lock: Path | None = None) -> Corpus:
     """The corpus ``name`` as pinned by the lock, expected in ``root`` (default: the data dir)."""
-    entry = lock_entry(name, lock)
+    entry = lock_entry(check_name(name), lock)
     return Corpus(name, Path(root or default_root(name)), _documents(entry, name), entry.get("description", ""))
 
 
-def from_dir(root: Path, name: str | None = None) -> Corpus:
-    """Any folder of PDFs, hashed now (for corpora that are not in the lock). Page counts are filled in
-    by the page store; here they are 0."""
+def symlinks(root: Path) -> list[str]:
+    """The .pdf names in ``root`` that are symbolic links: read only when asked (``--follow-symlinks``), since
+    a link can point anywhere on the machine."""
+    return [p.name for p in sorted(Path(root).iterdir()) if p.suffix.lower() == ".pdf" and p.is_symlink()]
+
+
+def from_dir(root: Path, name: str | None = None, follow_symlinks: bool = False) -> Corpus:
+    """Any folder of PDFs, hashed now (for corpora that are not in the lock); symbolic links are left out
+    unless ``follow_symlinks``. Page counts are filled in by the page store; here they are 0."""
     root = Path(root)
     if not root.is_dir():
         raise CorpusError(f"{root} is not a folder")
     docs = [Document(p.name, sha256_file(p), 0, f"file:{p.resolve()}", p.stat().st_size)
-            for p in sorted(root.iterdir()) if p.is_file() and p.suffix.lower() == ".pdf"]
+            for p in sorted(root.iterdir()) if p.is_file() and p.suffix.lower() == ".pdf"
+            and (follow_symlinks or not p.is_symlink())]
     if not docs:
-        raise CorpusError(f"{root} holds no .pdf files")
+        links = "" if follow_symlinks or not (found := symlinks(root)) else \
+            f" but {len(found)} symbolic link(s) to PDFs: pass --follow-symlinks to read them"
+        raise CorpusError(f"{root} holds no .pdf files{links}")
     if clashes := ids.normalization_clashes([d.name for d in docs]):
         a, b = clashes[0]
         raise CorpusError(f"{root}: {a!r} and {b!r} are the same name in different Unicode forms (NFC/NFD); "
@@ -222,6 +241,8 @@ def _fetch_deb(package: str, docs: list[tuple[Document, str]], root: Path) -> No
             raise CorpusError(f"dpkg-deb -x {deb.name} failed: {run.stderr.strip()}")
         for d, inner in pending:
             src = Path(tmp) / inner.lstrip("/")
+            if not src.resolve().is_relative_to(Path(tmp).resolve()):
+                raise CorpusError(f"{d.name}: source path {inner!r} leads outside {deb.name}")
             if not src.exists():
                 raise CorpusError(f"{d.name}: {inner} is not in {deb.name}")
             _install(src.resolve(), root / d.name, d)
@@ -268,6 +289,7 @@ def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = N
     """Write or update the lock entry ``c.name`` in ``lock`` (default: :func:`evalkit.dirs.lock_target`)
     from a corpus read from a folder (page counts filled in by the page store). Sources already in that
     lock are kept for unchanged files; new files get ``file:``."""
+    check_name(c.name)
     lock = lock or dirs.lock_target()
     entries = read_lock(lock) if lock.exists() else {}
     old = {d["name"]: d for d in entries.get(c.name, {}).get("document", [])}

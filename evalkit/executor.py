@@ -45,8 +45,11 @@ class DaskExecutor:
     not all in the scheduler's memory together)."""
 
     def __init__(self, address: str, in_flight: int | None = None):
-        from distributed import Client
-
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ExecutorError(f"the Dask executor at {address} needs the distributed package, not installed here: "
+                                "pip install 'evalkit[distributed]'") from None
         try:
             self.client = Client(address, timeout="10s")
         except (OSError, TimeoutError) as e:

@@ -8,13 +8,14 @@ JUnit XML is written with the standard library's ElementTree: the format is four
 """
 from __future__ import annotations
 
-import html
+import hashlib
 import json
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import __version__, comparison, dirs, rules
+from . import escape as esc
 from .rules import Detail, Outcome
 
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
@@ -37,6 +38,7 @@ class Verdict:
     outcomes: tuple[Outcome, ...]
     notes: tuple[str, ...] = ()
     evalkit: str = __version__
+    computed_on: dict = field(default_factory=dict)  # "baseline"/"candidate" -> computed_on(side)
 
     @property
     def blocking(self) -> tuple[Outcome, ...]:
@@ -59,8 +61,8 @@ class Verdict:
     def headline(self) -> str:
         if self.passed:
             return f"evalkit gate: PASS (exit 0) — {self.counts()}"
-        names = "; ".join(o.rule + (f" [{', '.join(bad)}]" if (bad := [d.label for d in o.details if d.status == "fail"]) else "")
-                          for o in self.blocking)
+        names = "; ".join(esc.terminal(o.rule) + (f" [{', '.join(map(esc.terminal, bad))}]" if (
+            bad := [d.label for d in o.details if d.status == "fail"]) else "") for o in self.blocking)
         return f"evalkit gate: FAIL (exit 1) — {self.counts()}. Failed: {names}"
 
     # ---- JSON ------------------------------------------------------------------------------------------
@@ -78,39 +80,41 @@ class Verdict:
 
     # ---- terminal --------------------------------------------------------------------------------------
     def text(self) -> str:
-        width = max(len(o.rule) for o in self.outcomes)
-        lines = [f"baseline  {self.baseline}", f"candidate {self.candidate}",
-                 f"rules     {self.rules_file}  sha256 {self.rules_sha256}",
-                 f"corpus    {self.corpus}, query set {self.query_set}, {self.queries} queries", ""]
+        """The terminal table; every field on its own line, control characters from data escaped."""
+        t = esc.terminal
+        width = max(len(t(o.rule)) for o in self.outcomes)
+        lines = [f"baseline  {t(self.baseline)}", f"candidate {t(self.candidate)}",
+                 f"rules     {t(self.rules_file)}  sha256 {t(self.rules_sha256)}",
+                 f"corpus    {t(self.corpus)}, query set {t(self.query_set)}, {self.queries} queries", ""]
         for o in self.outcomes:
-            lines.append(f"{MARK[o.status]:<13} {o.rule:<{width}}  {o.summary}")
-            lines += [f"{'':<15}{d.label:<10} {d.status:<13} {d.text}" for d in o.details]
-        lines += ["", *(f"note: {n}" for n in self.notes), self.headline()]
+            lines.append(f"{MARK.get(o.status, t(o.status)):<13} {t(o.rule):<{width}}  {t(o.summary)}")
+            lines += [f"{'':<15}{t(d.label):<10} {t(d.status):<13} {t(d.text)}" for d in o.details]
+        lines += ["", *(f"note: {t(n)}" for n in self.notes), self.headline()]
         return "\n".join(lines)
 
     # ---- Markdown --------------------------------------------------------------------------------------
     def markdown(self) -> str:
-        def cell(s: str) -> str:
-            return s.replace("|", "\\|").replace("\n", " ")
-
+        cell = esc.markdown
         out = [f"### evalkit gate: {'PASS' if self.passed else 'FAIL'}", "",
-               f"Baseline `{self.baseline}`, candidate `{self.candidate}`; corpus {self.corpus}, "
-               f"query set {self.query_set}, {self.queries} queries. Rules `{self.rules_file}`, sha256 `{self.rules_sha256}`.",
-               "", "| verdict | rule | numbers |", "|---|---|---|"]
+               f"Baseline {esc.code(self.baseline)}, candidate {esc.code(self.candidate)}; corpus {cell(self.corpus)}, "
+               f"query set {cell(self.query_set)}, {self.queries} queries. Rules {esc.code(self.rules_file)}, "
+               f"sha256 {esc.code(self.rules_sha256)}.", "", "| verdict | rule | numbers |", "|---|---|---|"]
         out += [f"| **{MARK[o.status]}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
         for o in self.outcomes:
             if o.details:
-                out += ["", f"<details><summary>{html.escape(o.rule)}</summary>", "",
+                out += ["", f"<details><summary>{esc.html(o.rule)}</summary>", "",
                         "| | verdict | numbers |", "|---|---|---|"]
-                out += [f"| {cell(d.label)} | {d.status} | {cell(d.text)} |" for d in o.details]
+                out += [f"| {cell(d.label)} | {cell(d.status)} | {cell(d.text)} |" for d in o.details]
                 out += ["", "</details>"]
-        out += ["", *(f"> {n}" for n in self.notes), "", f"{self.counts()}; exit {self.exit_code}.", ""]
+        out += ["", *(f"> {cell(n)}" for n in self.notes), "", f"{self.counts()}; exit {self.exit_code}.", ""]
         return "\n".join(out)
 
     # ---- JUnit XML -------------------------------------------------------------------------------------
     def junit(self) -> str:
         """One ``testcase`` per rule: a failure for a blocking rule, ``skipped`` for a skipped one and for
-        an underpowered one that does not block (CI pages show both apart from passes)."""
+        an underpowered one that does not block (CI pages show both apart from passes). Every string passes
+        :func:`evalkit.escape.xml`: ElementTree escapes markup but writes control characters XML forbids."""
+        x = esc.xml
         blocking = {id(o) for o in self.blocking}
         suites = ET.Element("testsuites")
         suite = ET.SubElement(suites, "testsuite", name="evalkit gate", tests=str(len(self.outcomes)),
@@ -119,15 +123,15 @@ class Verdict:
         props = ET.SubElement(suite, "properties")
         for k, v in (("baseline", self.baseline), ("candidate", self.candidate), ("rules_file", self.rules_file),
                      ("rules_sha256", self.rules_sha256), ("evalkit", self.evalkit)):
-            ET.SubElement(props, "property", name=k, value=v)
+            ET.SubElement(props, "property", name=k, value=x(v))
         for o in self.outcomes:
-            case = ET.SubElement(suite, "testcase", classname=f"evalkit.gate.{o.type}", name=o.rule)
-            body = "\n".join([o.summary, *(f"{d.label}: {d.status}: {d.text}" for d in o.details)])
+            case = ET.SubElement(suite, "testcase", classname=x(f"evalkit.gate.{o.type}"), name=x(o.rule))
+            body = x("\n".join([o.summary, *(f"{d.label}: {d.status}: {d.text}" for d in o.details)]))
             if id(o) in blocking:
-                ET.SubElement(case, "failure", message=o.summary, type=o.status).text = body
+                ET.SubElement(case, "failure", message=x(o.summary), type=x(o.status)).text = body
                 continue
             if o.status != "pass":
-                ET.SubElement(case, "skipped", message=f"{o.status}: {o.summary}")
+                ET.SubElement(case, "skipped", message=x(f"{o.status}: {o.summary}"))
             ET.SubElement(case, "system-out").text = body
         ET.indent(suites)
         return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
@@ -135,18 +139,18 @@ class Verdict:
     # ---- Jupyter ---------------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
         def badge(status: str) -> str:
-            return f'<b style="color:{COLOUR.get(status, "inherit")}">{html.escape(MARK.get(status, status))}</b>'
+            return f'<b style="color:{COLOUR.get(status, "inherit")}">{esc.html(MARK.get(status, status))}</b>'
 
         rows = []
         for o in self.outcomes:
-            rows.append(f"<tr><td>{badge(o.status)}</td><td>{html.escape(o.rule)}</td>"
-                        f"<td style='text-align:left'>{html.escape(o.summary)}</td></tr>")
-            rows += [f"<tr><td></td><td style='padding-left:2em'>{html.escape(d.label)} {badge(d.status)}</td>"
-                     f"<td style='text-align:left'>{html.escape(d.text)}</td></tr>" for d in o.details]
-        notes = "".join(f"<p>note: {html.escape(n)}</p>" for n in self.notes)
-        return (f"<p>{badge('pass' if self.passed else 'fail')} {html.escape(self.counts())} — baseline "
-                f"<code>{html.escape(self.baseline)}</code>, candidate <code>{html.escape(self.candidate)}</code>; "
-                f"rules <code>{html.escape(self.rules_file)}</code> sha256 <code>{self.rules_sha256}</code></p>"
+            rows.append(f"<tr><td>{badge(o.status)}</td><td>{esc.html(o.rule)}</td>"
+                        f"<td style='text-align:left'>{esc.html(o.summary)}</td></tr>")
+            rows += [f"<tr><td></td><td style='padding-left:2em'>{esc.html(d.label)} {badge(d.status)}</td>"
+                     f"<td style='text-align:left'>{esc.html(d.text)}</td></tr>" for d in o.details]
+        notes = "".join(f"<p>note: {esc.html(n)}</p>" for n in self.notes)
+        return (f"<p>{badge('pass' if self.passed else 'fail')} {esc.html(self.counts())} — baseline "
+                f"<code>{esc.html(self.baseline)}</code>, candidate <code>{esc.html(self.candidate)}</code>; "
+                f"rules <code>{esc.html(self.rules_file)}</code> sha256 <code>{esc.html(self.rules_sha256)}</code></p>"
                 f"<table><tr><th>verdict</th><th>rule</th><th>numbers</th></tr>{''.join(rows)}</table>{notes}")
 
     def __repr__(self) -> str:
@@ -170,7 +174,40 @@ def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: 
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
                    query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
-                   outcomes=outcomes, notes=tuple(comparison.notes(pair)))
+                   outcomes=outcomes, notes=tuple(comparison.notes(pair)),
+                   computed_on={"baseline": computed_on(baseline), "candidate": computed_on(candidate)})
+
+
+def computed_on(side: comparison.Side) -> dict:
+    """What a verdict was computed on for one side: its directory, arm, corpus and query-set digests and the
+    sha256 of its measures (``per_query.parquet``). The report shows a verdict only while these still hold."""
+    m = side.results.manifest
+    pq = (side.results.path / "per_query.parquet").read_bytes()
+    return {"path": str(side.results.path.resolve()), "arm": side.arm, "corpus": m["corpus"]["digest"],
+            "qrels": m["qrels"]["digest"], "per_query": hashlib.sha256(pq).hexdigest()}
+
+
+def _changed(recorded: dict, directory: Path) -> str | None:
+    """Why ``directory`` no longer holds what ``recorded`` says a verdict was computed on (None: it does)."""
+    try:
+        now = computed_on(comparison.side(directory, recorded["arm"]))
+    except (comparison.CompareError, OSError, KeyError, TypeError) as e:
+        return f"{directory} cannot be checked ({e})"
+    differ = [k for k in ("corpus", "qrels", "per_query") if now[k] != recorded.get(k)]
+    return f"{directory}: its {', '.join(differ)} changed since the verdict" if differ else None
+
+
+def current(verdict: Verdict, candidate_dir: Path) -> Verdict | str:
+    """``verdict`` if both runs still hold what it was computed on (a baseline no longer on this machine is
+    noted, not checked); else why not."""
+    if not {"baseline", "candidate"} <= set(verdict.computed_on):
+        return "it records no digests of the runs it was computed on (an older evalkit wrote it)"
+    if why := _changed(verdict.computed_on["candidate"], Path(candidate_dir)):
+        return why
+    base = Path(verdict.computed_on["baseline"].get("path", ""))
+    if not (base / "manifest.json").exists():
+        return replace(verdict, notes=(*verdict.notes, f"the baseline {base} is not on this machine: not checked"))
+    return _changed(verdict.computed_on["baseline"], base) or verdict
 
 
 def read(path: Path | str) -> Verdict:
@@ -182,16 +219,24 @@ class NoVerdict:
     """What the report shows when a results directory holds no gate verdict."""
 
     path: str
+    why: str = f"{GATE_FILE} is absent"
 
     def __repr__(self) -> str:
-        return (f"No gate verdict in {self.path} ({GATE_FILE} is absent): run `evalkit gate --baseline DIR:ARM "
+        return (f"No gate verdict in {self.path} ({self.why}): run `evalkit gate --baseline DIR:ARM "
                 f"--candidate {self.path}:ARM --rules gate.toml` to make one.")
 
     def _repr_html_(self) -> str:
-        return f"<p>{html.escape(repr(self))}</p>"
+        return f"<p>{esc.html(repr(self))}</p>"
 
 
 def show(results_dir: Path | str) -> Verdict | NoVerdict:
-    """The gate verdict stored in a results directory, for a notebook cell; says so when there is none."""
+    """The gate verdict stored in a results directory, for a notebook cell, while the runs it was computed on
+    are unchanged; says so when there is none, or none that still holds."""
     path = Path(results_dir) / GATE_FILE
-    return read(path) if path.exists() else NoVerdict(str(results_dir))
+    if not path.exists():
+        return NoVerdict(str(results_dir))
+    try:
+        held = current(read(path), Path(results_dir))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # a gate.json evalkit did not write
+        return NoVerdict(str(results_dir), f"{GATE_FILE} cannot be read: {type(e).__name__}: {e}")
+    return held if isinstance(held, Verdict) else NoVerdict(str(results_dir), f"the stored verdict no longer holds: {held}")

@@ -10,6 +10,7 @@ are on disk; a folder holding both is refused (:func:`normalization_clashes`).
 """
 from __future__ import annotations
 
+import os
 import unicodedata
 from functools import lru_cache
 from urllib.parse import unquote
@@ -41,3 +42,18 @@ def normalization_clashes(names: list[str]) -> list[tuple[str, str]]:
             clashes.append((seen[key], n))
         seen.setdefault(key, n)
     return clashes
+
+
+def unsafe(name: object) -> str | None:
+    """Why ``name`` (from a lock, a query set, a definition) cannot be a file name inside its folder, or None.
+    Names are joined onto folders (the data dir, a corpus folder, the results dir), so ``..``, an absolute
+    path or a separator would write or read outside them."""
+    if not isinstance(name, str) or not name:
+        return "is not a non-empty string"
+    if name in (".", ".."):
+        return f"is {name!r}, a folder, not a name in it"
+    if any(sep and sep in name for sep in (os.sep, os.altsep)):
+        return f"holds a path separator ({os.sep}): a name here is one file or folder name"
+    if "\0" in name:
+        return "holds a NUL character"
+    return None

@@ -3,11 +3,16 @@
 One path for every notebook evalkit renders (the results report, the bench report): parameters are injected
 papermill-style, nbclient executes the notebook in its own kernel, and nbconvert writes HTML with the
 figures embedded and no script, style or font loaded from elsewhere, so the page opens offline.
+
+The directory a report is about is data, never code: the kernel starts in an empty temporary folder (its
+working directory, which the kernel puts on ``sys.path``), so a ``pandas.py`` or a ``matplotlibrc`` placed
+next to the results is never imported or read; the notebook gets absolute paths as parameters.
 """
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 # nbconvert's lab template with the blocks that load scripts from a CDN (require.js, MathJax, mermaid,
@@ -53,11 +58,12 @@ def execute(source: Path, where: Path, name: str, title: str, out_html: str | Pa
 
     nb = inject_parameters(nbformat.read(source, as_version=4), **params)
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the kernel's inline backend
-    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP warning
-                            resources={"metadata": {"path": str(where)}})
+    env["PYTHONSAFEPATH"] = "1"  # the working directory is not put on sys.path
     try:
-        client.execute(env=env)
+        with tempfile.TemporaryDirectory(prefix="evalkit-kernel-") as clean:  # the kernel's working directory
+            NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+                           extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP warning
+                           resources={"metadata": {"path": clean}}).execute(env=env)
     except CellExecutionError as e:
         index, cell = next(((i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code" and any(
             o.get("output_type") == "error" for o in c.get("outputs", []))), (None, None))

@@ -57,8 +57,11 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
     """Open (creating) the cache database in WAL mode, checked first (:func:`evalkit.cache.check`)."""
     path = Path(path or default_path())
     path.parent.mkdir(parents=True, exist_ok=True)
-    # SQLite is built serialized (threadsafe=1), so one connection may serve an arm's worker threads.
-    db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+    try:
+        # SQLite is built serialized (threadsafe=1), so one connection may serve an arm's worker threads.
+        db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as e:
+        raise cache.explain(path, e) from None
     try:
         cache.check(db, path)
         db.execute("PRAGMA journal_mode=WAL")
@@ -66,7 +69,7 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
         db.executescript(SCHEMA)
     except sqlite3.DatabaseError as e:
         db.close()
-        raise cache.damaged(path, e) from None
+        raise cache.explain(path, e) from None
     return db
 
 

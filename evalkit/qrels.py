@@ -125,6 +125,8 @@ def load(path: Path | str) -> QuerySet:
             for key, want in (("doc", str), ("page", int), ("gain", int)):
                 if not isinstance(jd.get(key), want) or isinstance(jd.get(key), bool):
                     raise QrelsError(f"{where}: judgments[{j}].{key} is missing or not a {want.__name__}")
+            if why := ids.unsafe(jd["doc"]):
+                raise QrelsError(f"{where}: judgments[{j}].doc {jd['doc']!r} {why}")
             judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
         for key in ("notes", "distractor", "kind"):
             if not isinstance(q.get(key, ""), str):
@@ -133,6 +135,9 @@ def load(path: Path | str) -> QuerySet:
                              q.get("distractor", ""), q.get("kind", "")))
     if not queries:
         raise QrelsError(f"{path}: no [[query]] entries")
+    for key in ("name", "corpus"):  # both name folders: results/<corpus>-<name>, <data dir>/corpora/<corpus>
+        if key in header and (why := ids.unsafe(header[key])):
+            raise QrelsError(f"{path}: [set] {key} {header[key]!r} {why}")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
                     header.get("description", ""), gains, hashlib.sha256(raw).hexdigest(), depth, tuple(pool_arms),
                     path)

@@ -17,6 +17,7 @@ from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
 from . import refusal
+from . import escape as esc
 from .arms import parse_spec
 from .results import Results
 from .resultsdir import ResultsError
@@ -183,7 +184,7 @@ def fig_tradeoff(results: Results) -> Figure | None:
         curve = refusal.tradeoff(d.confidence, d.answerable)
         name = parse_spec(policy)[1].get("policy", policy) if len(inner) == 1 else policy
         ax.step(curve["wrongful_refusal"], curve["correct_refusal"], where="post", color=colour, ls=style,
-                label=f"{name}  (AUROC {refusal.auroc(d.confidence, d.answerable):.2f})")
+                label=f"{esc.figure(name)}  (AUROC {refusal.auroc(d.confidence, d.answerable):.2f})")
         for arm in members:
             own = confidences(results, arm)
             if own.threshold > -math.inf:
@@ -195,7 +196,7 @@ def fig_tradeoff(results: Results) -> Figure | None:
     ax.axvline(0.05, color="grey", lw=0.8, ls=":")
     ax.set(xlabel="wrongful refusal (answerable queries refused)", ylabel="correct refusal (abstain queries refused)",
            xlim=(-0.02, 1.02), ylim=(-0.02, 1.02))
-    where = f" on {next(iter(inner))}" if len(inner) == 1 and "" not in inner else ""
+    where = f" on {esc.figure(next(iter(inner)))}" if len(inner) == 1 and "" not in inner else ""
     ax.set_title(f"Refusal trade-off over every threshold{where}; dots: arms run with a threshold; "
                  "dotted: 5% wrongful", loc="left", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="policy", title_fontsize=9)

@@ -20,8 +20,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
+from pandas.io.formats.style import Styler
 
-from . import dirs, notebooks, stats
+from . import dirs, notebooks, resultsdir, stats
+from . import escape as esc
 from . import qrels as _qrels
 from .records import CLASSES
 from .results import DEFINITIONS, HEADLINE, Results
@@ -99,7 +101,7 @@ def qrels_file(results: Results) -> Path | None:
     """The query file the run names (``manifest["qrels"]["path"]``), looked up as given, then relative to the
     working directory and to the results directory (never to the installation); None if it is not found."""
     name = results.manifest.get("qrels", {}).get("path") or ""
-    if not name:
+    if not name or "\0" in name:  # no file has a NUL in its name
         return None
     p = Path(name)
     for cand in ([p] if p.is_absolute() else [Path.cwd() / p, results.path / p]):
@@ -146,16 +148,20 @@ def _classes(frame: pd.DataFrame) -> list[str]:
 
 
 def overview(results: Results) -> Markdown:
-    """One paragraph: corpus, query set, classes, arms, when and whether the run finished."""
+    """One paragraph: corpus, query set, classes, arms, when and whether the run finished; and the files
+    in the results directory that evalkit did not write (listed, never read)."""
     m = results.manifest
     counts = results.per_query.drop_duplicates("query")["class"].value_counts()
-    classes = ", ".join(f"{c} {counts[c]}" for c in _classes(results.per_query.drop_duplicates("query")))
+    classes = ", ".join(f"{esc.markdown(c)} {counts[c]}" for c in _classes(results.per_query.drop_duplicates("query")))
     when = str(m.get("finished") or m.get("started") or "?").replace("T", " ")
-    return Markdown(
-        f"**Corpus** `{m['corpus']['name']}` ({len(m['corpus'].get('documents', {}))} documents) · "
-        f"**queries** `{m['qrels']['name']}` ({m['qrels']['queries']}: {classes}) · "
-        f"**arms** {', '.join(f'`{a}`' for a in results.arms)} · "
-        f"**run** {when} ({m.get('status', '?')}) · **results** `{results.path.name}`")
+    text = (f"**Corpus** {esc.code(m['corpus']['name'])} ({len(m['corpus'].get('documents', {}))} documents) · "
+            f"**queries** {esc.code(m['qrels']['name'])} ({esc.markdown(m['qrels']['queries'])}: {classes}) · "
+            f"**arms** {', '.join(esc.code(a) for a in results.arms)} · "
+            f"**run** {esc.markdown(when)} ({esc.markdown(m.get('status', '?'))}) · "
+            f"**results** {esc.code(results.path.name)}")
+    if foreign := resultsdir.foreign(results.path):
+        text += (f"\n\n_Not written by evalkit, so not read: {', '.join(esc.code(n) for n in foreign)}._")
+    return Markdown(text)
 
 
 _LOWER_IS_BETTER = {"wrongful refusal", "errors", "s/query (median)"}
@@ -168,14 +174,20 @@ def headline(results: Results):
     fmt = {c: "{:.3f}" for c in t.columns}
     fmt["s/query (median)"] = "{:.4f}"
     fmt["errors"] = "{:.0f}"
-    st = t.style.format(fmt, na_rep="n/a")
+    st = styled(t.style.format(fmt, na_rep="n/a"))
     if len(t) > 1:
         hi = [c for c in t.columns if c not in _LOWER_IS_BETTER | _NOT_RANKED]
         lo = [c for c in t.columns if c in _LOWER_IS_BETTER]
         st = (st.highlight_max(subset=hi, props="font-weight: bold", axis=0)
                 .highlight_min(subset=lo, props="font-weight: bold", axis=0))
-    return st.set_caption(f"{results.manifest['corpus']['name']} × {results.manifest['qrels']['name']}: "
+    return st.set_caption(f"{esc.html(results.manifest['corpus']['name'])} × {esc.html(results.manifest['qrels']['name'])}: "
                           "ranking measures over answerable queries; best in bold")
+
+
+def styled(st: Styler) -> Styler:
+    """``st`` with its row and column labels HTML-escaped: pandas' Styler writes labels (and captions) into
+    the page as markup, unlike ``DataFrame.to_html``, and labels here are arm names and classes from data."""
+    return st.format_index(escape="html", axis=0).format_index(escape="html", axis=1)
 
 
 def legend(results: Results) -> Markdown:
@@ -186,13 +198,13 @@ def legend(results: Results) -> Markdown:
     lines += ["", "**Query classes** (queries in this run)", ""]
     lines += [f"- **{c}** ({counts.get(c, 0)}): {d}" for c, d in _qrels.CLASS_LEGEND.items()]
     lines += ["", "**Gains** (graded judgments of a page)", ""]
-    lines += [f"- **{g}**: {d}" for g, d in sorted(gains(results).items(), reverse=True)]
+    lines += [f"- **{g}**: {esc.markdown(d)}" for g, d in sorted(gains(results).items(), reverse=True)]
     path = qrels_file(results)
     if path is None:
-        lines += ["", f"_The query file {results.manifest['qrels'].get('path') or '(unnamed)'} was not found: "
-                      "default gain legend shown._"]
+        lines += ["", f"_The query file {esc.code(results.manifest['qrels'].get('path') or '(unnamed)')} was not "
+                      "found: default gain legend shown._"]
     elif query_set(results) is None:
-        lines += ["", f"_The query file {results.manifest['qrels']['path']} has changed since this run._"]
+        lines += ["", f"_The query file {esc.code(results.manifest['qrels']['path'])} has changed since this run._"]
     return Markdown("\n".join(lines))
 
 
@@ -232,7 +244,8 @@ def deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10") -> p
     out = pd.DataFrame({"class": cls.reindex(wide.index), a: wide[a], b: wide[b], "delta": wide[b] - wide[a]})
     qs = query_set(results)
     if qs is not None:
-        out["text"] = [qs[q].text for q in out.index]
+        texts = {q.id: q.text for q in qs.queries}
+        out["text"] = [texts.get(q, "") for q in out.index]
     return out.sort_values(["delta", "class"], ascending=[False, True], kind="stable")
 
 
@@ -323,7 +336,7 @@ def _grouped_bars(ax: Axes, values: pd.DataFrame, colours: dict[str, str], low: 
             yerr = np.vstack([v - lo, hi - v])  # NaN (one query: no interval) draws no whisker
         # the edge keeps a bar of height 0 visible as a coloured line on the axis
         bars = ax.bar(pos, np.nan_to_num(v), width * 0.92, color=colours[arm], edgecolor=colours[arm],
-                      linewidth=1.2, label=arm, yerr=yerr,
+                      linewidth=1.2, label=esc.figure(arm), yerr=yerr,
                       error_kw={"elinewidth": 1, "capsize": 2.5, "ecolor": "#333333"} if yerr is not None else None)
         # short bars (a 0 looks like a missing bar) get their value written on them
         ax.bar_label(bars, labels=["n/a" if math.isnan(x) else "0" if x == 0 else (fmt or "{:g}").format(x)
@@ -348,7 +361,7 @@ def plot_class_bars(results: Results, measure: str = "nDCG@10", ax: Axes | None 
            for k in ("mean", "low", "high", "n")}
     _grouped_bars(ax, piv["mean"], colours, piv["low"], piv["high"])
     n = piv["n"].max(axis=1)
-    ax.set_xticklabels([f"{c}\n(n={int(n[c])})" for c in order])
+    ax.set_xticklabels([f"{esc.figure(c)}\n(n={int(n[c])})" for c in order])
     ax.set_ylim(0, 1.06)
     ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_ylabel(f"mean {MEASURE_LABELS.get(measure, measure)}")
@@ -395,7 +408,7 @@ def plot_deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10",
         ax.annotate(f"{int(same.sum())} unchanged", ((better + len(d) - worse - 1) / 2, 0), xytext=(0, 5),
                     textcoords="offset points", ha="center", va="bottom", fontsize=8, color="#555555")
     cmp = results.compare(a, b, measure)
-    ax.set_title(f"{MEASURE_LABELS.get(measure, measure)}: {b}  −  {a}\n"
+    ax.set_title(f"{MEASURE_LABELS.get(measure, measure)}: {esc.figure(b)}  −  {esc.figure(a)}\n"
                  f"{better} better, {len(d) - better - worse} unchanged, {worse} worse; mean Δ {cmp.mean_delta:+.3f} "
                  f"[{cmp.low:+.3f}, {cmp.high:+.3f}] 95% CI, p = {cmp.p_value:.3g} ({cmp.verdict})",
                  loc="left", fontsize=10)
@@ -411,10 +424,10 @@ def plot_deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10",
     ax.set_axisbelow(True)
     for i in [*range(min(label, better)), *range(len(d) - min(label, worse), len(d))]:
         v = d["delta"].iloc[i]
-        ax.annotate(d.index[i], (i, v), xytext=(0, 3 if v > 0 else -3), textcoords="offset points",
+        ax.annotate(esc.figure(d.index[i]), (i, v), xytext=(0, 3 if v > 0 else -3), textcoords="offset points",
                     ha="center", va="bottom" if v > 0 else "top", fontsize=7, rotation=90, color="#333333")
     present = [c for c in CLASS_COLOURS if c in set(d["class"])]
-    ax.legend(handles=[Patch(color=CLASS_COLOURS[c], label=c) for c in present], title="class", fontsize=8,
+    ax.legend(handles=[Patch(color=CLASS_COLOURS[c], label=esc.figure(c)) for c in present], title="class", fontsize=8,
               title_fontsize=8, loc="upper right", frameon=False)
     return ax
 
@@ -430,7 +443,9 @@ def fig_deltas(results: Results, pair: Sequence[str], measures: Sequence[str] = 
 
 def wrap_label(label: str, width: int = 30) -> str:
     """An arm label broken over lines at its top-level parameters when longer than ``width``, so a long
-    spec like ``hybrid(keyword=keyword(idf_scope=corpus),depth=50)`` does not squeeze a figure."""
+    spec like ``hybrid(keyword=keyword(idf_scope=corpus),depth=50)`` does not squeeze a figure. Figure text:
+    escaped (:func:`evalkit.escape.figure`)."""
+    label = esc.figure(label)
     name, paren, rest = label.partition("(")
     if len(label) <= width or not paren or not rest.endswith(")"):
         return label
@@ -562,7 +577,7 @@ def fig_ties(results: Results, colours: dict[str, str] | None = None) -> Figure:
         if top == 1:
             ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     n = t.pivot(index="class", columns="arm", values="queries").reindex(index=order).max(axis=1)
-    axes[1].set_xticklabels([f"{c}\n(n={int(n[c])})" for c in order])
+    axes[1].set_xticklabels([f"{esc.figure(c)}\n(n={int(n[c])})" for c in order])
     axes[0].set_title("Tied items among the first 10 hits (0-10): their order is the arm's tie-break",
                       loc="left", fontsize=11)
     axes[1].set_title("Queries with any tie in their top 10", loc="left", fontsize=11)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import escape as esc
 from . import measures, stats
 from .records import CLASSES
-from .resultsdir import ResultsError, read_json
+from .resultsdir import ResultsError, check_manifest, measured, read_json, status
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
@@ -51,7 +52,23 @@ class Results:
 
     @cached_property
     def manifest(self) -> dict:
-        return read_json(self.path / "manifest.json")
+        return check_manifest(self.path / "manifest.json", read_json(self.path / "manifest.json"))
+
+    def check_complete(self) -> None:
+        """Raise ResultsError unless the run finished and its measures were computed on what its manifest
+        names: a failed or interrupted ``--resume`` leaves a manifest describing the new run beside the old
+        run's measures, and a verdict on those would be about another run. (Measures written before evalkit
+        stored what they were computed on carry no record; only their status is checked.)"""
+        state = status(self.path, self.manifest)
+        if state != "complete":
+            raise ResultsError(f"{self.path}: the run is {state}, not complete (manifest.json field 'status'): its "
+                               f"measures may belong to an earlier run; finish it with `evalkit run ... --out "
+                               f"{self.path} --resume`")
+        stored = self.per_query.attrs.get("evalkit")
+        if stored is not None and stored != measured(self.manifest):
+            differ = ", ".join(k for k in ("corpus", "qrels", "arms") if stored.get(k) != measured(self.manifest)[k])
+            raise ResultsError(f"{self.path}: per_query.parquet was computed on another {differ} than manifest.json "
+                               f"names: rebuild it with `evalkit run ... --out {self.path} --resume`")
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
@@ -116,8 +133,9 @@ class Results:
         return {**measured, "spec": spec}
 
     def _repr_html_(self) -> str:
-        return (f"<p><b>{self.manifest['corpus']['name']}</b> × <b>{self.manifest['qrels']['name']}</b> "
-                f"({self.manifest['qrels']['queries']} queries) — {self.path}</p>"
+        m = self.manifest
+        return (f"<p><b>{esc.html(m['corpus']['name'])}</b> × <b>{esc.html(m['qrels']['name'])}</b> "
+                f"({m['qrels']['queries']} queries) — {esc.html(self.path)}</p>"
                 + self.table().to_html(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
 
     def __repr__(self) -> str:

@@ -35,6 +35,11 @@ def owned(out: Path, command: str = "evalkit run") -> Iterator[Path]:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ResultsError(f"{out} is a file, not a results directory: choose another --out")
+    foreign = sorted(p.name for p in out.iterdir() if p.name != LOCK) if out.is_dir() else []
+    if foreign and not (out / "manifest.json").exists():  # refused before anything is written there
+        raise ResultsError(f"{out} is not empty and is not an evalkit results directory (no manifest.json; "
+                           f"holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}): "
+                           "choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -44,11 +49,6 @@ def owned(out: Path, command: str = "evalkit run") -> Iterator[Path]:
             holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
             raise ResultsError(f"{out} is in use by another run ({holder}): wait for it to end or choose "
                                "another --out") from None
-        foreign = sorted(p.name for p in out.iterdir() if p.name != LOCK)
-        if foreign and not (out / "manifest.json").exists():
-            raise ResultsError(f"{out} is not empty and is not an evalkit results directory (no manifest.json; "
-                               f"holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}): "
-                               "choose another --out")
         os.ftruncate(fd, 0)
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, {command}, since {stamp}\n".encode(), 0)
@@ -105,3 +105,60 @@ def read_json(path: Path) -> dict:
     if not isinstance(data, dict):
         raise ResultsError(f"{path} is damaged (not a JSON object)")
     return data
+
+
+# What evalkit writes into a results directory; anything else there is not evalkit's and is never read.
+WRITTEN = frozenset({"manifest.json", "per_query.parquet", "summary.csv", "gate.json", "report.ipynb", "report.html",
+                     "figures", "runs", "robustness", LOCK})
+# manifest.json fields every reader relies on: (path, type); arms are checked entry by entry.
+MANIFEST_FIELDS = (("corpus", dict), ("corpus.name", str), ("corpus.digest", str), ("qrels", dict),
+                   ("qrels.name", str), ("qrels.digest", str), ("qrels.queries", int), ("arms", list))
+OPTIONAL_FIELDS = (("status", str), ("depth", int), ("environment", dict), ("environment.machine", dict),
+                   ("environment.packages", dict), ("corpus.documents", dict), ("qrels.gains", dict),
+                   ("qrels.path", str), ("specs", list))
+ARM_FIELDS = (("label", str, True), ("spec", str, True), ("params", dict, False), ("describe", dict, False),
+              ("models", list, False))
+KINDS = {int: "a whole number", str: "a string", dict: "a table", list: "a list"}
+_ABSENT = object()
+
+
+def foreign(out: Path) -> list[str]:
+    """Names in the results directory ``out`` that evalkit did not write: a report lists them, nothing reads them."""
+    return sorted(p.name for p in Path(out).iterdir()
+                  if p.name not in WRITTEN and not (p.name.startswith(".") and p.name.endswith(".partial")))
+
+
+def _field(data: dict, dotted: str):
+    for key in dotted.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return _ABSENT
+        data = data[key]
+    return data
+
+
+def check_manifest(path: Path, data: dict) -> dict:
+    """``data`` (read from ``path``) when every field readers use has its type, else ResultsError naming the
+    file and the field: a hand-edited or foreign manifest is bad input, never a crash further on."""
+    def check(where: str, value, kind: type, required: bool = True) -> None:
+        if value is _ABSENT:
+            if required:
+                raise ResultsError(f"{path}: field {where!r} is missing")
+        elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ResultsError(f"{path}: field {where!r} is not {KINDS[kind]}")
+
+    for dotted, kind in MANIFEST_FIELDS:
+        check(dotted, _field(data, dotted), kind)
+    for dotted, kind in OPTIONAL_FIELDS:
+        check(dotted, _field(data, dotted), kind, required=False)
+    for i, arm in enumerate(data["arms"]):
+        check(f"arms[{i}]", arm, dict)
+        for key, kind, required in ARM_FIELDS:
+            check(f"arms[{i}].{key}", arm.get(key, _ABSENT), kind, required)
+    return data
+
+
+def measured(manifest: dict) -> dict:
+    """What a run's measures were computed on (stored with ``per_query.parquet``): the corpus and query-set
+    digests and the arms. A reader compares it with the manifest before trusting the measures."""
+    return {"corpus": manifest["corpus"]["digest"], "qrels": manifest["qrels"]["digest"],
+            "arms": [a["label"] for a in manifest["arms"]]}

@@ -242,6 +242,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
                                    for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
 
     frame = per_query(qs, manifest["arms"], runs)
+    frame.attrs["evalkit"] = resultsdir.measured(manifest)  # what these measures belong to, kept in the file
     with resultsdir.atomic(out / "per_query.parquet") as tmp:
         frame.to_parquet(tmp, index=False)
     with resultsdir.atomic(out / "summary.csv") as tmp:

@@ -83,3 +83,73 @@ def test_two_runs_embed_into_one_cold_vector_cache_at_once(latex, tmp_path):
         assert (tmp_path / "res1" / "runs" / f).read_bytes() == (tmp_path / "res2" / "runs" / f).read_bytes()
     db = sqlite3.connect(tmp_path / "cache" / "evalkit.sqlite")
     assert db.execute("SELECT count(*) FROM vector_docs").fetchone()[0] == 4
+
+
+def _cache(tmp_path):
+    path = tmp_path / "evalkit.sqlite"
+    PageStore(path).close()
+    return path
+
+
+def _error(run) -> sqlite3.Error:
+    try:
+        run()
+    except sqlite3.Error as e:
+        return e
+    raise AssertionError("no error")
+
+
+def _not_damaged(message: str, *needles: str) -> None:
+    assert "is damaged" not in message and "rm '" not in message and "delete" not in message, message
+    for n in needles:
+        assert n in message, message
+
+
+def test_a_full_disk_is_named_as_such_and_never_called_damage(tmp_path):
+    path = _cache(tmp_path)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA max_page_count = 1")  # SQLite's own "disk is full" at the next page it needs
+    e = _error(lambda: db.execute("CREATE TABLE big AS SELECT zeroblob(100000) AS b"))
+    _not_damaged(str(cache.explain(path, e)), "not damaged", "the disk holding it is full")
+
+
+def test_a_read_only_cache_is_named_as_such(tmp_path):
+    path = _cache(tmp_path)
+    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    e = _error(lambda: db.execute("CREATE TABLE t (x)"))
+    _not_damaged(str(cache.explain(path, e)), "not damaged", "cannot be written (a read-only file or folder)")
+
+
+def test_a_busy_lock_is_named_as_such(tmp_path):
+    path = _cache(tmp_path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    e = _error(lambda: sqlite3.connect(path, timeout=0).execute("CREATE TABLE t (x)"))
+    _not_damaged(str(cache.explain(path, e)), "another process holds its lock")
+    holder.execute("ROLLBACK")
+
+
+def test_any_other_error_on_a_healthy_cache_is_checked_before_it_is_called_damaged(tmp_path):
+    path = _cache(tmp_path)
+    e = _error(lambda: sqlite3.connect(path).execute("SELECT * FROM no_such_table"))
+    _not_damaged(str(cache.explain(path, e)), "passes PRAGMA quick_check, so it is not damaged")
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 5000)  # now it is damaged
+    assert f"the cache {path} is damaged" in str(cache.explain(path, e))
+
+
+def test_a_file_size_limit_mid_ingest_is_not_called_damage(tmp_path):
+    """A real write failure in the middle of extraction (the process may write at most 200 kB, as on a full
+    disk): one line, exit 2, and no advice to delete the cache, which passes its check afterwards."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(12):
+        make_pdf(docs / f"d{i}.pdf", [f"page {i} " + "text " * 2000] * 3)
+    code = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000)); "
+            f"from evalkit.cli import main; sys.exit(main(['corpus', 'stats', '--docs', {str(docs)!r}]))")
+    env = {**os.environ, "EVALKIT_CACHE": str(tmp_path / "cache")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    lines = [line for line in p.stderr.splitlines() if "evalkit: " in line]  # progress bars aside
+    assert p.returncode == 2 and len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    _not_damaged(lines[0], "not damaged", "free space")
+    assert cache.quick_check(tmp_path / "cache" / "evalkit.sqlite") == (True, "ok")

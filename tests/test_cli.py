@@ -302,3 +302,129 @@ def test_debug_shows_the_traceback(tiny):
     (home / "tiny.toml").write_text('query = "x"\n')
     with pytest.raises(Exception, match="must be"):
         main(["--debug", *argv])
+
+
+# ---- trust boundaries: what data can and cannot do to a command ------------------------------------------
+
+def test_terminal_escapes_in_file_names_and_queries_reach_the_terminal_inert(isolated, capsys):
+    d = isolated / "docs"
+    d.mkdir()
+    make_pdf(d / "walrus\x1b[2J\x1b]0;owned\x07\u202e.pdf", ["walrus migration routes"])
+    assert main(["search", "walrus\x1b[31m", "--docs", str(d)]) == 0
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "\u202e" not in out + err and "\x07" not in out + err
+    assert "walrus\\x1b[2J\\x1b]0;owned\\x07\\u202e.pdf#1" in out
+
+
+def test_symlinks_in_docs_are_read_only_with_the_flag(isolated, capsys):
+    elsewhere, d = isolated / "elsewhere", isolated / "docs"
+    elsewhere.mkdir()
+    d.mkdir()
+    make_pdf(elsewhere / "secret.pdf", ["private walrus notes"])
+    make_pdf(d / "a.pdf", ["penguins"])
+    (d / "link.pdf").symlink_to(elsewhere / "secret.pdf")
+    assert main(["corpus", "stats", "--docs", str(d)]) == 0
+    out, err = capsys.readouterr()
+    assert "documents   1" in out and "skipped link.pdf: a symbolic link (pass --follow-symlinks" in err
+    assert main(["corpus", "stats", "--docs", str(d), "--follow-symlinks"]) == 0
+    assert "documents   2" in capsys.readouterr().out
+
+
+def test_a_refused_out_gets_no_lock_file(tiny, capsys):
+    home, argv = tiny
+    (home / "res").mkdir()
+    (home / "res" / "notes.txt").write_text("mine")
+    assert main(argv) == 2
+    one_line_error(capsys, "not an evalkit results directory")
+    assert sorted(p.name for p in (home / "res").iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("command", ["summary", "compare", "gate", "report"])
+@pytest.mark.parametrize("field, value, says", [("qrels", {"name": "x"}, "field 'qrels.digest' is missing"),
+                                                ("arms", [{"label": 3, "spec": "k"}], "field 'arms[0].label' is not a string"),
+                                                ("corpus", "latex", "field 'corpus' is not a table")])
+def test_bad_manifest_fields_are_bad_input_naming_the_field(tiny, capsys, command, field, value, says):
+    home, argv = tiny
+    assert main(argv) == 0
+    manifest = home / "res" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data[field] = value
+    manifest.write_text(json.dumps(data))
+    capsys.readouterr()
+    argv = {"summary": ["summary", str(home / "res")], "report": ["report", str(home / "res")],
+            "compare": ["compare", str(home / "res"), str(home / "res")],
+            "gate": ["gate", "--baseline", str(home / "res"), "--candidate", str(home / "res"), "--rules", GATE]}[command]
+    assert main(argv) == 2
+    one_line_error(capsys, str(manifest), says)
+
+
+def test_a_failed_resume_cannot_pass_a_gate_on_the_old_measures(tiny, capsys):
+    """A --resume on a changed query set that fails leaves the new digest in the manifest and the old measures
+    in per_query.parquet: the gate and compare refuse the run (exit 2) instead of passing it."""
+    home, argv = tiny
+    assert main(argv) == 0
+    q = home / "tiny.toml"
+    q.write_text(TINY_QUERIES.replace("page = 2, gain = 3", "page = 1, gain = 3"))
+    failing = argv[:argv.index("--arms") + 1] + ["keyword,semantic(model=no/such-model)", "--out", str(home / "res")]
+    assert main(failing + ["--resume"]) != 0
+    assert json.loads((home / "res" / "manifest.json").read_text())["status"] == "failed"
+    capsys.readouterr()
+    assert main(["gate", "--baseline", str(home / "res"), "--candidate", str(home / "res"), "--rules", GATE]) == 2
+    one_line_error(capsys, str(home / "res"), "the run is failed, not complete", "'status'")
+    assert main(["compare", str(home / "res"), str(home / "res")]) == 2
+    one_line_error(capsys, "not complete")
+
+
+def test_measures_from_another_query_set_cannot_be_compared(tiny, capsys):
+    home, argv = tiny
+    assert main(argv) == 0
+    saved = (home / "res" / "per_query.parquet").read_bytes()
+    q = home / "tiny.toml"
+    q.write_text(TINY_QUERIES.replace("page = 2, gain = 3", "page = 1, gain = 3"))
+    assert main(argv + ["--resume"]) == 0
+    (home / "res" / "per_query.parquet").write_bytes(saved)  # the old measures under the new manifest
+    capsys.readouterr()
+    assert main(["compare", str(home / "res"), str(home / "res")]) == 2
+    one_line_error(capsys, "per_query.parquet was computed on another qrels than manifest.json names")
+
+
+def test_a_missing_distributed_extra_is_named(tiny):
+    import subprocess
+    import sys
+
+    home, argv = tiny
+    code = ("import sys; sys.modules['distributed'] = None; from evalkit.cli import main; "
+            f"sys.exit(main({argv + ['--executor', 'dask://127.0.0.1:1']!r}))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "needs the distributed package" in p.stderr and "pip install 'evalkit[distributed]'" in p.stderr
+
+
+def _interrupt(argv: list[str], after: float, env: dict | None = None):
+    """Run ``python -m evalkit ARGV`` in a session of its own and press Ctrl-C (SIGINT to the whole process
+    group, as a terminal does) ``after`` seconds in; returns (exit code, stderr)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "evalkit", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True, env={**os.environ, **(env or {})})
+    time.sleep(after)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    return p.returncode, err
+
+
+def test_ctrl_c_during_the_imports_is_one_line_and_exit_130():
+    code, err = _interrupt(["arms"], 0.5)  # Python is up, its imports (seconds of CPU) are not done
+    assert code == 130 and err == "evalkit: interrupted\n", err
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_report_is_one_line_and_exit_130(tiny):
+    home, argv = tiny
+    assert main(argv) == 0
+    code, err = _interrupt(["report", str(home / "res")], 8.0)
+    assert code == 130 and err.strip().splitlines() == ["evalkit: interrupted"], err

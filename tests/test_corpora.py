@@ -133,3 +133,39 @@ def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypat
     names = {d.name for d in r.documents}
     assert {"R-intro.pdf", "R-lang.pdf", "R-data.pdf", "R-admin.pdf", "R-exts.pdf", "R-ints.pdf",
             "R-FAQ.pdf", "refman.pdf"} == names
+
+
+@pytest.mark.parametrize("name, doc, says", [
+    ("mine", "../../escaped.pdf", "document #1 name '../../escaped.pdf' holds a path separator"),
+    ("mine", "/tmp/evalkit-absolute.pdf", "holds a path separator"),
+    ("mine", "..", "is '..', a folder"),
+    ("../../escaped", "alpha.pdf", "corpus name '../../escaped' holds a path separator")])
+def test_fetch_never_writes_outside_the_data_folder(isolated, name, doc, says):
+    src = _folder(isolated)
+    entry = {"document": [{"name": doc, "sha256": corpora.sha256_file(src / "alpha.pdf"), "pages": 2,
+                           "source": f"file:{src / 'alpha.pdf'}"}]}
+    corpora.write_lock({name: entry})
+    before = set(isolated.rglob("*")) | set(Path("/tmp").glob("evalkit-absolute*"))
+    with pytest.raises(CorpusError, match=says):
+        corpora.fetch(corpora.load(name))
+    assert set(isolated.rglob("*")) | set(Path("/tmp").glob("evalkit-absolute*")) == before
+
+
+def test_a_lock_entry_must_have_a_name_that_is_a_folder_name(isolated):
+    src = _folder(isolated)
+    with pytest.raises(CorpusError, match="corpus name 'a/b' holds a path separator"):
+        _lock(src, "a/b")
+    assert not (isolated / "corpora.lock").exists()
+
+
+def test_symbolic_links_are_left_out_unless_followed(isolated):
+    src = _folder(isolated)
+    (src / "link.pdf").symlink_to(src / "alpha.pdf")
+    assert corpora.symlinks(src) == ["link.pdf"]
+    assert [d.name for d in corpora.from_dir(src).documents] == ["alpha.pdf", "beta.pdf"]
+    assert [d.name for d in corpora.from_dir(src, follow_symlinks=True).documents] == ["alpha.pdf", "beta.pdf", "link.pdf"]
+    only = isolated / "only-links"
+    only.mkdir()
+    (only / "a.pdf").symlink_to(src / "alpha.pdf")
+    with pytest.raises(CorpusError, match="holds no .pdf files but 1 symbolic link.*--follow-symlinks"):
+        corpora.from_dir(only)

@@ -135,3 +135,34 @@ def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
     (d / gating.GATE_FILE).write_text(v.to_json())
     html = reporting.render(d).read_text()
     assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
+
+
+def test_gate_json_records_what_it_was_computed_on_and_the_report_shows_it_only_while_that_holds(runs, tmp_path):
+    v = verdict(runs, "worse", tmp_path)
+    (runs / gating.GATE_FILE).write_text(v.to_json())
+    recorded = json.loads((runs / gating.GATE_FILE).read_text())["computed_on"]
+    assert recorded["candidate"]["arm"] == "worse" and recorded["baseline"]["arm"] == "base"
+    assert recorded["candidate"]["qrels"] == "q0ffee" and len(recorded["candidate"]["per_query"]) == 64
+    assert isinstance(gating.show(runs), gating.Verdict)
+    import pandas as pd
+    pq = pd.read_parquet(runs / "per_query.parquet")
+    pq.loc[0, "nDCG@10"] = 1.0  # the run's measures changed after the verdict (a rerun, a resume)
+    pq.to_parquet(runs / "per_query.parquet", index=False)
+    stale = gating.show(runs)
+    assert isinstance(stale, gating.NoVerdict) and "per_query changed since the verdict" in repr(stale)
+
+
+def test_a_verdict_without_digests_is_not_shown(runs, tmp_path):
+    v = json.loads(verdict(runs, "worse", tmp_path).to_json())
+    del v["computed_on"]
+    (runs / gating.GATE_FILE).write_text(json.dumps(v))
+    assert "records no digests" in repr(gating.show(runs))
+
+
+@pytest.mark.parametrize("status", ["running", "failed", "interrupted"])
+def test_gate_and_compare_refuse_a_run_that_is_not_complete(runs, tmp_path, status):
+    m = json.loads((runs / "manifest.json").read_text())
+    (runs / "manifest.json").write_text(json.dumps({**m, "status": status}))
+    with pytest.raises(comparison.CompareError, match=f"the run is {'interrupted' if status == 'running' else status}"
+                                                   r".*, not complete \(manifest.json field 'status'\)"):
+        verdict(runs, "worse", tmp_path)

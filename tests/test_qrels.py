@@ -234,3 +234,17 @@ def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, file
     assert all(j.evidence for q in qs.queries for j in q.relevant)
     assert all(q.distractor for q in qs.by_class()["trap"]) and all(q.kind for q in qs.by_class()["abstain"])
     assert qs.pool_depth == 10 and len(qs.pool_arms) == 7
+
+@pytest.mark.parametrize("text, message", [
+    ('[set]\nname = "../../outside"\n', r"\[set\] name '../../outside' holds a path separator"),
+    ('[set]\ncorpus = ".."\n', r"\[set\] corpus '..' is '..', a folder"),
+    ('[set]\nname = 3\n', r"\[set\] name 3 is not a non-empty string"),
+    ("", r"judgments\[1\].doc '../a.pdf' holds a path separator"),
+])
+def test_names_that_become_paths_are_refused(tmp_path, text, message):
+    """The set's name and corpus name folders (results/<corpus>-<name>, the corpus folder), and a judged
+    document is a file in the corpus folder: none may lead outside."""
+    doc = "../a.pdf" if not text else "a.pdf"
+    with pytest.raises(QrelsError, match=message):
+        _load(tmp_path, text + f'[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\n'
+                               f'judgments = [{{ doc = "{doc}", page = 1, gain = 1 }}]\n')

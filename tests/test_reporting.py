@@ -219,6 +219,8 @@ def browse(html, tmp_path) -> dict:
             page.goto(html.as_uri(), wait_until="load")
             page.wait_for_load_state("networkidle")
             seen["images"] = page.evaluate("Array.from(document.images, i => i.complete ? i.naturalWidth : 0)")
+            seen["pwned"] = page.evaluate("window.__pwned === undefined ? null : window.__pwned")
+            seen["text"] = page.evaluate("document.body.innerText")
         finally:
             browser.close()
     return seen
@@ -231,6 +233,47 @@ def test_the_html_report_works_offline_in_a_real_browser(rendered, tmp_path):
     assert len(seen["images"]) == len(reporting.FIGURES) and all(w > 0 for w in seen["images"]), seen["images"]
 
 
+# Strings a committed baseline's manifest could hold: each runs script if it reaches the page as markup
+# (the headline's Styler caption and index, a Markdown cell's HTML block, a figure's mathtext).
+PAYLOADS = ('<img src=x onerror="window.__pwned=1">', "set\n\n<script>window.__pwned=2</script>\n\nend",
+            '<svg onload="window.__pwned=3"></svg>', "$\\frac{1}{2}$ `a` | b $")
+
+
+@pytest.fixture(scope="module")
+def hostile_html(results_dir, tmp_path_factory):
+    """The real run above with a manifest and measures renamed to hostile strings, and a ``pandas.py`` and a
+    ``matplotlibrc`` committed beside them; rendered."""
+    import pandas as pd
+
+    d = tmp_path_factory.mktemp("hostile") / "results"
+    shutil.copytree(results_dir, d, ignore=shutil.ignore_patterns("report.*", "figures"))
+    m = json.loads((d / "manifest.json").read_text())
+    labels = {a["label"]: f"{a['label']}{p}" for a, p in zip(m["arms"], PAYLOADS[2:])}
+    for a in m["arms"]:
+        a["label"] = labels[a["label"]]
+    m["corpus"]["name"], m["qrels"]["name"] = PAYLOADS[0], PAYLOADS[1]
+    m["qrels"]["gains"] = {"3": PAYLOADS[1], "1": PAYLOADS[0]}
+    (d / "manifest.json").write_text(json.dumps(m))
+    pq = pd.read_parquet(d / "per_query.parquet")
+    pq["arm"] = pq["arm"].map(labels)
+    pq["query"] = pq["query"] + PAYLOADS[0]
+    pq.to_parquet(d / "per_query.parquet", index=False)
+    marker = d.parent / "imported"
+    (d / "pandas.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit('imported')\n")
+    (d / "matplotlibrc").write_text("backend: module://no_such_backend\n")
+    return reporting.render(d), marker
+
+
+@pytest.mark.slow
+def test_no_script_from_data_runs_and_no_code_from_the_results_directory_is_imported(hostile_html, tmp_path):
+    html, marker = hostile_html
+    assert not marker.exists()  # pandas.py beside the results was never imported
+    seen = browse(html, tmp_path)
+    assert seen["pwned"] is None and seen["errors"] == [] and seen["requests"] == [], seen
+    assert PAYLOADS[0] in seen["text"] and "window.__pwned=2" in seen["text"]  # shown as text
+    assert "Not written by evalkit, so not read: matplotlibrc, pandas.py" in seen["text"]
+
+
 def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tmp_path):
     page = tmp_path / "bad.html"
     page.write_text('<!DOCTYPE html><html><head><script src="https://cdn.invalid/x.js"></script></head><body>'
@@ -240,6 +283,9 @@ def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tm
     assert "https://cdn.invalid/x.js" in seen["requests"] and (tmp_path / "figures/missing.png").as_uri() in seen["requests"]
     assert "boom" in seen["errors"]
     assert seen["images"] == [0, 0]
+    script = tmp_path / "script.html"
+    script.write_text("<p>x</p><script>window.__pwned = 1</script>")
+    assert browse(script, tmp_path)["pwned"] == 1  # the check sees a script that runs
 
 
 def test_the_report_notebook_uses_only_evalkit_pandas_and_matplotlib():

@@ -6,6 +6,8 @@ from evalkit.records import Result
 
 from .conftest import SMALL_QUERIES, one_line_error
 
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
 
 def test_a_foreign_folder_is_refused_and_left_alone(tiny, capsys):
     home, argv = tiny
@@ -149,3 +151,43 @@ def test_a_report_waits_for_no_run_it_names_the_holder(tiny, capsys):
     with resultsdir.owned(home / "res", "evalkit run"):
         assert main(["report", str(home / "res")]) == 2
         one_line_error(capsys, "is in use by another run", "evalkit run")
+
+
+FIELDS = ["corpus", "corpus.name", "corpus.digest", "corpus.documents", "qrels", "qrels.name", "qrels.digest",
+          "qrels.queries", "qrels.path", "qrels.gains", "arms", "arms.0", "arms.0.label", "arms.0.spec",
+          "arms.0.params", "status", "depth", "environment", "environment.machine", "specs"]
+
+
+def test_any_manifest_field_of_the_wrong_type_is_bad_input_never_a_crash(tmp_path_factory, capsys):
+    """Every field a reader uses, replaced by every JSON type or removed: summary, compare and gate give
+    exit 0 (the value fits) or exit 2 with one line; never exit 1 (for gate: "a rule failed")."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from .conftest import write_results
+
+    values = st.sampled_from([None, 0, 2.5, True, "x", [], ["x"], {}, {"x": 1}, "<delete>"])
+
+    @given(field=st.sampled_from(FIELDS), value=values)
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    def check(field, value):
+        d = write_results(tmp_path_factory.mktemp("m") / "r", {"a": {"nDCG@10": [0.5, 0.2]}}, ["needle", "needle"])
+        m = json.loads((d / "manifest.json").read_text())
+        *parents, last = field.split(".")
+        holder = m
+        for key in parents:
+            holder = holder[int(key)] if isinstance(holder, list) else holder[key]
+        key = int(last) if isinstance(holder, list) else last
+        if value == "<delete>":
+            holder.pop(key) if isinstance(holder, list) else holder.pop(key, None)
+        else:
+            holder[key] = value
+        (d / "manifest.json").write_text(json.dumps(m))
+        for argv in (["summary", str(d)], ["compare", str(d), str(d), "--resamples", "10"],
+                     ["gate", "--baseline", str(d), "--candidate", str(d), "--rules", str(ROOT / "gate.toml")]):
+            capsys.readouterr()
+            code = main(argv)
+            err = capsys.readouterr().err
+            assert code == 0 or (code == 2 and err.count("\n") == 1 and "unexpected" not in err), (field, value, argv, err)
+
+    check()

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from .. import dirs
+from .. import dirs, ids
 from ..records import Hit, Result
 from . import Arm, ArmError, ArmFailure
 
@@ -142,6 +142,8 @@ def load_definition(config: str | Path, name: str) -> Definition:
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ArmError(f"arm 'mcp': cannot read {path}: {e}") from None
     defs = data.get("arm", {})
+    if why := ids.unsafe(name):  # it names the server's temporary folder
+        raise ArmError(f"arm 'mcp': definition name {name!r} {why}")
     if name not in defs:
         raise ArmError(f"arm 'mcp': {path} defines no arm {name!r} (defined: {', '.join(sorted(defs)) or 'none'})")
     d = dict(defs[name])
@@ -161,6 +163,9 @@ def load_definition(config: str | Path, name: str) -> Definition:
         raise ArmError(f"arm 'mcp': {where}: {e}") from None
     if d:
         raise ArmError(f"arm 'mcp': {where} has unknown key(s) {', '.join(sorted(d))}")
+    for rel in definition.files:  # written into the server's temporary folder, and nowhere else
+        if not rel or Path(rel).is_absolute() or any(ids.unsafe(part) for part in rel.split("/")):
+            raise ArmError(f"arm 'mcp': {where} files key {rel!r} is not a relative path inside the server's folder")
     if mapping.names not in NAME_STYLES:
         raise ArmError(f"arm 'mcp': {where} result.names is one of {', '.join(NAME_STYLES)}, not {mapping.names!r}")
     return definition

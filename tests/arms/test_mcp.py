@@ -348,3 +348,18 @@ def test_pdf_mcp_on_real_manuals(small):
         assert (where / "cache.db").exists()  # its own cache, where the definition says
     finally:
         a.close()
+
+
+@pytest.mark.parametrize("name, files, message", [
+    ("../../x", {}, "definition name '../../x' holds a path separator"),
+    ("test", {"../../escaped.py": "print(1)"}, "files key '../../escaped.py' is not a relative path"),
+    ("test", {"/tmp/escaped.py": "print(1)"}, "files key '/tmp/escaped.py' is not a relative path"),
+])
+def test_a_definition_writes_only_inside_the_servers_folder(tmp_path, name, files, message):
+    """The name labels the server's temporary folder and ``files`` are written into it: neither may lead out."""
+    import tomli_w
+
+    p = tmp_path / "arms.toml"
+    p.write_text(tomli_w.dumps({"arm": {name: {"command": "x", "search": {"tool": "t"}, "files": files}}}))
+    with pytest.raises(ArmError, match=message):
+        load_definition(p, name)

@@ -1,0 +1,116 @@
+"""Strings from data made inert for each place they are shown: one function per output kind.
+
+Names, ids, texts, descriptions, messages and paths come from files other people wrote (query sets, locks,
+MCP definitions, manifests, PDFs). Each output has its own live syntax, so each gets its own escaping,
+applied where the string enters the output and nowhere else:
+
+- :func:`html`: HTML text and attribute values (``<``, ``>``, ``&`` and quotes).
+- :func:`markdown`: Markdown text, also inside a table cell: no HTML block, link, emphasis, heading, math
+  or line break can be formed, and a cell cannot be split.
+- :func:`code`: a Markdown code span (names shown as ``code``), whatever backticks the name holds.
+- :func:`xml`: characters XML 1.0 cannot carry (ElementTree escapes markup but writes NUL and ESC as is,
+  which makes the file unreadable).
+- :func:`terminal`: control characters (escape sequences, carriage returns, bidirectional overrides)
+  shown as ``\\x1b``, ``\\u202e``, so nothing from data moves the cursor, recolours or reorders a line.
+- :func:`figure`: matplotlib text: ``$`` starts mathtext (an unbalanced one stops the figure), and with
+  ``text.usetex`` every TeX special character is live.
+"""
+from __future__ import annotations
+
+import html as _html
+import re
+import sys
+import unicodedata
+from contextlib import contextmanager
+
+# Unicode's bidirectional controls: they reorder what follows them ("Trojan Source").
+BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _visible(c: str) -> str:
+    return repr(c)[1:-1] if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def _control(c: str) -> bool:
+    return c in BIDI or unicodedata.category(c) in ("Cc", "Cs") or c in "\u2028\u2029"
+
+
+def terminal(s: object, newlines: bool = False) -> str:
+    """``s`` with every control character (newlines too, unless ``newlines``) written as a visible escape."""
+    return "".join(_visible(c) if _control(c) and not (newlines and c == "\n") else c for c in str(s))
+
+
+def html(s: object) -> str:
+    """``s`` as HTML text or a quoted attribute value."""
+    return _html.escape(str(s), quote=True)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$=])")
+
+
+def markdown(s: object) -> str:
+    """``s`` as literal Markdown text on one line: HTML characters as entities, every other punctuation that
+    Markdown or its math extension reads backslash-escaped, line breaks as spaces."""
+    text = " ".join(terminal(line) for line in str(s).splitlines())
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def code(s: object) -> str:
+    """``s`` as a Markdown code span on one line (literal in CommonMark, HTML included), fenced by more
+    backticks than it holds in a row. Not for table cells (a pipe would split the cell): use :func:`markdown`."""
+    text = " ".join(terminal(line) for line in str(s).splitlines()) or " "
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    # a backtick at either end needs a space beside the fence; Markdown strips one space from each end
+    pad = " " if "`" in (text[0], text[-1]) or (text[0] == " " and text[-1] == " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+_XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml(s: object) -> str:
+    """``s`` with the characters XML 1.0 forbids written as visible escapes (markup is ElementTree's job)."""
+    return _XML_BAD.sub(lambda m: _visible(m.group()), str(s))
+
+
+_TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+                "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}"}
+
+
+def figure(s: object) -> str:
+    """``s`` as literal matplotlib text: control characters visible, ``$`` escaped (no mathtext); under
+    ``text.usetex`` every TeX special character escaped. Newlines are kept (labels wrap on them)."""
+    from matplotlib import rcParams
+
+    text = terminal(s, newlines=True)
+    if rcParams["text.usetex"]:
+        return "".join(_TEX_SPECIAL.get(c, c) for c in text)
+    return text.replace("$", r"\$")
+
+
+class _Terminal:
+    """A text stream that writes control characters from data as visible escapes; newlines pass, and so
+    does the carriage return a progress bar starts its line with."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, s: str) -> int:
+        head = "\r" if s.startswith("\r") else ""
+        self._stream.write(head + terminal(s[len(head):], newlines=True))
+        return len(s)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def terminal_streams():
+    """Standard output and error escaped with :func:`terminal` while the block runs (a command's output)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Terminal(sys.stdout), _Terminal(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
