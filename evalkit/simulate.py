@@ -335,7 +335,7 @@ def fig_simulation(sim: Simulation) -> Figure:
     panels = [("gold_found", "share of gain >= 2 pages found"), ("tau_page", "Kendall tau, nDCG@10"),
               ("tau_doc", "Kendall tau, nDCG@10(doc)")]
     if "gate_vs_full" in sim.curves:
-        panels.append(("gate_vs_full", "gate decisions changed: vs full judgments (solid), vs whole pool (dashed)"))
+        panels.append(("gate_vs_full", "gate decisions changed\n(solid: vs full judgments, dashed: vs whole pool)"))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4), sharex=True, squeeze=False)
     axes = axes[0]
     for i, (strat, c) in enumerate(sim.curves.groupby("strategy", sort=False)):
