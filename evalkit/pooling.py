@@ -234,11 +234,11 @@ class Rates:
     gold: float = 0.0
     gain: float = 0.0
 
-    def __add__(self, other: "Rates") -> "Rates":
+    def __add__(self, other: Rates) -> Rates:
         return Rates(self.n + other.n, self.rel + other.rel, self.gold + other.gold, self.gain + other.gain)
 
     @classmethod
-    def of(cls, gain: int) -> "Rates":
+    def of(cls, gain: int) -> Rates:
         return cls(1.0, float(gain >= RELEVANT), float(gain >= GOLD), float(gain))
 
 
@@ -271,7 +271,7 @@ class Prior:
     strata: dict[Stratum, Rates] = field(default_factory=dict)
 
     @classmethod
-    def from_judged(cls, queries: Sequence[tuple[Rankings, Judged]], depth: int = 10) -> "Prior":
+    def from_judged(cls, queries: Sequence[tuple[Rankings, Judged]], depth: int = 10) -> Prior:
         out: dict[Stratum, Rates] = {}
         for rankings, judged in queries:
             stratum = strata(rankings, depth)
