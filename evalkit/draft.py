@@ -35,13 +35,11 @@ CLASSES = ("needle", "trap", "spread", "abstain")
 # A term a reader would name: a TeX command, a call, or a word of four or more letters (dots, digits,
 # hyphens and underscores inside, as R and package names have them).
 _TERM = re.compile(r"\\[A-Za-z@]{3,}|[A-Za-z][\w.]*\(\)|[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]")
-_HEADING = re.compile(r"^\s*(?:(?:\d+\.)*\d+\.?|(?:Figure|Table|Fig\.)\s+\d+[.:])\s+([A-Z][^\n]{3,70}?)\s*$", re.M)
+_HEADING = re.compile(r"^\s*(?:(?:\d+\.)*\d+\.?|(?:Figure|Table|Fig\.)\s+\d+[.:])\s+([A-Z][^\n]{3,70}?)\s*$", re.MULTILINE)
 _LEADER = re.compile(r"(\s*\.){2,}.*$|\s+\d+$|[\s,;:.]+$")  # table-of-contents dots, page numbers, stray marks
 _NUMBER = re.compile(r"^[A-Z]?(\.?\d+)+\.?\s+")
 # Headings every manual has: they say nothing of a topic two manuals share
-BOILERPLATE = frozenset("""abstract acknowledgment acknowledgement bundle caveat change contents copyright history
-    identification implementation index installation interface introduction license licence option overview package
-    parameter preface reference requirement summary usage user variable version""".split())
+BOILERPLATE = frozenset(["abstract", "acknowledgment", "acknowledgement", "bundle", "caveat", "change", "contents", "copyright", "history", "identification", "implementation", "index", "installation", "interface", "introduction", "license", "licence", "option", "overview", "package", "parameter", "preface", "reference", "requirement", "summary", "usage", "user", "variable", "version"])
 _INTERNAL = re.compile(r"@|__|^v?\d")  # internal macros (\XKV@tempa, l__pdf_x), versions (v2.14)
 RARE = 3.0       # Zipf frequency in English at or below which a word is rare (about 1 per million words)
 MIN_COUNT = 3    # occurrences in a document for a term to be one of its own
@@ -81,7 +79,7 @@ class Index:
     docs: int
 
     @classmethod
-    def build(cls, pages: Pages) -> "Index":
+    def build(cls, pages: Pages) -> Index:
         per_doc: dict[str, Counter] = {}
         per_page: dict[tuple[str, str], Counter] = defaultdict(Counter)
         for doc, texts in pages.items():
@@ -253,7 +251,7 @@ def abstains(pages: Pages, neighbours: Pages | None, n: int) -> list[Draft]:
         kind = "absent-name" if _shape(name) in usual and _shape(name) != "word" else "off-domain"
         out.append(Draft(f"abstain-{len(out) + 1:02d}", "abstain", f"How do I use {name}?",
                          f"name {name!r}: in {docs} documents of the neighbouring corpus, on no page here", kind=kind))
-    page_words = [set(t.lower() for t in terms(text)) for texts in pages.values() for text in texts]
+    page_words = [{t.lower() for t in terms(text)} for texts in pages.values() for text in texts]
     for key, where in sorted(headings(neighbours).items(), key=lambda kv: -len(kv[1])):
         if len(out) >= n:
             break

@@ -29,7 +29,10 @@ Strategies (each follows a published method; see its docstring): ``depth`` (fixe
 ``mtf`` (move-to-front, Cormack, Palmer & Clarke, SIGIR 1998) and ``maxmean`` (the Bayesian bandit of
 Losada, Parapar & Barreiro, SAC 2016 / IP&M 2017). Adaptive strategies read the same pool as ``depth`` with
 the same ``k`` (the union of every arm's top ``k``), in a different order: their saving comes from
-stopping early, which the stopping estimate (:func:`estimate`) says when to do.
+stopping early. Two stopping rules: the stopping estimate (:func:`estimate`, :func:`set_estimate`), which
+assumes reading in random order within a stratum (true of ``depth``'s hash order; under ``mtf`` and
+``maxmean`` it overestimates what is left, so it stops late), and the knee method (:func:`knee`), made for
+prioritised reading. `evalkit qrels simulate` measures both against the recorded judgments.
 """
 from __future__ import annotations
 
@@ -239,11 +242,11 @@ class Rates:
     gold: float = 0.0
     gain: float = 0.0
 
-    def __add__(self, other: "Rates") -> "Rates":
+    def __add__(self, other: Rates) -> Rates:
         return Rates(self.n + other.n, self.rel + other.rel, self.gold + other.gold, self.gain + other.gain)
 
     @classmethod
-    def of(cls, gain: int) -> "Rates":
+    def of(cls, gain: int) -> Rates:
         return cls(1.0, float(gain >= RELEVANT), float(gain >= GOLD), float(gain))
 
 
@@ -276,7 +279,7 @@ class Prior:
     strata: dict[Stratum, Rates] = field(default_factory=dict)
 
     @classmethod
-    def from_judged(cls, queries: Sequence[tuple[Rankings, Judged]], depth: int = 10) -> "Prior":
+    def from_judged(cls, queries: Sequence[tuple[Rankings, Judged]], depth: int = 10) -> Prior:
         out: dict[Stratum, Rates] = {}
         for rankings, judged in queries:
             stratum = strata(rankings, depth)

@@ -31,8 +31,8 @@ from .pooling import GOLD, RELEVANT, TAU, PageKey, kendall_tau
 from .qrels import QuerySet
 from .records import Hit, Judgment, Query, Result
 from .results import Results
-from .rules import load as load_rules
 from .resultsdir import ResultsError
+from .rules import load as load_rules
 
 REFERENCE = "depth(k=10)"  # today's pool: every arm's top 10, read whole
 STRATEGIES = ("depth(k=10)", "depth(k=10,order=rank)", "mtf", "maxmean")
@@ -165,7 +165,7 @@ def replay(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], spec: str,
     for q in qs.queries:
         known = gains(q)
         r = {a: x for a, x in rankings(ans, q.id).items() if a != without}
-        orders[q.id] = pooling.replay(strat, r, lambda p: known.get(p, 0))
+        orders[q.id] = pooling.replay(strat, r, lambda p, known=known: known.get(p, 0))
         unjudged += sum(p not in known for p, _ in orders[q.id])
     return Replay(strat.label, orders, unjudged)
 
@@ -335,7 +335,7 @@ def fig_simulation(sim: Simulation) -> Figure:
     panels = [("gold_found", "share of gain >= 2 pages found"), ("tau_page", "Kendall tau, nDCG@10"),
               ("tau_doc", "Kendall tau, nDCG@10(doc)")]
     if "gate_vs_full" in sim.curves:
-        panels.append(("gate_vs_full", "gate decisions changed: vs full judgments (solid), vs whole pool (dashed)"))
+        panels.append(("gate_vs_full", "gate decisions changed\n(solid: vs full judgments, dashed: vs whole pool)"))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4), sharex=True, squeeze=False)
     axes = axes[0]
     for i, (strat, c) in enumerate(sim.curves.groupby("strategy", sort=False)):
@@ -375,7 +375,7 @@ def write(sim: Simulation, out: Path) -> list[Path]:
 
 def render(sim: Simulation, rules: Path | str | None) -> str:
     """The text `evalkit qrels simulate` prints: the summary, leave-one-arm-out, and what the oracle assumed."""
-    fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else str(v)  # noqa: E731
+    fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else str(v)
     lines = [f"{sim.name}; the reference pool (every arm's top 10) holds {sim.depth_pages} pages",
              f"target: tau >= {TAU} on nDCG@10 and nDCG@10(doc)"
              + (f" and no gate decision of any ordered pair of arms changed ({rules})" if rules else " (gate not checked)"),

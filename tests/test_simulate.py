@@ -76,7 +76,7 @@ def test_maxmean_finds_every_gold_page_within_two_pages_a_query(case):
 
 
 def test_leave_one_arm_out_scores_a_new_arm_against_a_pool_it_did_not_build(case):
-    qs, d, rules = case
+    qs, d, _ = case
     loo = simulate.simulate(qs, d, ["depth(k=10)"], None, budgets=(1,)).loo.set_index("arm")
     # without `good`, its gold pages are never read: nDCG@10 falls from 1 to 0; 9 of its 10 pages judged
     assert loo.loc["good", "nDCG@10 bias"] == -1.0
@@ -96,7 +96,7 @@ def test_a_run_of_another_query_set_is_refused(case, tmp_path):
 def test_the_command_writes_its_files_and_refuses_a_missing_directory(case, tmp_path, capsys):
     from evalkit.cli import main
 
-    qs, d, rules = case
+    _, d, rules = case
     assert main(["qrels", "simulate", str(tmp_path / "sim.toml"), "--results", str(d), "--rules", str(rules),
                  "--strategies", "depth,maxmean", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
