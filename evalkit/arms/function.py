@@ -59,9 +59,9 @@ class FunctionArm(Arm):
 
     def search(self, query: str, k: int) -> Result:
         output = self.adapter.ask(self.target, query, k, self.params)
-        return answers.from_output(output, self._texts, self.collapse, lambda item: self.adapter.convert(item, self))
+        return answers.from_output(output, self.page_texts, self.collapse, lambda item: self.adapter.convert(item, self))
 
-    def _texts(self, doc: str) -> list[str]:
+    def page_texts(self, doc: str) -> list[str]:
         """A document's page texts (KeyError: not in the corpus), read once per arm."""
         cache = self.__dict__.setdefault("_pages", {})
         if doc not in cache:
