@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import escape as esc
-from . import measures, stats
-from .records import CLASSES
+from . import ids, measures, stats
+from .records import CLASSES, split_page_id
 from .resultsdir import ResultsError, check_manifest, measured, read_json, status
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
@@ -111,6 +111,16 @@ class Results:
         if answerable_only:
             f = f[f["class"] != "abstain"]
         return f.set_index("query")[measure]
+
+    def rankings(self, arm: str) -> dict[str, list[tuple[str, int]]]:
+        """Each query's ranked pages ``(doc, page)`` as the arm recorded them (its TREC run file), so two arms'
+        rankings can be compared as they are, not only through their measures."""
+        entry = next(a for a in self.manifest["arms"] if a["label"] == self.arm(arm))
+        ranked: dict[str, list[tuple[str, int]]] = {}
+        for line in (self.path / "runs" / f"{entry['file']}.trec").read_text().splitlines():
+            qid, _, pid, *_ = line.split()
+            ranked.setdefault(ids.decode(qid), []).append(split_page_id(pid))
+        return ranked
 
     def compare(self, base: str, other: str, measure: str = "nDCG@10", cls: str | None = None,
                 **kw) -> stats.Comparison:

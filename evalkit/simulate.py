@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 
 import pandas as pd
@@ -157,6 +157,11 @@ class Replay:
         return sum(len(o[:budget]) for o in self.orders.values())
 
 
+def _gain(known: Mapping[PageKey, int], page: PageKey) -> int:
+    """The assessor of a replay: the recorded gain, 0 for a page nobody judged."""
+    return known.get(page, 0)
+
+
 def replay(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], spec: str,
            without: str | None = None) -> Replay:
     """Read every query's pool to the end in ``spec``'s order (``without``: leave that arm out of the pool)."""
@@ -165,7 +170,7 @@ def replay(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], spec: str,
     for q in qs.queries:
         known = gains(q)
         r = {a: x for a, x in rankings(ans, q.id).items() if a != without}
-        orders[q.id] = pooling.replay(strat, r, lambda p, known=known: known.get(p, 0))
+        orders[q.id] = pooling.replay(strat, r, partial(_gain, known))
         unjudged += sum(p not in known for p, _ in orders[q.id])
     return Replay(strat.label, orders, unjudged)
 

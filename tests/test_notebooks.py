@@ -1,7 +1,11 @@
+import re
+
 import nbformat
 import pytest
 
-from evalkit import notebooks, reporting
+from evalkit import dirs, notebooks, reporting
+
+from .conftest import ROOT, SMALL_QUERIES
 
 
 def test_inject_parameters_follows_the_parameters_cell_and_replaces_an_earlier_one():
@@ -35,3 +39,42 @@ def test_the_kernel_never_imports_code_from_the_folder_it_reports_on(tmp_path):
     assert not marker.exists()
     out = nbformat.read(where / "probe.ipynb", as_version=4).cells[-1].outputs[0]["text"].strip()
     assert out != str(where) and not out.startswith(str(where))
+YOUR_RETRIEVER = ROOT / "notebooks" / "your-retriever.ipynb"
+EVALKIT_CALL = re.compile(r"\b(ek|res|docs|verdict)\.\w|fig_class_bars\(")
+
+
+def test_your_retriever_notebook_says_how_many_lines_call_evalkit():
+    nb = nbformat.read(YOUR_RETRIEVER, as_version=4)
+    lines = [line for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])
+             for line in c.source.splitlines() if EVALKIT_CALL.search(line) and not line.lstrip().startswith("from ")]
+    assert len(lines) <= 15
+    assert f"{len(lines)} lines above call evalkit" in nb.cells[-1].source
+
+
+@pytest.mark.slow
+def test_your_retriever_notebook_runs_three_forms_of_one_retriever_to_identical_rankings(small, tmp_path, real_env,
+                                                                                         monkeypatch):
+    """The Done-when test of the adapters: the notebook's BM25 over 250-word chunks as a function, a LangChain
+    and a LlamaIndex retriever, executed on the small real corpus, ranks every query's pages identically."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from evalkit.results import Results
+
+    for k, v in real_env.items():
+        monkeypatch.setenv(k, v)
+    (tmp_path / "q.toml").write_text(SMALL_QUERIES)
+    c, _ = small
+    notebooks.execute(YOUR_RETRIEVER, tmp_path, "your-retriever", "your retriever", pdfs=str(c.root),
+                      queries=str(tmp_path / "q.toml"), rules=str(dirs.shipped("gate.toml")), out=str(tmp_path / "res"))
+    res = Results.load(tmp_path / "res")
+    assert [a.split("@")[0] for a in res.arms] == ["global-index", "hybrid(keyword=global-index)", "bm25",
+                                                    "bm25-langchain", "bm25-llamaindex"]
+    ranked = [res.rankings(a) for a in ("bm25", "bm25-langchain", "bm25-llamaindex")]
+    assert ranked[0] == ranked[1] == ranked[2] and len(ranked[0]) == 3  # q4's words occur nowhere
+    assert ranked[0] != res.rankings("global-index")
+    assert not res.per_query["error"].astype(bool).any()
+    out = nbformat.read(tmp_path / "your-retriever.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for cell in out.cells if cell.cell_type == "code" for o in cell.outputs)
+    assert "the three forms give identical page rankings on all 4 queries: True" in printed
+    assert ":bm25@" in printed and "rules" in printed and (tmp_path / "res" / "gate.json").exists()
+    assert any("image/png" in o.get("data", {}) for cell in out.cells if cell.cell_type == "code" for o in cell.outputs)

@@ -31,3 +31,13 @@ def test_results_render_as_a_table_in_jupyter(small_pair):
 def test_a_folder_without_a_manifest_is_not_results(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a results directory"):
         Results.load(tmp_path)
+
+
+def test_rankings_are_the_pages_each_arm_recorded_in_its_order(small_pair):
+    import json
+
+    for arm in small_pair.manifest["arms"]:
+        recorded = [json.loads(line) for line in (small_pair.path / "runs" / f"{arm['file']}.jsonl").open()]
+        assert small_pair.rankings(arm["label"]) == {r["query"]: [(d, p) for d, p, _ in r["hits"]]
+                                                     for r in recorded if r["hits"]}
+    assert small_pair.rankings("keyword") != small_pair.rankings("global-index")

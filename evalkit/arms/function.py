@@ -25,12 +25,15 @@ _SIMPLE = (str, int, float, bool, type(None))
 
 def _source(obj: Any) -> bytes:
     """The code an arm runs: its source where Python can find it (a notebook cell's included), else its
-    compiled code."""
+    compiled code; a class whose source Python cannot find (one of a notebook cell) by its own methods'."""
     try:
         return inspect.getsource(obj).encode()
     except (OSError, TypeError):
         code = getattr(obj, "__code__", None)
-        return marshal.dumps(code) if code is not None else f"{obj.__module__}.{obj.__qualname__}".encode()
+        if code is not None:
+            return marshal.dumps(code)
+        methods = [_source(v) for _, v in sorted(vars(obj).items()) if inspect.isfunction(v)] if inspect.isclass(obj) else []
+        return b"\0".join([f"{obj.__module__}.{obj.__qualname__}".encode(), *methods])
 
 
 def _state(target: Any) -> dict:
@@ -71,9 +74,9 @@ class FunctionArm(Arm):
 
     def search(self, query: str, k: int) -> Result:
         output = self.adapter.ask(self.target, query, k, self.params)
-        return answers.from_output(output, self._texts, self.collapse, lambda item: self.adapter.convert(item, self))
+        return answers.from_output(output, self.page_texts, self.collapse, lambda item: self.adapter.convert(item, self))
 
-    def _texts(self, doc: str) -> list[str]:
+    def page_texts(self, doc: str) -> list[str]:
         """A document's page texts (KeyError: not in the corpus), read once per arm."""
         cache = self.__dict__.setdefault("_pages", {})
         if doc not in cache:
@@ -81,7 +84,8 @@ class FunctionArm(Arm):
         return cache[doc]
 
     def describe(self) -> dict:
-        return {"retriever": f"{type(self.target).__module__}.{getattr(self.target, '__qualname__', type(self.target).__qualname__)}",
+        t = self.target
+        return {"retriever": f"{getattr(t, '__module__', None) or type(t).__module__}.{getattr(t, '__qualname__', type(t).__qualname__)}",
                 "adapter": self.adapter.name, "pages": self.adapter.convention, "chunks": answers.CHUNK_RULE,
                 "collapse": self.collapse}
 
@@ -98,5 +102,6 @@ def register(target: Any, name: str | None = None, collapse: bool = False, **par
     defaults = {**(declared(target) if adapter.name == "python" else {}), **params}
     cls = type(f"FunctionArm_{name}", (FunctionArm,), {
         "name": f"{name}@{digest(target, {**defaults, 'collapse': collapse})}", "defaults": defaults,
-        "target": staticmethod(target) if inspect.isfunction(target) else target, "adapter": adapter, "collapse": collapse, "__module__": __name__})
+        # staticmethod: a function stays itself, not a method bound to the arm
+        "target": staticmethod(target), "adapter": adapter, "collapse": collapse, "__module__": __name__})
     return register_class(cls)
