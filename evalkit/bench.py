@@ -1,12 +1,15 @@
 """Speed and scale, measured: ``evalkit bench`` and the figures of a bench directory.
 
     <out>/bench.csv         one row per figure: what, value, unit, runs, note (medians of repeated runs)
-    <out>/environment.json  interpreter, SQLite, package versions, machine, load average before and after
+    <out>/environment.json  interpreter, SQLite, package versions, machine, load average before and after, and
+                            the calibration: a reference workload timed at the start and the end
     <out>/scale.csv         with --scale: per subset size and arm, latency (median / p95), build time, index size
     <out>/scale.png         the cost curve, log-log, with each arm's fitted growth exponent
 
 Timings depend on the machine and on what else runs on it, so every file records the environment and the
-load average, and figures from different environments are not compared. Scale subsets are nested and
+load average, and every time is also stated relative to the calibration workload timed in the same process
+(``calibrated`` in bench.csv): those ratios compare across machines and moments, absolute times do not
+(``evalkit bench --compare DIR1 DIR2`` puts two directories side by side). Scale subsets are nested and
 seeded: the first n documents of one seeded permutation (of the documents in sha256 order, so file names
 play no part), so a larger subset always holds the smaller ones.
 """
@@ -27,12 +30,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import arms, measures
+from . import arms, calibration, measures
 from .arms import lexical
 from .corpus import Corpus
 from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, windows
 from .pages import PageStore
-from .run import environment
+from .environment import completed, environment
 
 # the built-in arms, and the README's recommended refusing arm: what admission adds to the arm it wraps
 LATENCY_ARMS = ("keyword", "keyword(tiebreak=page)", "global-index", "score-merge", "semantic", "hybrid",
@@ -52,10 +55,6 @@ class Figure:
     unit: str
     runs: int = 1
     note: str = ""
-
-
-def load_average() -> tuple[float, float, float]:
-    return os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
 
 
 def peak_memory_mib() -> float:
@@ -326,13 +325,72 @@ def plot_scale(frame: pd.DataFrame):
 
 def write(out: Path, figures: Sequence[Figure], env: dict, scale_frame: pd.DataFrame | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame([asdict(f) for f in figures]).to_csv(out / "bench.csv", index=False)
+    with_ratios(pd.DataFrame([asdict(f) for f in figures]), env).to_csv(out / "bench.csv", index=False)
     (out / "environment.json").write_text(json.dumps(env, indent=2) + "\n")
     if scale_frame is not None and len(scale_frame):
         scale_frame.to_csv(out / "scale.csv", index=False)
         exponents(scale_frame).to_csv(out / "scale_fit.csv", index=False)
         fig = plot_scale(scale_frame)
         fig.savefig(out / "scale.png", dpi=150, bbox_inches="tight", facecolor="white")
+
+
+TIME_UNITS = ("ms", "ms/page")  # divided by the reference time: how many reference workloads one takes
+RATE_UNITS = ("pages/s", "windows/s")  # multiplied by it: how many items are done in one reference's time
+
+
+def per_reference(value: float, unit: str, reference_ms: float) -> float:
+    """A figure relative to the calibration workload (:mod:`evalkit.calibration`); NaN for ratios and sizes,
+    which are not times."""
+    if unit in TIME_UNITS:
+        return value / reference_ms
+    if unit in RATE_UNITS:
+        return value * reference_ms / 1000
+    return math.nan
+
+
+def with_ratios(figures: pd.DataFrame, env: dict) -> pd.DataFrame:
+    """``figures`` with ``calibrated`` (the value relative to the reference workload of ``env``, NaN where
+    the environment has no calibration) and its unit."""
+    ref = calibration.reference_ms(env)
+    return figures.assign(calibrated=[per_reference(v, u, ref) for v, u in zip(figures["value"], figures["unit"])],
+                          calibrated_unit=["x reference" if u in TIME_UNITS else "per reference" if u in RATE_UNITS
+                                           else "" for u in figures["unit"]])
+
+
+def _time_ratio(first: pd.Series, second: pd.Series, units: pd.Series) -> pd.Series:
+    """How many times longer the second took: second/first for times, first/second for rates, NaN for
+    figures that are not times (ratios, sizes)."""
+    out = pd.Series(math.nan, index=units.index)
+    times, rates = units.isin(TIME_UNITS), units.isin(RATE_UNITS)
+    out[times] = second[times] / first[times]
+    out[rates] = first[rates] / second[rates]
+    return out
+
+
+def compare(first: Path | str, second: Path | str) -> pd.DataFrame:
+    """Two bench directories' figures side by side (those both hold), absolute and calibrated, each with
+    how many times longer the second took. Calibrated ratios near 1 mean the code did the same work;
+    absolute ratios away from 1 then say only that the machines or their loads differed."""
+    a, b = load(first)["figures"], load(second)["figures"]
+    m = a.merge(b, on=["section", "what", "unit", "calibrated_unit"], suffixes=("_1", "_2"))
+    m["time_ratio"] = _time_ratio(m["value_1"], m["value_2"], m["unit"])
+    m["calibrated_time_ratio"] = _time_ratio(m["calibrated_1"], m["calibrated_2"], m["unit"])
+    return m[["section", "what", "unit", "value_1", "value_2", "time_ratio", "calibrated_unit", "calibrated_1",
+              "calibrated_2", "calibrated_time_ratio"]]
+
+
+def compare_text(first: Path | str, second: Path | str) -> str:
+    """What ``evalkit bench --compare`` prints: each directory's calibration line, how much longer the
+    second took (median over its times, absolute and calibrated), then :func:`compare`."""
+    lines = [f"{n} {p}: {calibration.summary(load(p)['environment'])}" for n, p in ((1, first), (2, second))]
+    frame = compare(first, second)
+    both = frame.dropna(subset=["time_ratio", "calibrated_time_ratio"])
+    if len(both):
+        lines.append(f"time 2/1 over {len(both)} timings: absolute median {both['time_ratio'].median():.3f} "
+                     f"(range {both['time_ratio'].min():.3f} to {both['time_ratio'].max():.3f}), calibrated median "
+                     f"{both['calibrated_time_ratio'].median():.3f} (range {both['calibrated_time_ratio'].min():.3f} "
+                     f"to {both['calibrated_time_ratio'].max():.3f})")
+    return "\n".join([*lines, "", table(frame)])
 
 
 def table(figures: Sequence[Figure] | pd.DataFrame) -> str:
@@ -346,18 +404,25 @@ def load(path: Path | str) -> dict[str, pd.DataFrame | dict]:
     path = Path(path)
     if not (path / "bench.csv").exists():
         raise FileNotFoundError(f"{path} is not a bench directory (no bench.csv): run `evalkit bench --out {path}`")
-    out: dict[str, pd.DataFrame | dict] = {"figures": pd.read_csv(path / "bench.csv"),
-                                           "environment": json.loads((path / "environment.json").read_text())}
+    env = json.loads((path / "environment.json").read_text())
+    out: dict[str, pd.DataFrame | dict] = {"figures": with_ratios(pd.read_csv(path / "bench.csv"), env),
+                                           "environment": env}
     if (path / "scale.csv").exists():
         out["scale"] = pd.read_csv(path / "scale.csv")
         out["fit"] = pd.read_csv(path / "scale_fit.csv")
     return out
 
 
-def bench_environment(before: tuple[float, float, float]) -> dict:
-    return {**environment(), "load_average_before": list(before), "load_average_after": list(load_average()),
-            "peak_memory_mib": peak_memory_mib(), "cpu_count": os.cpu_count(),
-            "disk_free_bytes": shutil.disk_usage(Path.cwd()).free}
+def begin() -> dict:
+    """The environment at the start of a bench, calibration included, taken before any figure is timed."""
+    return {**environment(), "load_average_before": calibration.load_average()}
+
+
+def bench_environment(start: dict) -> dict:
+    """The environment of a finished bench: ``start`` (:func:`begin`) with the calibration's end and the
+    load, memory and disk figures after it."""
+    return {**completed(start), "load_average_after": calibration.load_average(), "peak_memory_mib": peak_memory_mib(),
+            "cpu_count": os.cpu_count(), "disk_free_bytes": shutil.disk_usage(Path.cwd()).free}
 
 
 def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Sequence[str] = LATENCY_ARMS,
@@ -415,7 +480,8 @@ def environment_summary(env: dict):
     return Markdown(f"**Machine** {m.get('processor', '?')}, {m.get('cpus', '?')} CPUs, "
                     f"{(m.get('memory_bytes') or 0) / 2 ** 30:.0f} GiB · **Python** {env.get('python', '?')} · "
                     f"**SQLite** {env.get('sqlite', '?')} · **load average** {before[0]:.2f} before, "
-                    f"{after[0]:.2f} after · **peak memory** {env.get('peak_memory_mib', math.nan):.0f} MiB · {pk}")
+                    f"{after[0]:.2f} after · **peak memory** {env.get('peak_memory_mib', math.nan):.0f} MiB · {pk} · "
+                    f"**calibration** {calibration.summary(env)}")
 
 
 def render(path: Path | str, out_html: Path | str | None = None) -> Path:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import __version__, compare, rules
+from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
 
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
@@ -154,8 +155,9 @@ class Verdict:
 
 
 def evaluate(baseline: compare.Side, candidate: compare.Side, rules_path: Path | str,
-             allow_different_queries: bool = False) -> Verdict:
-    """Pair the two sides and evaluate every rule of ``rules_path``. Anything that stops the evaluation
+             allow_different_queries: bool = False, timing: PairedTiming | Untimed | None = None) -> Verdict:
+    """Pair the two sides and evaluate every rule of ``rules_path``; the latency rule decides on ``timing``,
+    both arms re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything that stops the evaluation
     (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
     so every document-level measure moves with depth alone."""
@@ -164,7 +166,7 @@ def evaluate(baseline: compare.Side, candidate: compare.Side, rules_path: Path |
     if pair.depths[0] != pair.depths[1]:
         raise compare.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
                                    f"({baseline.label}, {candidate.label}): rerun one with -k {max(pair.depths)}")
-    outcomes = rules.evaluate(parsed, pair)
+    outcomes = rules.evaluate(parsed, pair, timing)
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],

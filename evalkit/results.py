@@ -9,7 +9,7 @@ import pandas as pd
 
 from . import stats
 from .resultsdir import ResultsError, read_json
-from .run import summarize
+from .summary import summarize
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 LOCK = ".evalkit.lock"
+
+
+def slug(label: str) -> str:
+    """A file name for an arm label (labels may hold '/', e.g. a model id)."""
+    return re.sub(r"[^\w.,=()+-]+", "_", label)
 
 
 class ResultsError(Exception):

@@ -17,13 +17,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
-import re
-import sqlite3
 import sys
 import time
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
@@ -32,36 +28,18 @@ from tqdm import tqdm
 from . import __version__, arms, executor, ids, measures, resultsdir
 from .corpus import Corpus
 from .embeddings import ModelSpec
+from .environment import completed, environment
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
-from .records import CLASSES, Hit, Query, Result, page_id
+from .records import Hit, Query, Result, page_id
+from .resultsdir import slug
+from .summary import summarize
 
 DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
-PACKAGES = ("pymupdf", "fastembed", "onnxruntime", "numpy", "pandas", "scipy", "pyarrow", "tqdm")
 
 
 class RunError(Exception):
     """A run that cannot start or resume as asked; the message says why and what to do."""
-
-
-def slug(label: str) -> str:
-    """A file name for an arm label (labels may hold '/', e.g. a model id)."""
-    return re.sub(r"[^\w.,=()+-]+", "_", label)
-
-
-def environment() -> dict:
-    """What a timing depends on: interpreter, SQLite, package versions, machine."""
-    versions = {}
-    for p in PACKAGES:
-        try:
-            versions[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
-    return {"python": sys.version.split()[0], "implementation": platform.python_implementation(),
-            "sqlite": sqlite3.sqlite_version, "evalkit": __version__, "packages": versions,
-            "machine": {"platform": platform.platform(), "processor": platform.machine(),
-                        "cpus": os.cpu_count(), "memory_bytes": mem}}
 
 
 def model_ids(arm: arms.Arm) -> list[dict]:
@@ -226,7 +204,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         frame.to_parquet(tmp, index=False)
     with resultsdir.atomic(out / "summary.csv") as tmp:
         summarize(frame).to_csv(tmp, index=False)
-    manifest.update(status="complete", finished=_now())
+    manifest.update(status="complete", finished=_now(), environment=completed(manifest.get("environment", {})))
     resultsdir.write_json(manifest_path, manifest)
 
 
@@ -342,30 +320,3 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
                          "hits": len(result.hits), "latency_s": rec["latency"],
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
     return pd.DataFrame(rows)
-
-
-def summarize(frame: pd.DataFrame, by_class: bool = True) -> pd.DataFrame:
-    """Per arm (and per class, plus ``all``): ranking measures averaged over answerable queries only (an
-    errored one scores 0, like an empty answer), both refusal rates side by side, the number of errors,
-    latency median / p95 / mean, and the mean tied items at 10. Audit measures (Judged@10) are averaged over
-    the queries with an answer: answerable ones in ``all`` (the row whose nDCG they qualify), the class's
-    own in a class row (abstain included)."""
-    names = [n for n in measures.DEFAULT if n in frame.columns]
-    audit = {n for n in names if measures.MEASURES[n].audit}
-    groups = [("all", frame)]
-    if by_class:
-        groups += [(c, frame[frame["class"] == c]) for c in CLASSES if (frame["class"] == c).any()]
-    rows = []
-    for cls, g in groups:
-        for arm, a in g.groupby("arm", sort=False):
-            answerable = a[a["class"] != "abstain"]
-            row = {"arm": arm, "class": cls, "queries": len(a)}
-            row.update({n: answerable[n].mean() if len(answerable) else math.nan for n in names})
-            row.update({n: (answerable if cls == "all" else a)[n].mean() for n in audit})
-            row.update(measures.refusal_rates(a["outcome"], a["class"] == "abstain"))
-            row["errors"] = int((a["outcome"] == "error").sum())
-            row.update({f"latency_{k}_s": v for k, v in measures.latency_summary(a["latency_s"]).items()})
-            row["ties@10"] = a["ties@10"].mean()
-            rows.append(row)
-    return pd.DataFrame(rows)
-
