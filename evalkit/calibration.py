@@ -4,11 +4,13 @@ An absolute time says as much about the machine and its load as about the code: 
 machine evalkit is built on, one bench of one commit gave figures three times another's. So every
 environment record carries the CPU model, the load average and the share of CPU time the hypervisor
 stole (``/proc/stat``) at the start and at the end, and the time of a reference workload made of what
-evalkit itself spends its time on -- a NumPy matrix product (vector scoring), an SQLite FTS5 query loop
-(the keyword arms), a PyMuPDF page parse of a PDF built in memory (extraction) -- each the median of a few
-repeats. A timing divided by the reference time is a ratio that travels between machines and moments.
+evalkit itself spends its time on -- NumPy matrix products (vector scoring), SQLite FTS5 queries (the
+keyword arms), PyMuPDF page parses of a PDF built in memory (extraction) -- read two ways (:func:`reference`):
+its wall time, which a busy machine stretches as it stretches every wall-clock timing, and its CPU time,
+which only a slower core stretches. A timing divided by the matching reading is a ratio that travels
+between machines and moments.
 
-PyMuPDF is imported inside :func:`pdf_parse`, so modules that read results can import this one.
+PyMuPDF is imported inside :func:`_pdf`, so modules that read results can import this one.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-REPEATS = 5  # of each part; the median is kept
+REPEATS = 3  # passes over each part; medians are kept
 WORDS = tuple(f"w{i}" for i in range(400))  # the FTS5 vocabulary: fixed, so every machine runs the same loop
 
 
@@ -63,12 +65,16 @@ def load_average() -> list[float]:
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else [math.nan] * 3
 
 
-def matrix_product() -> None:
-    """150 products of two 96 x 96 float64 matrices (small enough that BLAS stays on one thread)."""
-    a = np.random.default_rng(0).standard_normal((96, 96))
-    for _ in range(150):
-        a = a @ a
-        a /= np.abs(a).max()
+@functools.cache
+def _matrices() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((96, 96)), rng.standard_normal((96, 96))
+
+
+def matrix_product(i: int) -> None:
+    """One product of two 96 x 96 float64 matrices (small enough that BLAS stays on one thread)."""
+    a, b = _matrices()
+    a @ (b if i % 2 else a)
 
 
 @functools.cache
@@ -82,53 +88,65 @@ def _fts5_table() -> sqlite3.Connection:
     return db
 
 
-def fts5_queries() -> None:
-    """60 BM25-ranked two-word queries on the FTS5 table, top 10 each."""
-    db = _fts5_table()
-    for i in range(60):
-        q = f"{WORDS[(7 * i) % 97 + 50]} OR {WORDS[(13 * i) % 199 + 100]}"
-        db.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10", (q,)).fetchall()
+def fts5_query(i: int) -> None:
+    """One BM25-ranked two-word query on the FTS5 table, top 10."""
+    q = f"{WORDS[(7 * i) % 97 + 50]} OR {WORDS[(13 * i) % 199 + 100]}"
+    _fts5_table().execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10", (q,)).fetchall()
 
 
 @functools.cache
-def _pdf() -> bytes:
-    """A 6-page text PDF built in memory (once, untimed)."""
+def _pdf():
+    """A 24-page text PDF built in memory and opened from its bytes (once, untimed)."""
     import pymupdf
 
     doc = pymupdf.open()
-    for p in range(6):
-        text = " ".join(WORDS[(p * 31 + i) % len(WORDS)] for i in range(700))
-        doc.new_page().insert_textbox(pymupdf.Rect(50, 50, 550, 800), text, fontsize=8)
+    for p in range(24):
+        text = " ".join(WORDS[(p * 31 + i) % len(WORDS)] for i in range(150))
+        doc.new_page().insert_textbox(pymupdf.Rect(50, 50, 550, 800), text, fontsize=9)
     data = doc.tobytes()
     doc.close()
-    return data
+    return pymupdf.open(stream=data, filetype="pdf")
 
 
-def pdf_parse() -> None:
-    """Open the in-memory PDF and extract every page's text, as the page store does."""
-    import pymupdf
-
-    with pymupdf.open(stream=_pdf(), filetype="pdf") as parsed:
-        for page in parsed:
-            page.get_text("text")
+def pdf_page(i: int) -> None:
+    """Load one page of the in-memory PDF and extract its text, as the page store does."""
+    _pdf()[i % 24].get_text("text")
 
 
-PARTS: dict[str, Callable[[], None]] = {"matrix_product": matrix_product, "fts5_queries": fts5_queries,
-                                        "pdf_parse": pdf_parse}
+# part -> (one step, steps per pass)
+PARTS: dict[str, tuple[Callable[[int], None], int]] = {
+    "matrix_product": (matrix_product, 150), "fts5_queries": (fts5_query, 60), "pdf_parse": (pdf_page, 36)}
+
+
+def unit(i: int) -> None:
+    """One step of every part: the reference workload in miniature (about a millisecond), to time between
+    the queries of a latency measurement, so that both see the machine at the same moments."""
+    for step, _ in PARTS.values():
+        step(i)
+
+
+def _part(step: Callable[[int], None], n: int, repeats: int) -> tuple[float, float]:
+    """(wall, CPU) milliseconds of the median pass over one part's steps."""
+    for i in range(n):  # untimed: imports, caches, lazy builds
+        step(i)
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for i in range(n):
+            step(i)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return 1000 * statistics.median(wall), 1000 * statistics.median(cpu)
 
 
 def reference(repeats: int = REPEATS) -> dict:
-    """Each part's median milliseconds over ``repeats`` runs (one untimed run first), and their sum."""
-    parts = {}
-    for name, fn in PARTS.items():
-        fn()
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            times.append(1000 * (time.perf_counter() - t0))
-        parts[name] = statistics.median(times)
-    return {"reference_ms": sum(parts.values()), "parts_ms": parts}
+    """The reference workload read two ways. ``reference_ms``, wall time: it grows with everything that
+    slows a process, the share of a core it gets included, as a long loop's or an extraction's wall time
+    does. ``cpu_ms``, this process's CPU time: a moment the scheduler gives the core to another process
+    does not count, so it grows only with how fast the core runs when it runs us, as a search's CPU time."""
+    parts = {name: _part(step, n, repeats) for name, (step, n) in PARTS.items()}
+    return {"reference_ms": sum(w for w, _ in parts.values()), "cpu_ms": sum(c for _, c in parts.values()),
+            "parts_ms": {name: {"wall": w, "cpu": c} for name, (w, c) in parts.items()}}
 
 
 def moment(repeats: int = REPEATS) -> dict:
@@ -142,32 +160,40 @@ def start(repeats: int = REPEATS) -> dict:
     return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "start": moment(repeats)}
 
 
+KINDS = ("reference_ms", "cpu_ms")  # the two readings of the reference workload, see :func:`reference`
+
+
 def finish(calibration: dict, repeats: int = REPEATS) -> dict:
-    """``calibration`` with its end moment, the steal share over the run and the reference time: the mean
+    """``calibration`` with its end moment, the steal share over the run and both reference times: the mean
     of the start and end figures, since the timings between them ran under both."""
     end = moment(repeats)
     first = calibration["start"]
     return {**calibration, "end": end, "steal_share": steal_share(first["cpu_jiffies"], end["cpu_jiffies"]),
-            "reference_ms": (first["reference_ms"] + end["reference_ms"]) / 2}
+            **{k: (first[k] + end[k]) / 2 for k in KINDS}}
 
 
-def reference_ms(environment: dict) -> float:
-    """The reference time an environment record carries (NaN for records from before calibration)."""
+def reference_ms(environment: dict, kind: str = "reference_ms") -> float:
+    """A reference time an environment record carries (``kind``: ``reference_ms`` or ``cpu_ms``): the
+    mean of start and end, the start alone for a run that never finished, NaN for records from before
+    calibration."""
     cal = environment.get("calibration") or {}
-    value = cal.get("reference_ms", (cal.get("start") or {}).get("reference_ms"))
+    value = cal.get(kind, (cal.get("start") or {}).get(kind))
     return float(value) if isinstance(value, (int, float)) else math.nan
 
 
 def summary(environment: dict) -> str:
-    """One line: CPU, cores, reference time at start and end, load average and steal (or why there is none)."""
+    """One line: CPU, cores, reference times at start and end, load average and steal (or why there are none)."""
     cal = environment.get("calibration")
     if not cal:
         return "no calibration recorded (results from before evalkit recorded one)"
     first, end = cal.get("start", {}), cal.get("end")
-    text = (f"{cal.get('cpu_model', '?')}, {cal.get('cores', '?')} cores; reference workload "
-            f"{first.get('reference_ms', math.nan):.0f} ms at the start")
+
+    def times(m: dict) -> str:
+        return f"{m.get('reference_ms', math.nan):.0f} ms ({m.get('cpu_ms', math.nan):.0f} ms CPU)"
+
+    text = f"{cal.get('cpu_model', '?')}, {cal.get('cores', '?')} cores; reference workload {times(first)} at the start"
     if end:
-        text += f", {end['reference_ms']:.0f} ms at the end"
+        text += f", {times(end)} at the end"
     text += f"; load average {first.get('load_average', [math.nan])[0]:.2f}"
     if end:
         text += f" -> {end['load_average'][0]:.2f}; CPU stolen {100 * cal.get('steal_share', math.nan):.1f}%"

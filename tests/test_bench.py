@@ -82,6 +82,10 @@ def test_measure_scale_and_the_bench_directory_on_real_pdfs(small, tmp_path):
     assert by["cold extraction CPU, this process and its workers"].value > 0
     assert by["evalkit / fastembed throughput"].value > 0
     assert {"keyword, k=10, median", "keyword, k=100, p95", "global-index, k=10, median"} <= set(by)
+    # each time is set against the calibration reading taken around its own section
+    assert by["keyword, k=10, median"].reference == by["keyword, k=10, p95"].reference == "wall"
+    assert by["keyword, k=10, CPU median"].reference == "cpu" and 0 < by["keyword, k=10, CPU median"].value
+    assert all(f.reference_ms > 0 for f in figures if f.reference) and math.isnan(by["evalkit / fastembed throughput"].reference_ms)
     frame = bench.scale(store, c, [3, 6], queries, ["keyword", "global-index", "semantic"], spec=spec,
                         log=lambda _: None)
     assert sorted(frame["documents"].unique()) == [3, 6]
@@ -138,7 +142,8 @@ def test_compare_puts_two_benches_side_by_side_and_the_calibrated_ratios_agree(t
     assert math.isnan(frame.loc["evalkit / pytrec_eval time", "calibrated_time_ratio"])
     assert main(["bench", "--compare", str(quiet), str(loaded)]) == 0
     out = capsys.readouterr().out
-    assert "time 2/1 over 2 timings: absolute median 2.500" in out and "calibrated median 1.000" in out
+    assert "wall timings (2), time 2/1: absolute median 2.500 [2.500, 2.500], 0 within 15%" in out
+    assert "calibrated median 1.000 [1.000, 1.000], 2 within 15%" in out
 
 
 def test_a_bench_directory_from_before_calibration_still_loads(tmp_path):
