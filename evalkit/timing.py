@@ -2,13 +2,15 @@
 
 Both arms are rebuilt from their results directories' manifests (spec, corpus, depth, page text mode) in
 this process, asked ``warmup`` queries untimed, then every other query once each, alternating which arm
-goes first, so a moment of load lands on both and the first asker's cold pages are shared out evenly. A
+goes first, so a moment of load lands on both and the first asker's cold pages are shared out evenly,
+on the wall clock and less the time each search waited for a core (:mod:`evalkit.latency`). A
 query is asked once per arm because asking it again would time the arms' per-query caches. When the arms
 cannot be rebuilt here (a plug-in not installed, the corpus missing or changed), the result says why and
 the rule is skipped. This module builds arms; the gate itself only reads the :class:`PairedTiming`.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,21 +26,35 @@ from .run import _read_jsonl
 WARMUP = 5  # untimed queries asked of both arms first: imports, SQLite pages, model sessions
 
 
+def queued_seconds() -> float:
+    """Seconds this thread has waited in the run queue for a core (``/proc/thread-self/schedstat``, Linux);
+    NaN where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return math.nan
+
+
 def interleaved(base: arms.Arm, cand: arms.Arm, queries: Sequence[str], k: int,
-                warmup: int = WARMUP) -> tuple[list[float], list[float]]:
-    """Seconds per query of each arm, asked alternately (even queries baseline first, odd candidate first)
-    after ``warmup`` queries asked of both untimed (at most half the list, so a short one keeps most)."""
+                warmup: int = WARMUP) -> dict[str, list[float]]:
+    """Seconds per query of each arm, wall clock (``base``, ``cand``) and wall clock less the time spent
+    waiting for a core (``base_unqueued``, ``cand_unqueued``), asked alternately (even queries baseline
+    first, odd candidate first) after ``warmup`` queries asked of both untimed (at most half the list, so
+    a short one keeps most)."""
     warmup = min(warmup, len(queries) // 2)
     for q in queries[:warmup]:
         base.search(q, k)
         cand.search(q, k)
-    times: dict[int, list[float]] = {0: [], 1: []}
+    times: dict[str, list[float]] = {"base": [], "cand": [], "base_unqueued": [], "cand_unqueued": []}
     for i, q in enumerate(queries[warmup:]):
-        for side in ((0, 1) if i % 2 == 0 else (1, 0)):
-            t0 = time.perf_counter()
-            (base, cand)[side].search(q, k)
-            times[side].append(time.perf_counter() - t0)
-    return times[0], times[1]
+        for name, arm in ((("base", base), ("cand", cand)) if i % 2 == 0 else (("cand", cand), ("base", base))):
+            q0, t0 = queued_seconds(), time.perf_counter()
+            arm.search(q, k)
+            wall = time.perf_counter() - t0
+            times[name].append(wall)
+            times[f"{name}_unqueued"].append(wall - (queued_seconds() - q0))
+    return times
 
 
 def recorded_corpus(side: Side) -> Corpus | Untimed:
@@ -88,9 +104,11 @@ def retime(base: Side, cand: Side, cache: Path | None = None, warmup: int = WARM
         if log:
             log(f"re-timing {built[0].label} and {built[1].label} side by side over {len(queries)} queries")
         before = calibration.load_average()[0]
-        tb, tc = interleaved(built[0], built[1], queries, cand.results.manifest.get("depth", 100), warmup)
-        return PairedTiming(tuple(tb), tuple(tc), min(warmup, len(queries) // 2),
-                            (before, calibration.load_average()[0]))
+        t = interleaved(built[0], built[1], queries, cand.results.manifest.get("depth", 100), warmup)
+        unqueued = [tuple(t[f"{s}_unqueued"]) if not any(map(math.isnan, t[f"{s}_unqueued"])) else ()
+                    for s in ("base", "cand")]
+        return PairedTiming(tuple(t["base"]), tuple(t["cand"]), min(warmup, len(queries) // 2),
+                            (before, calibration.load_average()[0]), *unqueued)
     finally:
         for arm in built:
             arm.close()

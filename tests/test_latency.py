@@ -4,7 +4,7 @@ import sys
 import numpy as np
 import pytest
 
-from evalkit.latency import paired_ratio
+from evalkit.latency import PairedTiming, paired_ratio
 
 
 def test_the_paired_ratio_is_the_median_of_per_query_ratios():
@@ -23,6 +23,13 @@ def test_a_few_interrupted_searches_do_not_move_it():
     ratio, low, high = paired_ratio(base, cand)
     assert ratio == pytest.approx(1.0) and high < 1.05
     assert np.exp(np.mean(np.log(cand / base))) > 1.25  # a mean of ratios would have called it 25% slower
+
+
+def test_times_less_run_queue_waits_decide_where_the_kernel_gives_them():
+    wall = tuple(np.full(10, 0.004))
+    t = PairedTiming(wall, wall, 5, base_unqueued_s=tuple(np.full(10, 0.003)), cand_unqueued_s=tuple(np.full(10, 0.0036)))
+    assert t.clock == "unqueued" and t.times() == (t.base_unqueued_s, t.cand_unqueued_s)
+    assert PairedTiming(wall, wall, 5).clock == "wall" and PairedTiming(wall, wall, 5).times() == (wall, wall)
 
 
 def test_unpaired_lengths_are_refused():
