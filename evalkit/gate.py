@@ -157,8 +157,9 @@ class Verdict:
 def evaluate(baseline: compare.Side, candidate: compare.Side, rules_path: Path | str,
              allow_different_queries: bool = False, timing: PairedTiming | Untimed | None = None) -> Verdict:
     """Pair the two sides and evaluate every rule of ``rules_path``; the latency rule decides on ``timing``,
-    both arms re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything that stops the evaluation
-    (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
+    both arms re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything
+    that stops the evaluation (another corpus or query set, runs of different depths, a bad rules file, a
+    missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
     so every document-level measure moves with depth alone."""
     parsed = rules.load(rules_path)

@@ -15,8 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import arms, calibration, rules
-from .compare import Side
+from . import arms, calibration, compare, rules
 from .corpus import Corpus, verify
 from .latency import PairedTiming, Untimed
 from .pages import VISIBLE_ONLY, PageStore
@@ -57,7 +56,7 @@ def interleaved(base: arms.Arm, cand: arms.Arm, queries: Sequence[str], k: int,
     return times
 
 
-def recorded_corpus(side: Side) -> Corpus | Untimed:
+def recorded_corpus(side: compare.Side) -> Corpus | Untimed:
     """The corpus a results directory was run on, from its manifest, if its files are still there unchanged."""
     c = side.results.manifest["corpus"]
     docs = tuple(Document(name, sha, 0) for name, sha in sorted(c.get("documents", {}).items()))
@@ -71,17 +70,17 @@ def recorded_corpus(side: Side) -> Corpus | Untimed:
     return corpus
 
 
-def query_texts(side: Side) -> dict[str, str]:
+def query_texts(side: compare.Side) -> dict[str, str]:
     """Query id -> text, as the side's arm was asked it (its recorded answers)."""
     info = next(a for a in side.results.manifest["arms"] if a["label"] == side.arm)
     return {qid: rec["text"] for qid, rec in _read_jsonl(side.results.path / "runs" / f"{info['file']}.jsonl").items()}
 
 
-def _spec(side: Side) -> str:
+def _spec(side: compare.Side) -> str:
     return next(a["spec"] for a in side.results.manifest["arms"] if a["label"] == side.arm)
 
 
-def retime(base: Side, cand: Side, cache: Path | None = None, warmup: int = WARMUP,
+def retime(base: compare.Side, cand: compare.Side, cache: Path | None = None, warmup: int = WARMUP,
            log: Callable[[str], None] | None = None) -> PairedTiming | Untimed:
     """Both sides' arms timed side by side over the queries both answered (texts as the candidate was
     asked them), on the candidate's corpus with its page text mode; :class:`Untimed` saying why not."""
@@ -115,9 +114,12 @@ def retime(base: Side, cand: Side, cache: Path | None = None, warmup: int = WARM
         store.close()
 
 
-def for_gate(base: Side, cand: Side, rules_path: Path | str, cache: Path | None = None,
+def for_gate(base: compare.Side, cand: compare.Side, rules_path: Path | str, cache: Path | None = None,
+             allow_different_queries: bool = False,
              log: Callable[[str], None] | None = None) -> PairedTiming | Untimed | None:
-    """The paired timing a rules file's latency rule needs (None when it has no latency rule)."""
+    """The paired timing a rules file's latency rule needs (None when it has no latency rule). Sides that
+    cannot be gated at all (another corpus or query set) are refused first, before any arm is built."""
     if not any(isinstance(r, rules.Latency) for r in rules.load(rules_path).rules):
         return None
+    compare.pair(base, cand, allow_different_queries)
     return retime(base, cand, cache, log=log)

@@ -158,3 +158,9 @@ def test_queries_alternate_who_goes_first_after_an_untimed_warmup():
     assert log == [("b", "p"), ("c", "p"), ("b", "q"), ("c", "q"), ("b", "r"), ("c", "r"), ("c", "s"), ("b", "s"),
                    ("b", "t"), ("c", "t"), ("c", "u"), ("b", "u")]
     assert PairedTiming(tuple(t["base"]), tuple(t["cand"]), 2).clock == "wall"  # no CPU times: the wall clock
+
+
+def test_sides_that_cannot_be_gated_are_refused_before_any_arm_is_built(runs, tmp_path):
+    other = write_results(tmp_path / "other", {"a": {"nDCG@10": [0.5] * 4}}, ["trap"] * 4)
+    with pytest.raises(compare.CompareError, match="different corpora"):
+        timing.for_gate(compare.side(other), compare.side(f"{runs['quiet']}:keyword"), runs["rules"], runs["cache"])
