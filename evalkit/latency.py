@@ -6,13 +6,13 @@ the gate's latency rule decides only on a *paired* timing: both arms built in on
 same queries one after the other, alternating which goes first (:mod:`evalkit.timing` does it; this
 module holds what the gate reads, so the gate never imports arms). Per query the ratio candidate/baseline
 cancels much of whatever slowed the machine at that moment, and leaving out the time the search sat in
-the kernel's run queue, waiting for a core another process held, cancels most of the rest, while time
-an arm spends waiting on its own account (a server, a disk, a sleep) still counts. On this shared
-machine, three re-timings of one pair gave wall-clock ratios 1.31, 1.62 and 1.82 and CPU-time ratios
-1.29, 1.39 and 1.41. The decision is on the per-query ratios' median (taken on log ratios,
-so 2x slower and 2x faster weigh the same) with a percentile bootstrap interval. The median, not the mean:
-a search of a millisecond that the scheduler interrupts takes ten, and a few such queries would move a
-mean of ratios far more than the arms differ.
+the kernel's run queue, waiting for a core another process held, cancels most of the rest, while time an
+arm spends waiting on its own account (a server, a disk, a sleep) still counts. On this shared machine
+(load average 11), `keyword` against `global-index` on `latex` re-timed on the wall clock gave ratios 1.25
+and 1.71; less run-queue waits, four times 1.38 to 1.40. The decision is on the per-query ratios' median
+(taken on log ratios, so 2x slower and 2x faster weigh the same) with a percentile bootstrap interval.
+The median, not the mean: a search of a millisecond that the scheduler interrupts takes ten, and a few
+such queries would move a mean of ratios far more than the arms differ.
 """
 from __future__ import annotations
 
