@@ -432,8 +432,7 @@ def cmd_gate(args) -> int:
     from . import timing
 
     baseline, candidate = compare.side(args.baseline), compare.side(args.candidate)
-    timed = timing.for_gate(baseline, candidate, args.rules, args.cache, args.allow_different_queries,
-                            log=lambda m: print(m, file=sys.stderr))
+    timed = timing.for_gate(baseline, candidate, args.rules, args.cache, args.allow_different_queries, log=print)
     verdict = gate.evaluate(baseline, candidate, args.rules, args.allow_different_queries, timed)
     print(verdict.text())
     outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown),

@@ -25,6 +25,9 @@ import numpy as np
 from . import stats
 
 
+MIN_QUERIES = 10  # re-timed queries below which a bootstrap interval of a median means nothing
+
+
 @dataclass(frozen=True)
 class PairedTiming:
     """Seconds per query of baseline and candidate, timed in one process, interleaved query by query after

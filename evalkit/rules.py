@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import compare, measures, stats
-from .latency import PairedTiming, Untimed, paired_ratio
+from .latency import MIN_QUERIES, PairedTiming, Untimed, paired_ratio
 from .resultsdir import slug
 
 Status = Literal["pass", "fail", "underpowered", "skipped"]
@@ -329,10 +329,10 @@ class Latency(Rule):
     """Candidate over baseline seconds per query, at most ``max_ratio``, measured side by side: both arms
     re-timed in one process, interleaved query by query (:mod:`evalkit.timing`), the median of the
     per-query ratios (wall clock less the time each search waited for a core: :mod:`evalkit.latency`) with
-    its bootstrap interval. *pass* when the upper bound is at most max_ratio, *fail*
-    when the lower bound is above it, *underpowered* when the interval straddles it. The runs' recorded
-    latencies were taken at other moments under other loads: they are reported, never decide. Skipped,
-    saying why, when no paired timing could be taken."""
+    its bootstrap interval. *pass* when the upper bound is at most max_ratio, *fail* when the lower bound is
+    above it, *underpowered* when the interval straddles it or fewer than ``MIN_QUERIES`` queries were
+    re-timed. The runs' recorded latencies were taken at other moments under other loads: they are
+    reported, never decide. Skipped, saying why, when no paired timing could be taken."""
 
     type: ClassVar[str] = "latency"
     max_ratio: float = 1.2
@@ -355,14 +355,15 @@ class Latency(Rule):
         s = ctx.settings
         base_s, cand_s = t.times()
         ratio, low, high = paired_ratio(base_s, cand_s, s.confidence, s.resamples, s.seed)
-        st: Status = "pass" if high <= self.max_ratio else "fail" if low > self.max_ratio else "underpowered"
+        shown: Status = "pass" if high <= self.max_ratio else "fail" if low > self.max_ratio else "underpowered"
+        st = shown if t.n >= MIN_QUERIES else "underpowered"  # two or three ratios make no interval
         pct = round(100 * s.confidence)
         mb, mc = float(np.median(base_s)), float(np.median(cand_s))
         clock = "wall clock less waits for a core" if t.clock == "unqueued" else "wall clock"
         summary = (f"re-timed side by side over {t.n} queries, {clock}: "
                    f"median {1000 * mb:.2f} ms -> {1000 * mc:.2f} ms, paired ratio {ratio:.2f} [{low:.2f}, {high:.2f}] "
-                   f"({pct}%) {'<=' if st == 'pass' else '>' if st == 'fail' else 'straddles'} {self.max_ratio:g}; "
-                   f"{recorded}")
+                   f"({pct}%) {'<=' if shown == 'pass' else '>' if shown == 'fail' else 'straddles'} {self.max_ratio:g}"
+                   f"{f', too few queries to decide (fewer than {MIN_QUERIES})' if t.n < MIN_QUERIES else ''}; {recorded}")
         return self.outcome(st, summary, ratio=ratio, low=low, high=high, n=t.n, warmup=t.warmup, clock=t.clock,
                             base_median_s=mb, cand_median_s=mc, load_average=list(t.load_average),
                             max_ratio=self.max_ratio, recorded=rec)
