@@ -12,7 +12,7 @@ before it is read, a query set must fit its corpus, arms are checked before anyt
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,12 +191,18 @@ def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None 
 
 def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | str | Path | _compare.Side,
          rules: str | Path | None = None, *, baseline_arm: str | None = None, candidate_arm: str | None = None,
-         allow_different_queries: bool = False, record: bool = True) -> _gate.Verdict:
+         allow_different_queries: bool = False, record: bool = True, cache: str | Path | None = None,
+         log: Callable[[str], None] | None = None) -> _gate.Verdict:
     """Evaluate the pre-registered ``rules`` (default: ``./gate.toml``, else the shipped rules) for a candidate
     against a baseline (each a results directory and an arm). ``ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")`` gates two arms of
-    one run. With ``record``, the verdict is written to the candidate's ``gate.json`` for its report."""
+    one run. A latency rule re-times both arms side by side here (page store: ``cache``; ``log`` hears
+    what is being timed). With ``record``, the verdict is written to the candidate's ``gate.json`` for its
+    report."""
+    from . import timing
+
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
-    verdict = _gate.evaluate(base, cand, rules, allow_different_queries)
+    timed = timing.for_gate(base, cand, rules, Path(cache) if cache else None, allow_different_queries, log=log)
+    verdict = _gate.evaluate(base, cand, rules, allow_different_queries, timed)
     if record:
         (cand.results.path / _gate.GATE_FILE).write_text(verdict.to_json())
     return verdict

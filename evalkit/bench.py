@@ -1,12 +1,15 @@
 """Speed and scale, measured: ``evalkit bench`` and the figures of a bench directory.
 
     <out>/bench.csv         one row per figure: what, value, unit, runs, note (medians of repeated runs)
-    <out>/environment.json  interpreter, SQLite, package versions, machine, load average before and after
+    <out>/environment.json  interpreter, SQLite, package versions, machine, load average before and after, and
+                            the calibration: a reference workload timed at the start and the end
     <out>/scale.csv         with --scale: per subset size and arm, latency (median / p95), build time, index size
     <out>/scale.png         the cost curve, log-log, with each arm's fitted growth exponent
 
 Timings depend on the machine and on what else runs on it, so every file records the environment and the
-load average, and figures from different environments are not compared. Scale subsets are nested and
+load average, and every time is also stated relative to the calibration workload timed in the same process
+(``calibrated`` in bench.csv): those ratios compare across machines and moments, absolute times do not
+(``evalkit bench --compare DIR1 DIR2`` puts two directories side by side). Scale subsets are nested and
 seeded: the first n documents of one seeded permutation (of the documents in sha256 order, so file names
 play no part), so a larger subset always holds the smaller ones.
 """
@@ -22,17 +25,18 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import arms, dirs, measures
+from . import arms, calibration, dirs, measures
 from .arms import lexical
 from .corpora import Corpus
 from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, windows
 from .pages import PageStore
-from .runner import environment
+from .environment import completed, environment
 
 # the built-in arms, and the README's recommended refusing arm: what admission adds to the arm it wraps
 LATENCY_ARMS = ("keyword", "keyword(tiebreak=page)", "global-index", "score-merge", "semantic", "hybrid",
@@ -44,7 +48,10 @@ VECTOR_ARMS = ("semantic", "hybrid")  # arms that need a corpus's vectors (hybri
 
 @dataclass(frozen=True)
 class Figure:
-    """One measured figure: ``value`` is the median over ``runs`` repetitions."""
+    """One measured figure: ``value`` is the median over ``runs`` repetitions. ``reference`` names the reading
+    of the calibration workload it compares with -- ``wall`` for wall-clock figures, ``cpu`` for CPU times
+    (:func:`evalkit.calibration.reference`) -- and ``reference_ms`` is that reading taken around the
+    figure's own section (the mean of before and after)."""
 
     section: str
     what: str
@@ -52,10 +59,8 @@ class Figure:
     unit: str
     runs: int = 1
     note: str = ""
-
-
-def load_average() -> tuple[float, float, float]:
-    return os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
+    reference: str = ""
+    reference_ms: float = math.nan
 
 
 def peak_memory_mib() -> float:
@@ -149,24 +154,47 @@ def embedding(store: PageStore, corpus: Corpus, spec: ModelSpec, docs: int, batc
     return {"windows": len(texts), "evalkit": len(texts) / ours, "fastembed": len(texts) / raw, "ratio": raw / ours}
 
 
-def latency(build: Callable[[], arms.Arm], queries: Sequence[str], k: int, rounds: int = 3,
-            warmup: int = 5) -> np.ndarray:
-    """Seconds per search with a warm index and a query asked for the first time, which is what a user
-    waits for: per round a fresh arm (its build not timed; the cache file stays warm), ``warmup`` queries
-    asked untimed, then every other query once, timed. Asking the same query again would time the arms'
-    per-query caches instead."""
+@dataclass(frozen=True)
+class Timings:
+    """Seconds per query, wall clock and this process's CPU time, and the same for the calibration unit
+    (:func:`evalkit.calibration.unit`) timed right after each query."""
+
+    wall: np.ndarray
+    cpu: np.ndarray
+    unit_wall: np.ndarray
+    unit_cpu: np.ndarray
+
+
+def _clocked(fn: Callable[[], object]) -> tuple[float, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def timed_queries(build: Callable[[], arms.Arm], queries: Sequence[str], k: int, rounds: int = 3,
+                  warmup: int = 5) -> Timings:
+    """Per search, with a warm index and a query asked for the first time, which is what a user waits for:
+    per round a fresh arm (its build not timed; the cache file stays warm), ``warmup`` queries asked
+    untimed, then every other query once, timed, each followed by one timed calibration unit. Asking the
+    same query again would time the arms' per-query caches instead. CPU time leaves out the moments another
+    process had the core; the units see the machine at the moments the queries did."""
     warmup = min(warmup, len(queries) // 2)  # a short list keeps most of its queries timed
-    times = []
+    rows = []
     for _ in range(rounds):
         arm = build()
-        for q in queries[:warmup]:
+        for i, q in enumerate(queries[:warmup]):
             arm.search(q, k)
-        for q in queries[warmup:]:
-            t0 = time.perf_counter()
-            arm.search(q, k)
-            times.append(time.perf_counter() - t0)
+            calibration.unit(i)
+        for i, q in enumerate(queries[warmup:]):
+            rows.append((*_clocked(lambda: arm.search(q, k)), *_clocked(lambda: calibration.unit(i))))
         arm.close()
-    return np.asarray(times)
+    return Timings(*(np.asarray(col, float) for col in zip(*rows))) if rows else Timings(*[np.empty(0)] * 4)
+
+
+def latency(build: Callable[[], arms.Arm], queries: Sequence[str], k: int, rounds: int = 3,
+            warmup: int = 5) -> np.ndarray:
+    """Wall-clock seconds per search (:func:`timed_queries`)."""
+    return timed_queries(build, queries, k, rounds, warmup).wall
 
 
 def random_runs(n_queries: int, depth: int = 100, seed: int = 0) -> tuple[list[list[str]], list[dict[str, int]]]:
@@ -326,13 +354,92 @@ def plot_scale(frame: pd.DataFrame):
 
 def write(out: Path, figures: Sequence[Figure], env: dict, scale_frame: pd.DataFrame | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame([asdict(f) for f in figures]).to_csv(out / "bench.csv", index=False)
+    with_ratios(pd.DataFrame([asdict(f) for f in figures]), env).to_csv(out / "bench.csv", index=False)
     (out / "environment.json").write_text(json.dumps(env, indent=2) + "\n")
     if scale_frame is not None and len(scale_frame):
         scale_frame.to_csv(out / "scale.csv", index=False)
         exponents(scale_frame).to_csv(out / "scale_fit.csv", index=False)
         fig = plot_scale(scale_frame)
         fig.savefig(out / "scale.png", dpi=150, bbox_inches="tight", facecolor="white")
+
+
+TIME_UNITS = ("ms", "ms/page")  # divided by the reference time: how many reference workloads one takes
+RATE_UNITS = ("pages/s", "windows/s")  # multiplied by it: how many items are done in one reference's time
+
+
+def per_reference(value: float, unit: str, reference_ms: float) -> float:
+    """A figure relative to the calibration workload (:mod:`evalkit.calibration`); NaN for ratios and sizes,
+    which are not times."""
+    if unit in TIME_UNITS:
+        return value / reference_ms
+    if unit in RATE_UNITS:
+        return value * reference_ms / 1000
+    return math.nan
+
+
+def with_ratios(figures: pd.DataFrame, env: dict) -> pd.DataFrame:
+    """``figures`` with ``calibrated`` (the value relative to its reference reading: the one taken with its
+    section, else -- a directory from before sections were calibrated -- the environment's wall reading;
+    NaN where there is none) and its unit."""
+    timed = figures["unit"].isin(TIME_UNITS + RATE_UNITS)
+    given = figures["reference"].astype(object) if "reference" in figures else pd.Series(None, index=figures.index)
+    kind = given.where(given.notna() & (given != ""), timed.map({True: "wall", False: ""}))  # older files: wall
+    own = figures["reference_ms"] if "reference_ms" in figures else pd.Series(math.nan, index=figures.index)
+    ref = own.fillna(calibration.reference_ms(env))
+    return figures.assign(reference=kind, calibrated=[per_reference(v, u, r) for v, u, r in
+                                                      zip(figures["value"], figures["unit"], ref)],
+                          calibrated_unit=["x reference" if u in TIME_UNITS else "per reference" if u in RATE_UNITS
+                                           else "" for u in figures["unit"]])
+
+
+def _time_ratio(first: pd.Series, second: pd.Series, units: pd.Series) -> pd.Series:
+    """How many times longer the second took: second/first for times, first/second for rates, NaN for
+    figures that are not times (ratios, sizes)."""
+    out = pd.Series(math.nan, index=units.index)
+    times, rates = units.isin(TIME_UNITS), units.isin(RATE_UNITS)
+    out[times] = second[times] / first[times]
+    out[rates] = first[rates] / second[rates]
+    return out
+
+
+def compare(first: Path | str, second: Path | str) -> pd.DataFrame:
+    """Two bench directories' figures side by side (those both hold), absolute and calibrated, each with
+    how many times longer the second took. Calibrated ratios near 1 mean the code did the same work;
+    absolute ratios away from 1 then say only that the machines or their loads differed."""
+    a: pd.DataFrame = load(first)["figures"]
+    b: pd.DataFrame = load(second)["figures"]
+    m = a.merge(b, on=["section", "what", "unit", "reference", "calibrated_unit"], suffixes=("_1", "_2"))
+    m["time_ratio"] = _time_ratio(m["value_1"], m["value_2"], m["unit"])
+    m["calibrated_time_ratio"] = _time_ratio(m["calibrated_1"], m["calibrated_2"], m["unit"])
+    return m[["section", "what", "unit", "reference", "value_1", "value_2", "time_ratio", "calibrated_unit",
+              "calibrated_1", "calibrated_2", "calibrated_time_ratio"]]
+
+
+def agreement(frame: pd.DataFrame, within: float = 0.15) -> pd.DataFrame:
+    """Per reference kind (``cpu``, ``wall``) of a :func:`compare` frame: how many timings, the median and
+    range of their absolute and calibrated time ratios, and how many of each lie within ``within`` of 1."""
+    rows = []
+    for kind, g in frame.dropna(subset=["time_ratio", "calibrated_time_ratio"]).groupby("reference", sort=True):
+        close = lambda r: int((abs(r - 1) <= within).sum())  # noqa: E731
+        rows.append({"reference": kind, "timings": len(g), "absolute_median": g["time_ratio"].median(),
+                     "absolute_min": g["time_ratio"].min(), "absolute_max": g["time_ratio"].max(),
+                     "absolute_within": close(g["time_ratio"]), "calibrated_median": g["calibrated_time_ratio"].median(),
+                     "calibrated_min": g["calibrated_time_ratio"].min(), "calibrated_max": g["calibrated_time_ratio"].max(),
+                     "calibrated_within": close(g["calibrated_time_ratio"])})
+    return pd.DataFrame(rows)
+
+
+def compare_text(first: Path | str, second: Path | str) -> str:
+    """What ``evalkit bench --compare`` prints: each directory's calibration line, per reference kind how
+    much longer the second took (absolute and calibrated), then :func:`compare`."""
+    lines = [f"{n} {p}: {calibration.summary(load(p)['environment'])}" for n, p in ((1, first), (2, second))]
+    frame = compare(first, second)
+    for r in agreement(frame).itertuples():
+        lines.append(f"{r.reference} timings ({r.timings}), time 2/1: absolute median {r.absolute_median:.3f} "
+                     f"[{r.absolute_min:.3f}, {r.absolute_max:.3f}], {r.absolute_within} within 15%; calibrated median "
+                     f"{r.calibrated_median:.3f} [{r.calibrated_min:.3f}, {r.calibrated_max:.3f}], "
+                     f"{r.calibrated_within} within 15%")
+    return "\n".join([*lines, "", table(frame)])
 
 
 def table(figures: Sequence[Figure] | pd.DataFrame) -> str:
@@ -346,59 +453,100 @@ def load(path: Path | str) -> dict[str, pd.DataFrame | dict]:
     path = Path(path)
     if not (path / "bench.csv").exists():
         raise FileNotFoundError(f"{path} is not a bench directory (no bench.csv): run `evalkit bench --out {path}`")
-    out: dict[str, pd.DataFrame | dict] = {"figures": pd.read_csv(path / "bench.csv"),
-                                           "environment": json.loads((path / "environment.json").read_text())}
+    env = json.loads((path / "environment.json").read_text())
+    out: dict[str, pd.DataFrame | dict] = {"figures": with_ratios(pd.read_csv(path / "bench.csv"), env),
+                                           "environment": env}
     if (path / "scale.csv").exists():
         out["scale"] = pd.read_csv(path / "scale.csv")
         out["fit"] = pd.read_csv(path / "scale_fit.csv")
     return out
 
 
-def bench_environment(before: tuple[float, float, float]) -> dict:
-    return {**environment(), "load_average_before": list(before), "load_average_after": list(load_average()),
-            "peak_memory_mib": peak_memory_mib(), "cpu_count": os.cpu_count(),
-            "disk_free_bytes": shutil.disk_usage(Path.cwd()).free}
+def begin() -> dict:
+    """The environment at the start of a bench, calibration included, taken before any figure is timed."""
+    return {**environment(), "load_average_before": calibration.load_average()}
+
+
+def bench_environment(start: dict) -> dict:
+    """The environment of a finished bench: ``start`` (:func:`begin`) with the calibration's end and the
+    load, memory and disk figures after it."""
+    return {**completed(start), "load_average_after": calibration.load_average(), "peak_memory_mib": peak_memory_mib(),
+            "cpu_count": os.cpu_count(), "disk_free_bytes": shutil.disk_usage(Path.cwd()).free}
+
+
+def _extraction(corpus: Corpus, runs: int) -> list[Figure]:
+    rates, cpu = zip(*extraction(corpus, runs))
+    cores = os.cpu_count() or 1
+    return [Figure("extraction", f"cold extraction, {corpus.name} ({corpus.pages} pages)", statistics.median(rates),
+                   "pages/s", runs, f"runs: {', '.join(f'{r:.0f}' for r in rates)}", "wall"),
+            Figure("extraction", "cold extraction CPU, this process and its workers", statistics.median(cpu), "ms/page",
+                   runs, f"{cores} cores busy at this CPU time per page: {1000 * cores / statistics.median(cpu):.0f} "
+                   "pages/s (CPU time per page itself grows on a loaded machine)", "cpu")]
+
+
+def _embedding(store: PageStore, corpus: Corpus, spec: ModelSpec, docs: int) -> list[Figure]:
+    e = embedding(store, corpus, spec, docs)
+    note = f"{int(e['windows'])} windows of the first {docs} documents (sha256 order)"
+    return [Figure("embedding", "cold embedding, evalkit (cached path)", e["evalkit"], "windows/s", 1, note, "wall"),
+            Figure("embedding", "cold embedding, fastembed alone, same windows", e["fastembed"], "windows/s", 1, note,
+                   "wall"),
+            Figure("embedding", "evalkit / fastembed throughput", e["ratio"], "ratio", 1, "1.0 = no overhead")]
+
+
+def _percentile_ms(seconds: np.ndarray, q: float) -> float:
+    return 1000 * float(np.percentile(seconds, q)) if seconds.size else math.nan
+
+
+def _latency(store: PageStore, corpus: Corpus, spec: str, queries: Sequence[str], rounds: int) -> list[Figure]:
+    """Median, p95 and CPU median per k, each with its reference taken from the calibration units timed
+    between the queries (the same statistic of the units), not from the readings around the section."""
+    label, out = arms.make(spec, corpus, store).label, []
+    for k in (10, 100):
+        t = timed_queries(lambda: arms.make(spec, corpus, store), queries, k, rounds)
+        note = f"{len(t.wall) // rounds} first-time queries x {rounds} rounds, index warm"
+        for what, times, units, q in (("median", t.wall, t.unit_wall, 50), ("p95", t.wall, t.unit_wall, 95),
+                                      ("CPU median", t.cpu, t.unit_cpu, 50)):
+            out.append(Figure("latency", f"{label}, k={k}, {what}", _percentile_ms(times, q), "ms", rounds, note,
+                              "cpu" if what.startswith("CPU") else "wall", _percentile_ms(units, q)))
+    return out
+
+
+def _measures(n: int) -> list[Figure]:
+    m = measures_vs_pytrec(n)
+    note = f"nDCG@10 + RR + Recall@10, max |difference| {m['max_diff']:.3g}"
+    return [Figure("measures", f"evalkit, {n} queries", m["evalkit_s"] * 1000, "ms", 5, note, "wall"),
+            Figure("measures", f"pytrec_eval, {n} queries (dicts built)", m["pytrec_eval_s"] * 1000, "ms", 5, note,
+                   "wall"),
+            Figure("measures", "evalkit / pytrec_eval time", m["ratio"], "ratio", 5, "< 1 = evalkit faster")]
+
+
+READING = {"wall": "reference_ms", "cpu": "cpu_ms"}  # a figure's reference -> the calibration reading
 
 
 def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Sequence[str] = LATENCY_ARMS,
             runs: int = 3, rounds: int = 3, embed_docs: int = 5, measure_queries: int = 10_000,
             spec: ModelSpec | None = None, log: Callable[[str], None] = print) -> list[Figure]:
     """Every figure of ``evalkit bench`` on one corpus whose pages (and, for the vector arms, vectors) are in
-    ``store``; each is logged as it is measured."""
-    figures: list[Figure] = []
-
-    def add(f: Figure) -> None:
-        figures.append(f)
-        log(f"  {f.section:<11} {f.what:<58} {f.value:>10.4g} {f.unit}")
-
-    rates, cpu = zip(*extraction(corpus, runs))
-    add(Figure("extraction", f"cold extraction, {corpus.name} ({corpus.pages} pages)", statistics.median(rates),
-               "pages/s", runs, f"runs: {', '.join(f'{r:.0f}' for r in rates)}"))
-    cores = os.cpu_count() or 1
-    add(Figure("extraction", "cold extraction CPU, this process and its workers", statistics.median(cpu), "ms/page",
-               runs, f"{cores} cores busy at this CPU time per page: {1000 * cores / statistics.median(cpu):.0f} pages/s "
-               "(CPU time per page itself grows on a loaded machine)"))
+    ``store``, logged section by section. The calibration workload is read before and after every section,
+    so each figure is set against the machine as it was while that figure was measured."""
+    sections: list[Callable[[], list[Figure]]] = [lambda: _extraction(corpus, runs)]
     if embed_docs and spec is not None:
-        e = embedding(store, corpus, spec, embed_docs)
-        note = f"{int(e['windows'])} windows of the first {embed_docs} documents (sha256 order)"
-        add(Figure("embedding", "cold embedding, evalkit (cached path)", e["evalkit"], "windows/s", 1, note))
-        add(Figure("embedding", "cold embedding, fastembed alone, same windows", e["fastembed"], "windows/s", 1, note))
-        add(Figure("embedding", "evalkit / fastembed throughput", e["ratio"], "ratio", 1, "1.0 = no overhead"))
-    for s in specs:
-        label = arms.make(s, corpus, store).label
-        for k in (10, 100):
-            t = latency(lambda: arms.make(s, corpus, store), queries, k, rounds) * 1000
-            ms = measures.latency_summary(t)
-            note = f"{len(t) // rounds} first-time queries x {rounds} rounds, index warm"
-            add(Figure("latency", f"{label}, k={k}, median", ms["median"], "ms", rounds, note))
-            add(Figure("latency", f"{label}, k={k}, p95", ms["p95"], "ms", rounds, note))
+        sections.append(lambda: _embedding(store, corpus, spec, embed_docs))
+    sections += [partial(_latency, store, corpus, s, queries, rounds) for s in specs]
     if measure_queries:
-        m = measures_vs_pytrec(measure_queries)
-        note = f"nDCG@10 + RR + Recall@10, max |difference| {m['max_diff']:.3g}"
-        add(Figure("measures", f"evalkit, {measure_queries} queries", m["evalkit_s"] * 1000, "ms", 5, note))
-        add(Figure("measures", f"pytrec_eval, {measure_queries} queries (dicts built)", m["pytrec_eval_s"] * 1000, "ms", 5, note))
-        add(Figure("measures", "evalkit / pytrec_eval time", m["ratio"], "ratio", 5, "< 1 = evalkit faster"))
-    add(Figure("memory", "peak resident memory (this process, children)", peak_memory_mib(), "MiB"))
+        sections.append(lambda: _measures(measure_queries))
+    figures: list[Figure] = []
+    before = calibration.reference()
+    for section in sections:
+        measured = section()
+        after = calibration.reference()
+        for f in measured:
+            if f.reference and math.isnan(f.reference_ms):  # else the section timed its own reference
+                f = replace(f, reference_ms=(before[READING[f.reference]] + after[READING[f.reference]]) / 2)
+            figures.append(f)
+            log(f"  {f.section:<11} {f.what:<58} {f.value:>10.4g} {f.unit}")
+        before = after
+    figures.append(Figure("memory", "peak resident memory (this process, children)", peak_memory_mib(), "MiB"))
     return figures
 
 
@@ -415,7 +563,8 @@ def environment_summary(env: dict):
     return Markdown(f"**Machine** {m.get('processor', '?')}, {m.get('cpus', '?')} CPUs, "
                     f"{(m.get('memory_bytes') or 0) / 2 ** 30:.0f} GiB · **Python** {env.get('python', '?')} · "
                     f"**SQLite** {env.get('sqlite', '?')} · **load average** {before[0]:.2f} before, "
-                    f"{after[0]:.2f} after · **peak memory** {env.get('peak_memory_mib', math.nan):.0f} MiB · {pk}")
+                    f"{after[0]:.2f} after · **peak memory** {env.get('peak_memory_mib', math.nan):.0f} MiB · {pk} · "
+                    f"**calibration** {calibration.summary(env)}")
 
 
 def render(path: Path | str, out_html: Path | str | None = None) -> Path:

@@ -424,11 +424,14 @@ def cmd_report(args) -> int:
 # ---- bench ----------------------------------------------------------------------------------------------
 
 def cmd_bench(args) -> int:
-    from . import bench
+    from . import bench, calibration
     from .arms.semantic import SemanticArm
     from .embeddings import ModelSpec
 
-    before = bench.load_average()
+    if args.compare:
+        print(bench.compare_text(*args.compare))
+        return 0
+    start = bench.begin()
     if not (args.corpus or args.docs):
         args.corpus = "latex"
     if not (args.qrels or args.corpus):
@@ -443,7 +446,7 @@ def cmd_bench(args) -> int:
     opened = open_corpus(args, quiet=True)
     ingest, store = opened.ingest, opened.store
     print(f"evalkit bench on {ingest.corpus.name} ({len(ingest.corpus.documents)} documents, {ingest.corpus.pages} pages), "
-          f"{len(queries)} queries from {qfile}; load average {before[0]:.2f}")
+          f"{len(queries)} queries from {qfile}; load average {start['load_average_before'][0]:.2f}")
     figures = bench.measure(store, ingest.corpus, queries, split_top(args.arms, ","), runs=args.runs,
                             rounds=args.rounds, embed_docs=args.embed_docs, measure_queries=args.measure_queries,
                             spec=spec)
@@ -459,7 +462,9 @@ def cmd_bench(args) -> int:
         frame = bench.scale(store, big.corpus, sizes, queries, split_top(args.scale_arms, ","), seed=args.seed,
                             spec=spec)
         print(bench.exponents(frame).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    bench.write(out, figures, bench.bench_environment(before), frame)
+    env = bench.bench_environment(start)
+    bench.write(out, figures, env, frame)
+    print(f"calibration: {calibration.summary(env)}")
     print(f"bench: {out / 'bench.csv'}" + (f", {out / 'scale.csv'}, {out / 'scale.png'}" if frame is not None else ""))
     return 0
 
@@ -485,8 +490,8 @@ def cmd_compare(args) -> int:
 
 
 def cmd_gate(args) -> int:
-    verdict = api.gate(args.baseline, args.candidate, args.rules,
-                       allow_different_queries=args.allow_different_queries)  # recorded for the report
+    verdict = api.gate(args.baseline, args.candidate, args.rules, allow_different_queries=args.allow_different_queries,
+                       cache=args.cache, log=print)  # recorded for the report
     print(verdict.text())
     outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown)]
     for path, render in outputs:
@@ -692,6 +697,8 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--scale-arms", default=",".join(SCALE_ARMS))
     be.add_argument("--embed", action="store_true", help="embed the largest subset first (else vector arms need cached vectors)")
     be.add_argument("--seed", type=int, default=0)
+    be.add_argument("--compare", nargs=2, type=Path, metavar=("DIR1", "DIR2"),
+                    help="print two bench directories' figures side by side, absolute and calibrated, and stop")
     be.set_defaults(func=cmd_bench)
 
     rb = sub.add_parser("robustness", help="rename every document at random, re-run one arm and report how far "
@@ -736,6 +743,8 @@ def parser() -> argparse.ArgumentParser:
     ga.add_argument("--markdown", type=Path, metavar="FILE", help="also write Markdown (e.g. $GITHUB_STEP_SUMMARY)")
     ga.add_argument("--allow-different-queries", action="store_true",
                     help="gate on the queries two different query sets share (the rest are listed)")
+    ga.add_argument("--cache", type=Path, help="page store the latency rule re-times the arms on "
+                                               "(default: $EVALKIT_CACHE/evalkit.sqlite)")
     ga.set_defaults(func=cmd_gate)
 
     rf = sub.add_parser("refusal", help="refusal measures of arms that record a confidence; calibrate; fit",

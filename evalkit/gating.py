@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import __version__, comparison, dirs, rules
 from . import escape as esc
+from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
 
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
@@ -158,9 +159,10 @@ class Verdict:
 
 
 def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: Path | str | None = None,
-             allow_different_queries: bool = False) -> Verdict:
+             allow_different_queries: bool = False, timing: PairedTiming | Untimed | None = None) -> Verdict:
     """Pair the two sides and evaluate every rule of ``rules_path`` (default: :func:`evalkit.dirs.rules_path`,
-    ./gate.toml else the rules shipped with evalkit). Anything that stops the evaluation
+    ./gate.toml else the rules shipped with evalkit); the latency rule decides on ``timing``, both arms
+    re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything that stops the evaluation
     (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
     so every document-level measure moves with depth alone."""
@@ -169,7 +171,7 @@ def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: 
     if pair.depths[0] != pair.depths[1]:
         raise comparison.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
                                    f"({baseline.label}, {candidate.label}): rerun one with -k {max(pair.depths)}")
-    outcomes = rules.evaluate(parsed, pair)
+    outcomes = rules.evaluate(parsed, pair, timing)
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],

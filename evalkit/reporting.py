@@ -22,7 +22,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
 from pandas.io.formats.style import Styler
 
-from . import dirs, notebooks, resultsdir, stats
+from . import calibration, dirs, notebooks, resultsdir, stats
 from . import escape as esc
 from . import qrels as _qrels
 from .records import CLASSES
@@ -288,7 +288,8 @@ def tie_table(results: Results) -> pd.DataFrame:
 
 def provenance(results: Results) -> dict[str, pd.DataFrame]:
     """The manifest as three tables: ``run`` (corpus, query set, digests, times), ``arms`` (label, spec,
-    implementation, parameters, build seconds, model) and ``environment`` (interpreter, packages, machine)."""
+    implementation, parameters, build seconds, model) and ``environment`` (interpreter, packages, machine,
+    and the calibration line that says how fast the machine was at the start and end of the run)."""
     m = results.manifest
     c, q = m.get("corpus", {}), m.get("qrels", {})
     run = {"corpus": c.get("name"), "corpus digest": c.get("digest"), "documents": len(c.get("documents", {})),
@@ -312,7 +313,7 @@ def provenance(results: Results) -> dict[str, pd.DataFrame]:
          "evalkit": env.get("evalkit"),
          **{f"package {k}": v for k, v in env.get("packages", {}).items()},
          "platform": machine.get("platform"), "processor": machine.get("processor"), "cpus": machine.get("cpus"),
-         "memory": f"{mem / 2**30:.1f} GiB" if mem else None}
+         "memory": f"{mem / 2**30:.1f} GiB" if mem else None, "calibration": calibration.summary(env)}
     as_table = lambda d: pd.DataFrame({"value": [("" if v is None else str(v)) for v in d.values()]},
                                       index=pd.Index(list(d), name=""))
     return {"run": as_table(run), "arms": arms, "environment": as_table(e)}

@@ -18,9 +18,11 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 import pandas as pd
 
 from . import comparison, measures, stats
+from .latency import MIN_QUERIES, PairedTiming, Untimed, paired_ratio
 from .resultsdir import slug
 
 Status = Literal["pass", "fail", "underpowered", "skipped"]
@@ -83,10 +85,11 @@ class Settings:
 
 
 class Context:
-    """The paired runs a gate decides on, with the paired statistics computed once per measure."""
+    """The paired runs a gate decides on, with the paired statistics computed once per measure, and the
+    side-by-side timing of both arms when one was taken (:mod:`evalkit.timing`)."""
 
-    def __init__(self, pair: comparison.Pair, settings: Settings):
-        self.pair, self.settings = pair, settings
+    def __init__(self, pair: comparison.Pair, settings: Settings, timing: PairedTiming | Untimed | None = None):
+        self.pair, self.settings, self.timing = pair, settings, timing
         self._tables: dict[str, pd.DataFrame] = {}
 
     def table(self, measure: str) -> pd.DataFrame:
@@ -324,9 +327,13 @@ class Floor(Rule):
 
 @dataclass(frozen=True, kw_only=True)
 class Latency(Rule):
-    """Median seconds per query, candidate over baseline, at most ``max_ratio``; skipped (saying why) when
-    the two runs recorded different environments, because timings from other machines or versions do not
-    compare."""
+    """Candidate over baseline seconds per query, at most ``max_ratio``, measured side by side: both arms
+    re-timed in one process, interleaved query by query (:mod:`evalkit.timing`), the median of the
+    per-query ratios (wall clock less the time each search waited for a core: :mod:`evalkit.latency`) with
+    its bootstrap interval. *pass* when the upper bound is at most max_ratio, *fail* when the lower bound is
+    above it, *underpowered* when the interval straddles it or fewer than ``MIN_QUERIES`` queries were
+    re-timed. The runs' recorded latencies were taken at other moments under other loads: they are
+    reported, never decide. Skipped, saying why, when no paired timing could be taken."""
 
     type: ClassVar[str] = "latency"
     max_ratio: float = 1.2
@@ -335,17 +342,32 @@ class Latency(Rule):
         _nonnegative(self, "max_ratio")
 
     def default_title(self) -> str:
-        return f"latency median ratio <= {self.max_ratio:g}"
+        return f"latency ratio <= {self.max_ratio:g} (side by side)"
 
     def evaluate(self, ctx: Context) -> Outcome:
-        lat = comparison.latency(ctx.pair)
-        if not lat["comparable"]:
-            return self.outcome("skipped", "not comparable, the runs' environments differ: " + "; ".join(ctx.pair.environment),
-                                **lat)
-        ok = lat["ratio"] <= self.max_ratio
-        summary = (f"median {lat['base'] * 1000:.1f} ms -> {lat['cand'] * 1000:.1f} ms per query, ratio "
-                   f"{lat['ratio']:.2f} {'<=' if ok else '>'} {self.max_ratio:g} (same environment)")
-        return self.outcome("pass" if ok else "fail", summary, **lat)
+        rec = comparison.latency(ctx.pair)
+        recorded = (f"recorded in the runs {rec['base'] * 1000:.1f} ms -> {rec['cand'] * 1000:.1f} ms, ratio "
+                    f"{rec['ratio']:.2f} (other moments{'' if rec['comparable'] else ', other environments'}: "
+                    "not deciding)")
+        t = ctx.timing
+        if not isinstance(t, PairedTiming):
+            why = t.reason if isinstance(t, Untimed) else "no side-by-side timing was taken (evalkit.timing.retime)"
+            return self.outcome("skipped", f"cannot re-time: {why}; {recorded}", recorded=rec)
+        s = ctx.settings
+        base_s, cand_s = t.times()
+        ratio, low, high = paired_ratio(base_s, cand_s, s.confidence, s.resamples, s.seed)
+        shown: Status = "pass" if high <= self.max_ratio else "fail" if low > self.max_ratio else "underpowered"
+        st = shown if t.n >= MIN_QUERIES else "underpowered"  # two or three ratios make no interval
+        pct = round(100 * s.confidence)
+        mb, mc = float(np.median(base_s)), float(np.median(cand_s))
+        clock = "wall clock less waits for a core" if t.clock == "unqueued" else "wall clock"
+        summary = (f"re-timed side by side over {t.n} queries, {clock}: "
+                   f"median {1000 * mb:.2f} ms -> {1000 * mc:.2f} ms, paired ratio {ratio:.2f} [{low:.2f}, {high:.2f}] "
+                   f"({pct}%) {'<=' if shown == 'pass' else '>' if shown == 'fail' else 'straddles'} {self.max_ratio:g}"
+                   f"{f', too few queries to decide (fewer than {MIN_QUERIES})' if t.n < MIN_QUERIES else ''}; {recorded}")
+        return self.outcome(st, summary, ratio=ratio, low=low, high=high, n=t.n, warmup=t.warmup, clock=t.clock,
+                            base_median_s=mb, cand_median_s=mc, load_average=list(t.load_average),
+                            max_ratio=self.max_ratio, recorded=rec)
 
 
 ROBUSTNESS_FILE = "robustness.json"
@@ -484,10 +506,10 @@ def load(path: Path | str) -> Rules:
     return Rules(str(path), hashlib.sha256(raw).hexdigest(), settings, tuple(rules))
 
 
-def evaluate(rules: Rules, pair: comparison.Pair) -> tuple[Outcome, ...]:
-    """Every rule's outcome, in file order. A rule that cannot be evaluated raises :class:`RulesError`
-    naming it."""
-    ctx = Context(pair, rules.settings)
+def evaluate(rules: Rules, pair: comparison.Pair, timing: PairedTiming | Untimed | None = None) -> tuple[Outcome, ...]:
+    """Every rule's outcome, in file order (``timing``: the side-by-side timing the latency rule decides
+    on). A rule that cannot be evaluated raises :class:`RulesError` naming it."""
+    ctx = Context(pair, rules.settings, timing)
     out = []
     for rule in rules.rules:
         try:

@@ -17,14 +17,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
-import sqlite3
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +31,7 @@ from tqdm import tqdm
 from . import __version__, answers, arms, executor, ids, measures, resultsdir
 from .corpora import Corpus
 from .embeddings import ModelSpec
+from .environment import completed, environment
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
 from .records import Chunk, Hit, Query, Result, page_id
@@ -42,27 +40,10 @@ from .resultsdir import slug
 
 DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
 CHUNK_TEXTS = 10  # chunks whose text a record keeps: what the evidence measure at 10 reads
-PACKAGES = ("pymupdf", "fastembed", "onnxruntime", "numpy", "pandas", "scipy", "pyarrow", "tqdm")
 
 
 class RunError(Exception):
     """A run that cannot start or resume as asked; the message says why and what to do."""
-
-
-
-def environment() -> dict:
-    """What a timing depends on: interpreter, SQLite, package versions, machine."""
-    versions = {}
-    for p in PACKAGES:
-        try:
-            versions[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
-    return {"python": sys.version.split()[0], "implementation": platform.python_implementation(),
-            "sqlite": sqlite3.sqlite_version, "evalkit": __version__, "packages": versions,
-            "machine": {"platform": platform.platform(), "processor": platform.machine(),
-                        "cpus": os.cpu_count(), "memory_bytes": mem}}
 
 
 def model_ids(arm: arms.Arm) -> list[dict]:
@@ -247,7 +228,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         frame.to_parquet(tmp, index=False)
     with resultsdir.atomic(out / "summary.csv") as tmp:
         summarize(frame).to_csv(tmp, index=False)
-    manifest.update(status="complete", finished=_now())
+    manifest.update(status="complete", finished=_now(), environment=completed(manifest.get("environment", {})))
     resultsdir.write_json(manifest_path, manifest)
 
 
@@ -382,4 +363,3 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
                          "hits": len(result.hits), "latency_s": rec["latency"],
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
     return pd.DataFrame(rows)
-

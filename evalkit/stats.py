@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -39,18 +39,19 @@ def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95, n_resamples: int = RESAMPLES,
-                 seed: int = 0) -> tuple[float, float, float]:
-    """(mean, low, high): percentile bootstrap CI of the mean. Fewer than two values have no spread to
-    resample, so the bounds are NaN; constant values give a zero-width interval."""
+                 seed: int = 0, statistic: Callable[..., np.ndarray] = _mean) -> tuple[float, float, float]:
+    """(estimate, low, high): percentile bootstrap CI of ``statistic`` (the mean; any function of an array
+    and an ``axis``, e.g. ``np.median``). Fewer than two values have no spread to resample, so the bounds
+    are NaN; constant values give a zero-width interval."""
     x = _values(values)
     if x.size == 0:
         return (math.nan, math.nan, math.nan)
-    mean = float(x.mean())
+    mean = float(statistic(x, axis=-1))
     if x.size < 2:
         return (mean, math.nan, math.nan)
     if np.all(x == x[0]):
         return (mean, mean, mean)
-    res = _st.bootstrap((x,), _mean, n_resamples=n_resamples, confidence_level=confidence,
+    res = _st.bootstrap((x,), statistic, n_resamples=n_resamples, confidence_level=confidence,
                         method="percentile", vectorized=True, **_rng_kw(_st.bootstrap, seed))
     ci = res.confidence_interval
     return (mean, float(ci.low), float(ci.high))

@@ -48,6 +48,17 @@ judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 2 }]
 '''
 
 
+def install_plugin(site: Path, module: str, source: str, arms: dict[str, str]) -> Path:
+    """A real installed distribution in ``site`` (a module and a dist-info whose entry points name its arms,
+    ``{name: "module:Class"}``), not a monkeypatched registry; put ``site`` on sys.path to install it."""
+    info = site / f"{module}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (site / f"{module}.py").write_text(source)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[evalkit.arms]\n" + "".join(f"{n} = {v}\n" for n, v in arms.items()))
+    return site
+
+
 def make_pdf(path: Path, pages: list[str]) -> Path:
     """A PDF with one page per string (an empty string makes a page with no text, like a scan)."""
     doc = pymupdf.open()

@@ -82,6 +82,10 @@ def test_measure_scale_and_the_bench_directory_on_real_pdfs(small, tmp_path):
     assert by["cold extraction CPU, this process and its workers"].value > 0
     assert by["evalkit / fastembed throughput"].value > 0
     assert {"keyword, k=10, median", "keyword, k=100, p95", "global-index, k=10, median"} <= set(by)
+    # each time is set against the calibration reading taken around its own section
+    assert by["keyword, k=10, median"].reference == by["keyword, k=10, p95"].reference == "wall"
+    assert by["keyword, k=10, CPU median"].reference == "cpu" and 0 < by["keyword, k=10, CPU median"].value
+    assert all(f.reference_ms > 0 for f in figures if f.reference) and math.isnan(by["evalkit / fastembed throughput"].reference_ms)
     frame = bench.scale(store, c, [3, 6], queries, ["keyword", "global-index", "semantic"], spec=spec,
                         log=lambda _: None)
     assert sorted(frame["documents"].unique()) == [3, 6]
@@ -108,6 +112,45 @@ def test_evalkit_bench_writes_the_csv_and_prints_the_table(small, tmp_path, caps
     out = capsys.readouterr().out
     assert code == 0 and "global-index, k=10, median" in out and "evalkit / pytrec_eval time" in out
     assert set(pd.read_csv(tmp_path / "out" / "bench.csv")["section"]) == {"extraction", "latency", "measures", "memory"}
+
+
+def _bench_dir(path, reference_ms: float | None, slower: float):
+    """A bench directory whose every time is ``slower`` times the first's, under a reference workload of
+    ``reference_ms`` (None: a directory from before calibration)."""
+    figures = [bench.Figure("latency", "keyword, k=10, median", 0.5 * slower, "ms"),
+               bench.Figure("extraction", "cold extraction", 1000 / slower, "pages/s"),
+               bench.Figure("measures", "evalkit / pytrec_eval time", 0.4, "ratio")]
+    env = {"python": "3.11.7"} if reference_ms is None else {"calibration": {"reference_ms": reference_ms}}
+    bench.write(path, figures, env)
+    return path
+
+
+def test_times_are_stated_relative_to_the_reference_workload():
+    assert bench.per_reference(5.0, "ms", 250.0) == pytest.approx(0.02)
+    assert bench.per_reference(1000.0, "pages/s", 250.0) == pytest.approx(250.0)  # pages in one reference
+    assert math.isnan(bench.per_reference(0.4, "ratio", 250.0)) and math.isnan(bench.per_reference(9, "MiB", 250.0))
+
+
+def test_compare_puts_two_benches_side_by_side_and_the_calibrated_ratios_agree(tmp_path, capsys):
+    quiet = _bench_dir(tmp_path / "quiet", 200.0, 1.0)
+    loaded = _bench_dir(tmp_path / "loaded", 500.0, 2.5)  # everything, the yardstick too, 2.5 times slower
+    frame = bench.compare(quiet, loaded).set_index("what")
+    assert frame.loc["keyword, k=10, median", "time_ratio"] == pytest.approx(2.5)
+    assert frame.loc["cold extraction", "time_ratio"] == pytest.approx(2.5)  # a rate: 2.5 times fewer pages/s
+    assert frame.loc["keyword, k=10, median", "calibrated_time_ratio"] == pytest.approx(1.0)
+    assert frame.loc["cold extraction", "calibrated_time_ratio"] == pytest.approx(1.0)
+    assert math.isnan(frame.loc["evalkit / pytrec_eval time", "calibrated_time_ratio"])
+    assert main(["bench", "--compare", str(quiet), str(loaded)]) == 0
+    out = capsys.readouterr().out
+    assert "wall timings (2), time 2/1: absolute median 2.500 [2.500, 2.500], 0 within 15%" in out
+    assert "calibrated median 1.000 [1.000, 1.000], 2 within 15%" in out
+
+
+def test_a_bench_directory_from_before_calibration_still_loads(tmp_path):
+    old = _bench_dir(tmp_path / "old", None, 1.0)
+    figures = bench.load(old)["figures"]
+    assert figures["calibrated"].isna().all() and list(figures["value"]) == [0.5, 1000.0, 0.4]
+    assert bench.compare(old, old)["calibrated_time_ratio"].isna().all()
 
 
 def test_a_folder_that_is_not_a_bench_directory_is_named(tmp_path):

@@ -46,7 +46,7 @@ def verdict(runs, cand, tmp_path, text=RULES, **kw):
 def test_a_regression_fails_and_names_its_rule_and_class(runs, tmp_path):
     v = verdict(runs, "worse", tmp_path)
     assert v.exit_code == 1 and not v.passed
-    assert [o.status for o in v.outcomes] == ["fail", "fail", "pass", "pass"]
+    assert [o.status for o in v.outcomes] == ["fail", "fail", "pass", "skipped"]  # latency: not re-timed
     assert "class-drop nDCG@10 per class >= -0.05 [trap]" in v.headline()
     assert v.rules_sha256 == __import__("hashlib").sha256(RULES.encode()).hexdigest()
     text = v.text()
@@ -55,7 +55,7 @@ def test_a_regression_fails_and_names_its_rule_and_class(runs, tmp_path):
 
 def test_identical_runs_pass(runs, tmp_path):
     v = verdict(runs, "same", tmp_path)
-    assert v.exit_code == 0 and v.passed and {o.status for o in v.outcomes} == {"pass"}
+    assert v.exit_code == 0 and v.passed and [o.status for o in v.outcomes] == ["pass"] * 3 + ["skipped"]
     assert v.headline().startswith("evalkit gate: PASS (exit 0)")
 
 
@@ -99,7 +99,7 @@ def test_junit_parses_with_one_case_per_rule(runs, tmp_path):
     suite = root.find("testsuite")
     cases = suite.findall("testcase")
     assert [c.get("name") for c in cases] == [o.rule for o in v.outcomes]
-    assert suite.get("tests") == "5" and suite.get("failures") == "2" and suite.get("skipped") == "1"
+    assert suite.get("tests") == "5" and suite.get("failures") == "2" and suite.get("skipped") == "2"
     assert [c.find("failure") is not None for c in cases] == [True, True, False, False, False]
     assert cases[4].find("skipped").get("message").startswith("underpowered")
     assert "trap" in cases[1].find("failure").text

@@ -431,6 +431,7 @@ def test_legends_and_provenance_come_from_the_run(res, results_dir, tmp_path):
     assert list(prov["arms"].index) == res.arms and "build s" in prov["arms"].columns
     assert prov["run"].loc["corpus digest", "value"] == res.manifest["corpus"]["digest"]
     assert prov["environment"].loc["sqlite", "value"] == res.manifest["environment"]["sqlite"]
+    assert "reference workload" in prov["environment"].loc["calibration", "value"]
     # without its query file, the run's recorded gain legend still shows, and the report says what is missing
     copy = _copy(results_dir, tmp_path)
     manifest = json.loads((copy / "manifest.json").read_text())
@@ -452,3 +453,13 @@ def test_figures_are_saved_only_with_a_directory(res, tmp_path):
     assert reporting.save(fig, "latency", None) is None
     path = reporting.save(fig, "latency", reporting.figures_dir(res, tmp_path / "figs"))
     assert path == tmp_path / "figs" / "latency.png" and path.stat().st_size > 10_000
+
+
+def test_an_old_results_directory_without_calibration_still_loads_and_says_so(tmp_path):
+    from .conftest import ENVIRONMENT, write_results
+
+    d = write_results(tmp_path / "old", {"a": {"nDCG@10": [0.5] * 4}}, ["trap"] * 4, environment=dict(ENVIRONMENT))
+    assert "calibration" not in json.loads((d / "manifest.json").read_text())["environment"]
+    prov = reporting.provenance(Results.load(d))
+    assert prov["environment"].loc["calibration", "value"].startswith("no calibration recorded")
+    assert prov["environment"].loc["sqlite", "value"] == ENVIRONMENT["sqlite"]

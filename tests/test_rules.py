@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from evalkit import comparison, dirs, rules, stats
+from evalkit.latency import PairedTiming, Untimed
 from evalkit.rules import RulesError, robustness_report
 
 from .conftest import ENVIRONMENT, write_results
@@ -72,7 +73,7 @@ def test_the_shipped_gate_toml_parses_and_its_digest_is_its_sha256():
     ("[gate]\nunderpowered_blocks = 'yes'\n[[rule]]\ntype = 'latency'", r"field 'underpowered_blocks': expected bool"),
     ("[gate]\nalpha = 0.05", r"no \[\[rule\]\] tables"),
     ("[rules]\ntype = 'latency'", r"unknown table 'rules'"),
-    ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'latency'", r"two rules are called 'latency median ratio <= 1.2'; give one a name"),
+    ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'latency'", r"two rules are called 'latency ratio <= 1.2 \(side by side\)'; give one a name"),
 ])
 def test_a_bad_rules_file_names_the_rule_and_field(tmp_path, text, message):
     p = rules_file(tmp_path, text)
@@ -148,17 +149,38 @@ def test_floor_is_on_the_candidates_mean(tmp_path):
         evaluate(tmp_path, "[[rule]]\ntype = 'floor'\nmin = 0.8\nclass = 'needle'", pair)
 
 
-def test_latency_is_compared_only_in_the_same_environment(tmp_path):
+def _timing(ratios: np.ndarray, seed: int = 0) -> PairedTiming:
+    base = np.random.default_rng(seed).uniform(0.002, 0.02, ratios.size)
+    return PairedTiming(tuple(base), tuple(base * ratios), warmup=5)
+
+
+def test_latency_decides_on_the_paired_timing_and_never_on_recorded_latencies(tmp_path):
+    scores = {"nDCG@10": [0.5] * 40}
+    pair = make_pair(tmp_path / "same", scores, scores, ["trap"] * 40, latency={"base": 0.010, "cand": 0.013})
+    rule = rules.load(rules_file(tmp_path, "[[rule]]\ntype = 'latency'\nmax_ratio = 1.2"))
+    rng = np.random.default_rng(1)
+    verdict = lambda timing: rules.evaluate(rule, pair, timing)[0]  # noqa: E731
+    o = verdict(None)  # recorded ratio 1.3 > 1.2, but recorded latencies do not decide
+    assert o.status == "skipped" and "no side-by-side timing" in o.summary and "ratio 1.30" in o.summary
+    o = verdict(Untimed("arm 'my-plugin' of base cannot be built here: unknown arm 'my-plugin'"))
+    assert o.status == "skipped" and "cannot re-time: arm 'my-plugin'" in o.summary
+    o = verdict(_timing(rng.lognormal(np.log(1.02), 0.05, 40)))
+    assert o.status == "pass" and o.numbers["high"] <= 1.2 and o.numbers["recorded"]["ratio"] == pytest.approx(1.3)
+    o = verdict(_timing(rng.lognormal(np.log(2.0), 0.05, 40)))
+    assert o.status == "fail" and o.numbers["low"] > 1.2 and "> 1.2; recorded" in o.summary
+    o = verdict(_timing(rng.lognormal(np.log(1.2), 0.5, 40)))
+    assert o.status == "underpowered" and o.numbers["low"] < 1.2 < o.numbers["high"]
+    o = verdict(_timing(np.full(3, 2.0)))  # three queries: however clear, too few to decide
+    assert o.status == "underpowered" and "too few queries to decide" in o.summary
+
+
+def test_latency_decides_also_when_the_runs_environments_differ(tmp_path):
     scores = {"nDCG@10": [0.5] * 4}
-    pair = make_pair(tmp_path / "same", scores, scores, ["trap"] * 4, latency={"base": 0.010, "cand": 0.013})
-    (o,) = evaluate(tmp_path, "[[rule]]\ntype = 'latency'\nmax_ratio = 1.2", pair)
-    assert o.status == "fail" and o.numbers["ratio"] == pytest.approx(1.3)
-    (o,) = evaluate(tmp_path, "[[rule]]\ntype = 'latency'\nmax_ratio = 1.5", pair)
-    assert o.status == "pass"
     a = write_results(tmp_path / "a", {"x": scores}, ["trap"] * 4)
     b = write_results(tmp_path / "b", {"x": scores}, ["trap"] * 4, environment={**ENVIRONMENT, "machine": {"cpus": 64}})
-    (o,) = evaluate(tmp_path, "[[rule]]\ntype = 'latency'", comparison.pair(comparison.side(a), comparison.side(b)))
-    assert o.status == "skipped" and "environments differ" in o.summary and "machine.cpus 2 vs 64" in o.summary
+    rule = rules.load(rules_file(tmp_path, "[[rule]]\ntype = 'latency'"))
+    (o,) = rules.evaluate(rule, comparison.pair(comparison.side(a), comparison.side(b)), _timing(np.full(30, 1.0)))
+    assert o.status == "pass" and "other environments" in o.summary and o.numbers["ratio"] == pytest.approx(1.0)
 
 
 def _robustness(path: Path, arm: str = "cand", shift: float = 0.01) -> None:
@@ -194,8 +216,9 @@ def test_robustness_reads_the_candidates_report(tmp_path):
 
 def test_identical_runs_pass_every_relative_rule(tmp_path, classed):
     same = comparison.pair(classed.base, classed.base)
-    outcomes = rules.evaluate(rules.load(dirs.shipped("gate.toml")), same)
+    outcomes = rules.evaluate(rules.load(dirs.shipped("gate.toml")), same, _timing(np.ones(30)))
     assert {o.status for o in outcomes} == {"pass"}
+    assert [o.status for o in rules.evaluate(rules.load(dirs.shipped("gate.toml")), same)][-1] == "skipped"  # not re-timed
 
 
 def test_finite_turns_nan_into_null():

@@ -8,6 +8,8 @@ from evalkit import arms
 from evalkit.arms import ArmError, parse_spec
 from evalkit.text import split_top
 
+from ..conftest import install_plugin
+
 
 def test_parse_nested_specs():
     assert parse_spec("keyword") == ("keyword", {})
@@ -59,12 +61,7 @@ EXTERNAL = textwrap.dedent('''
 def test_an_installed_external_arm_is_found_and_runs(small, tmp_path, monkeypatch):
     """A real installed distribution (dist-info with an entry point), not a monkeypatched registry."""
     c, store = small
-    site = tmp_path / "site"
-    (site / "evalkit_ext_demo-0.1.dist-info").mkdir(parents=True)
-    (site / "evalkit_ext_demo.py").write_text(EXTERNAL)
-    (site / "evalkit_ext_demo-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: evalkit-ext-demo\nVersion: 0.1\n")
-    (site / "evalkit_ext_demo-0.1.dist-info" / "entry_points.txt").write_text(
-        "[evalkit.arms]\nfirst-pages = evalkit_ext_demo:FirstPages\n")
+    site = install_plugin(tmp_path / "site", "evalkit_ext_demo", EXTERNAL, {"first-pages": "evalkit_ext_demo:FirstPages"})
     monkeypatch.syspath_prepend(str(site))
     arm = arms.make("first-pages(page=2)", c, store)
     assert arm.label == "first-pages(page=2)"

@@ -1,0 +1,45 @@
+import math
+import os
+
+import pytest
+
+from evalkit import calibration
+
+
+def test_the_reference_workload_is_read_as_wall_and_cpu_time():
+    ref = calibration.reference(repeats=3)
+    assert set(ref["parts_ms"]) == {"matrix_product", "fts5_queries", "pdf_parse"}
+    assert ref["reference_ms"] == pytest.approx(sum(p["wall"] for p in ref["parts_ms"].values()))
+    assert ref["cpu_ms"] == pytest.approx(sum(p["cpu"] for p in ref["parts_ms"].values()))
+    assert all(0 < p["cpu"] for p in ref["parts_ms"].values())
+    assert ref["reference_ms"] < 2000  # a yardstick, not a benchmark: a fraction of a second per reading
+
+
+def test_start_and_finish_record_the_machine_at_both_ends():
+    cal = calibration.finish(calibration.start(repeats=1), repeats=1)
+    assert cal["cpu_model"] and cal["cores"] == os.cpu_count()
+    for moment in (cal["start"], cal["end"]):
+        assert moment["reference_ms"] > 0 and moment["cpu_ms"] > 0 and len(moment["load_average"]) == 3
+        assert moment["cpu_jiffies"]["total"] > 0 and moment["cpu_jiffies"]["steal"] >= 0
+    for kind in calibration.KINDS:
+        assert cal[kind] == pytest.approx((cal["start"][kind] + cal["end"][kind]) / 2)
+        assert calibration.reference_ms({"calibration": cal}, kind) == cal[kind]
+    assert 0 <= cal["steal_share"] <= 1
+    assert calibration.reference_ms({"calibration": cal}) == cal["reference_ms"]
+    line = calibration.summary({"calibration": cal})
+    assert cal["cpu_model"] in line and "at the start" in line and "at the end" in line and "CPU stolen" in line
+
+
+def test_steal_share_is_the_stolen_part_of_the_ticks_between_two_readings():
+    assert calibration.steal_share({"total": 1000, "steal": 10}, {"total": 3000, "steal": 110}) == pytest.approx(0.05)
+    assert math.isnan(calibration.steal_share({"total": 5, "steal": 0}, {"total": 5, "steal": 0}))
+    assert math.isnan(calibration.steal_share({}, {"total": 5, "steal": 0}))
+
+
+def test_a_record_from_before_calibration_says_so():
+    old = {"python": "3.11.7", "machine": {"cpus": 2}}
+    assert math.isnan(calibration.reference_ms(old))
+    assert calibration.summary(old).startswith("no calibration recorded")
+    started = {"calibration": calibration.start(repeats=1)}  # an interrupted run: start only
+    assert calibration.reference_ms(started) == started["calibration"]["start"]["reference_ms"]
+    assert "at the end" not in calibration.summary(started)
