@@ -287,11 +287,11 @@ class Simulation:
         for strat, c in self.curves.groupby("strategy", sort=False):
             tau = (c["tau_page"] >= TAU) & (c["tau_doc"] >= TAU)
             row: dict = {"strategy": strat}
-            for ref in [col for col in c.columns if col.startswith("gate_")] or [None]:
+            for ref in [None, *[col for col in c.columns if col.startswith("gate_")]]:
                 ok = tau & (c[ref] == 0) if ref else tau
                 first = c[ok[::-1].cummin()[::-1]]  # true from a point on
                 pages = int(first["pages"].iloc[0]) if len(first) else math.nan
-                label = f" ({ref.replace('gate_', '').replace('_', ' ')})" if ref else ""
+                label = f" ({ref.replace('gate_', '').replace('_', ' ')})" if ref else " (tau alone)"
                 row[f"pages to target{label}"] = pages
                 row[f"share of depth-10 pool{label}"] = pages / self.depth_pages
             for signal in SIGNALS:
