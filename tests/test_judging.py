@@ -171,3 +171,12 @@ def test_judged_at_10_per_arm(session):
     assert set(session.judged_at("q1").values()) == {0.0}
     judge_all(session, "q1")
     assert set(session.judged_at("q1").values()) == {1.0}
+
+
+def test_evalkit_page_prints_the_whole_page_and_refuses_a_bad_id(docs):
+    run = lambda pid: subprocess.run([sys.executable, "-m", "evalkit", "page", pid, "--docs", str(docs.corpus.root)],  # noqa: E731
+                                     capture_output=True, text=True, env=os.environ)
+    out = run("walrus.pdf#2")
+    assert out.returncode == 0 and docs.page("walrus.pdf", 2).text.strip() in out.stdout
+    bad = run("walrus.pdf#9")
+    assert bad.returncode == 2 and "out of range for walrus.pdf (1..2)" in bad.stderr
