@@ -329,19 +329,22 @@ class Session:
         return [((str(j["doc"]), int(j["page"])), int(j["gain"])) for j in self._query(qid).get("judgments", [])]
 
     def queue(self, qid: str) -> list[Item]:
-        """The query's pages in reading order: judged ones first (as judged), then what is left to read,
-        skipped pages last. An adaptive strategy shows only its next page (with rankings in memory)."""
+        """The query's pages in reading order. A fixed-depth pool keeps its blind order whatever is judged
+        (so a page does not move under the cursor), skipped pages last; pages judged outside the pool come
+        first. An adaptive strategy shows the pages judged, in the order judged, then its next page."""
         q = self._query(qid)
         judged = {(str(j["doc"]), int(j["page"])): j for j in q.get("judgments", [])}
         pooled = [split_page_id(str(p)) for p in q.get("pooled", [])]
-        skipped = [split_page_id(str(p)) for p in q.get("skipped", [])]
-        left = [p for p in pooled if p not in judged]
+        skipped = {split_page_id(str(p)) for p in q.get("skipped", [])}
         if self.strategy.name != "depth" and qid in self.rankings:
-            left = [p for p in self.strategy.pending(self.rankings[qid], self._judged(qid)) if p in left] or \
-                   [p for p in left if p in skipped]
-        left = [p for p in left if p not in skipped] + [p for p in left if p in skipped]
-        items = [Item(p[0], p[1], int(j["gain"]), str(j.get("evidence", "")), False) for p, j in judged.items()]
-        return items + [Item(p[0], p[1], None, "", p in skipped) for p in left]
+            left = [p for p in pooled if p not in judged]
+            nxt = [p for p in self.strategy.pending(self.rankings[qid], self._judged(qid)) if p in left]
+            order = [*judged, *(nxt or [p for p in left if p in skipped])]
+        else:
+            order = [p for p in judged if p not in set(pooled)] + [p for p in pooled if p not in skipped or p in judged]
+            order += [p for p in pooled if p in skipped and p not in judged]
+        return [Item(p[0], p[1], int(judged[p]["gain"]), str(judged[p].get("evidence", "")), False) if p in judged
+                else Item(p[0], p[1], None, "", p in skipped) for p in order]
 
     def left(self, qid: str) -> int:
         """Pages pooled for the query and not judged yet."""

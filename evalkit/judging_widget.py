@@ -42,8 +42,12 @@ class Workbench(anywidget.AnyWidget):
     # -- where the assessor stands --
 
     def _first_unjudged(self) -> int:
+        """Where to stand in the current query: its first page left to read. Its arms are searched once
+        here (for Judged@10 and an adaptive strategy's next page) when it has a pool."""
         if self.qid is None:
             return 0
+        if "pooled" in self.session._query(self.qid):
+            self.session.search(self.qid)
         queue = self.session.queue(self.qid)
         return next((i for i, item in enumerate(queue) if item.gain is None), max(len(queue) - 1, 0))
 
@@ -66,7 +70,7 @@ class Workbench(anywidget.AnyWidget):
             "segments": judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else [],
             "image": base64.b64encode(judging.render(s.docs, item.doc, item.page)).decode() if item and self.image else "",
             "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
-            "before": self.before, "problems": [f"{p.field}: {p.message}" for p in s.problems(self.qid)] if self.qid else [],
+            "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}" for p in s.problems(self.qid)] if self.qid else [],
             "judged_at": s.judged_at(self.qid) if self.qid else {}, "message": self.message,
         }
 

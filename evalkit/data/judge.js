@@ -70,14 +70,14 @@ function draw(el, model, send) {
   const rubric = h("div", {class: "ek-rubric"}, lines("ek-gains", Object.entries(view.rubric).sort((a, b) => b[0] - a[0]).map(([g, t]) => `${g}: ${t}`)));
   rubric.style.display = view.show_rubric ? "block" : "none";
   const judged = Object.entries(view.judged_at).map(([arm, v]) => `${arm} ${(100 * v).toFixed(0)}%`).join(" · ");
-  el.replaceChildren(
+  el.replaceChildren(...[
     h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · i image · p pool · d draft · [ ] query · ? rubric`}),
     view.message ? h("div", {class: "ek-message", text: view.message}) : null,
     queryForm(view, send),
     view.before.length ? h("div", {class: "ek-before"}, h("b", {text: "before judging"}), lines("ek-before-list", view.before)) : null,
     view.problems.length ? h("div", {class: "ek-problems"}, h("b", {text: "qrels check --strict"}), lines("ek-problem-list", view.problems)) : null,
     judged ? h("div", {class: "ek-judged", text: `Judged@10: ${judged}`}) : null,
-    rubric, pageView(view), notes);
+    rubric, pageView(view), notes].filter(Boolean));
   el._notes = notes;
 }
 
