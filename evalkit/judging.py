@@ -171,7 +171,9 @@ class Session:
         self.message = acquire(self.path)
         self.closed = False
         if not self.path.exists():
-            write_atomic(self.path, f'[set]\nname = "{self.path.stem}"\ncorpus = {tomlkit.string(docs.name).as_string()}\n')
+            fresh = tomlkit.document()
+            fresh["set"] = {"name": self.path.stem, "corpus": docs.name}
+            write_atomic(self.path, tomlkit.dumps(fresh))
         self.doc = self._read()
         self.history: list[str] = []  # the file before each action of this session: what undo restores
         self.rankings: dict[str, dict[str, list[PageKey]]] = {}

@@ -180,3 +180,11 @@ def test_evalkit_page_prints_the_whole_page_and_refuses_a_bad_id(docs):
     assert out.returncode == 0 and docs.page("walrus.pdf", 2).text.strip() in out.stdout
     bad = run("walrus.pdf#9")
     assert bad.returncode == 2 and "out of range for walrus.pdf (1..2)" in bad.stderr
+
+
+def test_a_missing_file_is_created_for_the_corpus(docs, isolated):
+    s = Session(isolated / 'new"set.toml', docs, ARMS)
+    s.write_query("q1", "needle", "walrus migration")
+    s.close()
+    qs = qrels.load(isolated / 'new"set.toml')
+    assert (qs.name, qs.corpus, qs["q1"].text) == ('new"set', docs.name, "walrus migration")
