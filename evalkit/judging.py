@@ -31,7 +31,7 @@ import tomlkit
 from tomlkit.items import AoT, Array, InlineTable, Table
 
 from . import pooling, qrels, validity
-from .qrels import Problem, QrelsError, QuerySet
+from .qrels import Problem, QuerySet
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words, words
 

@@ -188,3 +188,18 @@ def test_a_missing_file_is_created_for_the_corpus(docs, isolated):
     s.close()
     qs = qrels.load(isolated / 'new"set.toml')
     assert (qs.name, qs.corpus, qs["q1"].text) == ('new"set', docs.name, "walrus migration")
+
+
+def test_an_adaptive_strategy_shows_its_next_page_alone_and_follows_the_judgments(docs, isolated):
+    path = isolated / "mine.toml"
+    path.write_text(HEADER)
+    s = Session(path, docs, ARMS, strategy="mtf")
+    s.write_query("q1", "needle", "walrus migration sea ice")
+    pool = s.pool("q1")
+    rankings = s.search("q1")
+    for n in range(len(pool)):
+        [nxt] = [i for i in s.queue("q1") if i.gain is None]  # one page readable at a time
+        assert (nxt.doc, nxt.page) == s.strategy.next_page(rankings, s._judged("q1"))
+        s.grade("q1", nxt.doc, nxt.page, 3 if n == 0 else 0)
+    assert s.left("q1") == 0 and len(s.queue("q1")) == len(pool)
+    s.close()
