@@ -2,7 +2,7 @@
 
 ``import evalkit as ek`` gives the front door (:mod:`evalkit.api`): ``ek.corpus``, ``ek.queries``,
 ``ek.arm``, ``ek.run``, ``ek.Results`` (``.table``, ``.compare``, ``.refusal``), ``ek.compare``, ``ek.gate``,
-``ek.report``, ``ek.use_model``, and the records a retriever answers with (``ek.Hit``, ``ek.Chunk``). Names load on first
+``ek.report``, ``ek.judge`` (the judging workbench), ``ek.use_model``, and the records a retriever answers with (``ek.Hit``, ``ek.Chunk``). Names load on first
 use, so importing one module of evalkit (``evalkit.gate`` in CI) does not import the rest.
 """
 from __future__ import annotations
@@ -14,16 +14,17 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "corpus": "api", "queries": "api", "fit": "api", "arm": "api", "run": "api", "compare": "api",
-    "gate": "api", "report": "api", "OpenCorpus": "api",
+    "gate": "api", "report": "api", "OpenCorpus": "api", "judge": "judging_widget",
     "use_model": "config", "Hit": "records", "Chunk": "records", "Result": "records", "Query": "records",
     "Judgment": "records", "Results": "results", "QuerySet": "qrels",
 }
 __all__ = ["Chunk", "Hit", "Judgment", "OpenCorpus", "Query", "QuerySet", "Result", "Results", "arm", "compare",
-           "corpus", "fit", "gate", "queries", "report", "run", "use_model"]
+           "corpus", "fit", "gate", "judge", "queries", "report", "run", "use_model"]
 
 if TYPE_CHECKING:
     from .api import OpenCorpus, arm, compare, corpus, fit, gate, queries, report, run
     from .config import use_model
+    from .judging_widget import judge
     from .qrels import QuerySet
     from .records import Chunk, Hit, Judgment, Query, Result
     from .results import Results

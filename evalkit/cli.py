@@ -14,6 +14,7 @@ from .corpora import CorpusError
 from .pages import HIDDEN_TEXT, PageStore, store_path
 from .results import Results
 from .resultsdir import ResultsError
+from .records import split_page_id
 from .text import snippet, split_top
 
 
@@ -354,6 +355,23 @@ def cmd_search(args) -> int:
     return 0
 
 
+def cmd_page(args) -> int:
+    from .judging import escape
+
+    try:
+        doc, number = split_page_id(args.page)
+    except ValueError:
+        raise UsageError(f"{args.page!r} is not a page id DOC#N (e.g. booktabs.pdf#6)") from None
+    opened = open_corpus(args, quiet=True)
+    if doc not in opened.documents:
+        raise UsageError(f"{doc!r} is not a document of corpus {opened.name!r}")
+    pages = len(opened.texts(doc))
+    if not 1 <= number <= pages:
+        raise UsageError(f"{args.page}: page {number} is out of range for {doc} (1..{pages})")
+    print(f"{args.page} of {pages} ({opened.name})\n{escape(opened.page(doc, number).text)}")
+    return 0
+
+
 # ---- run and summary -------------------------------------------------------------------------------------
 
 def open_run(args) -> tuple[qrels.QuerySet, api.OpenCorpus]:
@@ -671,6 +689,11 @@ def parser() -> argparse.ArgumentParser:
     se.add_argument("--arm", default="keyword", help="an arm spec, e.g. hybrid or keyword(idf_scope=corpus)")
     se.add_argument("-k", type=at_least_one, default=10)
     se.set_defaults(func=cmd_search)
+
+    pg = sub.add_parser("page", help="print a whole page as the arms see it (the page store's text), to judge it")
+    pg.add_argument("page", metavar="DOC#N", help="a page id, e.g. booktabs.pdf#6 (1-based, physical)")
+    add_corpus_args(pg)
+    pg.set_defaults(func=cmd_page)
 
     rn = sub.add_parser("run", help="run arms over a query set into a results directory")
     add_corpus_args(rn)

@@ -52,6 +52,9 @@ class QuerySet:
     pool_arms: tuple[str, ...] = ()
     # the file it was read from (None: built in memory): a run records it, a report re-reads it
     path: Path | None = field(default=None, compare=False)
+    # query id -> the pages the judging workbench pooled for it (its ``pooled = ["doc#N", ...]``): every
+    # one must be judged before ``check --strict`` passes, so an unfinished pool is never taken as complete
+    pooled: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict, hash=False, compare=False)
 
     def by_class(self) -> dict[str, list[Query]]:
         out: dict[str, list[Query]] = {c: [] for c in CLASSES}
@@ -87,7 +90,11 @@ def load(path: Path | str) -> QuerySet:
     """Read a query file. Structural errors (wrong types, missing fields) raise QrelsError naming the query
     and field; semantic checks against a corpus are :func:`check`'s job."""
     path = Path(path)
-    raw = path.read_bytes()
+    return parse(path.read_bytes(), path)
+
+
+def parse(raw: bytes, path: Path) -> QuerySet:
+    """A query set from the bytes of its file (``path`` names it in messages): :func:`load` without the read."""
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -107,7 +114,7 @@ def load(path: Path | str) -> QuerySet:
         raise QrelsError(f"{path}: [set] pool_depth is not a positive integer: {depth!r}")
     if not isinstance(pool_arms, list) or not all(isinstance(a, str) for a in pool_arms):
         raise QrelsError(f"{path}: [set] pool_arms is not a list of arm specs: {pool_arms!r}")
-    queries = []
+    queries, pooled = [], {}
     for i, q in enumerate(entries, 1):
         if not isinstance(q, dict):
             raise QrelsError(f"{path}: query #{i} is not a table")
@@ -133,6 +140,8 @@ def load(path: Path | str) -> QuerySet:
                 raise QrelsError(f"{where}: field {key!r} is not a string")
         queries.append(Query(q["id"], q["class"], q["text"], tuple(judgments), q.get("notes", ""),
                              q.get("distractor", ""), q.get("kind", "")))
+        if "pooled" in q:
+            pooled[q["id"]] = _pooled(q["pooled"], where)
     if not queries:
         raise QrelsError(f"{path}: no [[query]] entries")
     for key in ("name", "corpus"):  # both name folders: results/<corpus>-<name>, <data dir>/corpora/<corpus>
@@ -140,7 +149,17 @@ def load(path: Path | str) -> QuerySet:
             raise QrelsError(f"{path}: [set] {key} {header[key]!r} {why}")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
                     header.get("description", ""), gains, hashlib.sha256(raw).hexdigest(), depth, tuple(pool_arms),
-                    path)
+                    path, pooled)
+
+
+def _pooled(value: object, where: str) -> tuple[tuple[str, int], ...]:
+    """A query's ``pooled`` record: page ids ``"<doc>#<page>"`` as :func:`evalkit.records.page_id` writes them."""
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise QrelsError(f"{where}: field 'pooled' is not a list of page ids (\"doc.pdf#3\")")
+    try:
+        return tuple(split_page_id(p) for p in value)
+    except ValueError:
+        raise QrelsError(f"{where}: field 'pooled' holds an entry that is not '<doc>#<page>': {value!r}") from None
 
 
 def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False) -> list[Problem]:
@@ -194,6 +213,10 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
                 bad(f"{fld}.evidence", "missing (required with --strict for gain > 0)")
             elif strict and j.evidence.strip() and not contains(pages[j.doc][j.page - 1], j.evidence):
                 bad(f"{fld}.evidence", f"not found on {page_id(j.doc, j.page)}: {j.evidence!r}")
+        unread = [page_id(*p) for p in qs.pooled.get(q.id, ()) if p not in set(keys)]
+        if strict and unread:
+            bad("pooled", f"{len(unread)} pooled page(s) not judged yet: {', '.join(unread[:5])}"
+                          f"{' …' if len(unread) > 5 else ''}")
         if strict and q.cls == "described" and pages is not None:
             share, shared = described_overlap(q, pages)
             if share > DESCRIBED_MAX_OVERLAP:

@@ -248,3 +248,15 @@ def test_names_that_become_paths_are_refused(tmp_path, text, message):
     with pytest.raises(QrelsError, match=message):
         _load(tmp_path, text + f'[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\n'
                                f'judgments = [{{ doc = "{doc}", page = 1, gain = 1 }}]\n')
+
+
+def test_strict_check_reports_pooled_pages_not_judged_and_a_bad_pool_record(tmp_path):
+    text = ('[[query]]\nid = "q1"\nclass = "needle"\ntext = "walrus"\npooled = ["a.pdf#2", "b%23c.pdf#1"]\n'
+            'judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]\n')
+    qs = qrels.parse(text.encode(), tmp_path / "s.toml")
+    assert qs.pooled == {"q1": (("a.pdf", 2), ("b#c.pdf", 1))}
+    [p] = [p for p in qrels.check(qs, None, strict=True) if p.field == "pooled"]
+    assert "1 pooled page(s) not judged yet: b%23c.pdf#1" in str(p)
+    assert not [p for p in qrels.check(qs, None) if p.field == "pooled"]  # only strict asks
+    with pytest.raises(qrels.QrelsError, match="query 'q1': field 'pooled' is not a list of page ids"):
+        qrels.parse(text.replace('pooled = ["a.pdf#2", "b%23c.pdf#1"]', "pooled = 3").encode(), tmp_path / "s.toml")

@@ -1,0 +1,133 @@
+// The judging workbench's view (anywidget ESM). It draws the state Python sends (model "view") and sends
+// back actions; every rule lives in evalkit/judging.py. Data is only ever set as text (textContent, value,
+// an image's data: URL), never as markup.
+
+const KEYS = {"0": ["grade", 0], "1": ["grade", 1], "2": ["grade", 2], "3": ["grade", 3],
+              "s": ["skip"], "u": ["undo"], "j": ["move", 1], "k": ["move", -1], "ArrowDown": ["move", 1],
+              "ArrowUp": ["move", -1], "ArrowRight": ["move", 1], "ArrowLeft": ["move", -1], "i": ["image"],
+              "p": ["pool"], "d": ["draft"], "]": ["query", 1], "[": ["query", -1]};
+
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c) node.append(c);
+  return node;
+}
+
+function field(label, input) {
+  return h("label", {class: "ek-field"}, h("span", {text: label}), input);
+}
+
+function queryForm(view, send) {
+  const q = view.query || {};
+  const id = h("input", {class: "ek-qid", size: "10"}); id.value = q.id || "";
+  const cls = h("select", {class: "ek-qclass"});
+  for (const c of view.classes) { const o = h("option", {text: c}); o.value = c; cls.append(o); }
+  cls.value = q.class || "needle";
+  const text = h("textarea", {class: "ek-qtext", rows: "2", cols: "70"}); text.value = q.text || "";
+  const kind = h("select", {class: "ek-qkind"});
+  for (const c of ["", ...view.kinds]) { const o = h("option", {text: c || "(kind)"}); o.value = c; kind.append(o); }
+  kind.value = q.kind || "";
+  const distractor = h("input", {class: "ek-qdistractor", size: "24", placeholder: "distractor document"});
+  distractor.value = q.distractor || "";
+  const save = h("button", {class: "ek-save", text: "Save query"});
+  save.onclick = () => send({action: "write", id: id.value, class: cls.value, text: text.value,
+                             kind: kind.value, distractor: distractor.value});
+  const fresh = h("button", {class: "ek-new", text: "New query"});
+  fresh.onclick = () => send({action: "new"});
+  return h("div", {class: "ek-form"}, field("id", id), field("class", cls), field("kind", kind),
+           field("distractor", distractor), h("br"), text, h("br"), save, fresh);
+}
+
+function lines(cls, items) {
+  const list = h("ul", {class: cls});
+  for (const t of items) list.append(h("li", {text: t}));
+  return list;
+}
+
+function pageView(view) {
+  const item = view.item;
+  if (!item) return h("div", {class: "ek-empty", text: view.query ? "Nothing left to read: press p to pool, ] for the next query." : "Write a query (or press d for a draft)."});
+  const head = h("div", {class: "ek-head", text: `${item.id}   ${view.position}   grade: ${item.gain === null ? "—" : item.gain}${item.skipped ? "   (skipped)" : ""}`});
+  const text = h("pre", {class: "ek-text"});
+  for (const [run, marked] of view.segments) text.append(marked ? h("mark", {text: run}) : document.createTextNode(run));
+  const parts = [head, text];
+  if (item.evidence) parts.splice(1, 0, h("div", {class: "ek-evidence", text: `evidence: ${item.evidence}`}));
+  if (view.image) parts.push(h("img", {class: "ek-image", src: `data:image/png;base64,${view.image}`, alt: item.id}));
+  return h("div", {class: "ek-page"}, ...parts);
+}
+
+function draw(el, model, send) {
+  const view = model.get("view");
+  const notes = h("textarea", {class: "ek-notes", rows: "1", cols: "60", placeholder: "n: a note on this page (Enter saves)"});
+  notes.value = (view.item && view.item.notes) || "";
+  notes.onkeydown = (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send({action: "note", text: notes.value}); el.focus(); }
+    if (e.key === "Escape") el.focus();
+  };
+  const rubric = h("div", {class: "ek-rubric"}, lines("ek-gains", Object.entries(view.rubric).sort((a, b) => b[0] - a[0]).map(([g, t]) => `${g}: ${t}`)));
+  rubric.style.display = view.show_rubric ? "block" : "none";
+  const judged = Object.entries(view.judged_at).map(([arm, v]) => `${arm} ${(100 * v).toFixed(0)}%`).join(" · ");
+  el.replaceChildren(...[
+    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · i image · p pool · d draft · [ ] query · ? rubric`}),
+    view.message ? h("div", {class: "ek-message", text: view.message}) : null,
+    queryForm(view, send),
+    view.before.length ? h("div", {class: "ek-before"}, h("b", {text: "before judging"}), lines("ek-before-list", view.before)) : null,
+    view.problems.length ? h("div", {class: "ek-problems"}, h("b", {text: "qrels check --strict"}), lines("ek-problem-list", view.problems)) : null,
+    judged ? h("div", {class: "ek-judged", text: `Judged@10: ${judged}`}) : null,
+    rubric, pageView(view), notes].filter(Boolean));
+  el._notes = notes;
+}
+
+function render({model, el}) {
+  el.tabIndex = 0;
+  el.classList.add("ek-workbench");
+  el.setAttribute("data-lm-suppress-shortcuts", "true");  // JupyterLab's own keys (j, k, 0-3) stay out of it
+  const style = h("style", {text: `
+    .ek-workbench { font: 13px/1.4 sans-serif; outline: none; border: 1px solid #ccc; padding: 8px; }
+    .ek-workbench:focus { border-color: #36c; }
+    .ek-top { font-weight: bold; margin-bottom: 4px; }
+    .ek-message { background: #fff3cd; padding: 4px; }
+    .ek-problems { color: #a00; } .ek-before { color: #850; }
+    .ek-field { margin-right: 8px; } .ek-field span { margin-right: 4px; color: #555; }
+    .ek-text { white-space: pre-wrap; max-height: 420px; overflow: auto; background: #fafafa; border: 1px solid #ddd; padding: 6px; user-select: text; }
+    .ek-text mark { background: #ffe066; }
+    .ek-head { font-family: monospace; margin-top: 6px; } .ek-evidence { color: #060; }
+    .ek-image { max-width: 100%; border: 1px solid #ccc; }`});
+  const body = h("div");
+  el.append(style, body);
+  const send = (msg) => model.send(msg);
+  const redraw = () => draw(body, model, send);
+  model.on("change:view", redraw);
+  redraw();
+  // the notebook may take focus on a click: keep the quote selected with the mouse, and the keys, here
+  let selected = "";
+  el.addEventListener("mouseup", () => {
+    const sel = window.getSelection();
+    const inText = sel && sel.rangeCount && el.querySelector(".ek-text")?.contains(sel.getRangeAt(0).commonAncestorContainer);
+    selected = inText ? sel.toString() : "";
+    if (!["INPUT", "TEXTAREA", "SELECT", "BUTTON"].includes(document.activeElement?.tagName)) el.focus({preventScroll: true});
+  });
+  el.addEventListener("keydown", (e) => {
+    const tag = e.target.tagName;
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
+    let msg = null;
+    if (e.key === "e") {
+      const sel = window.getSelection();
+      msg = {action: "evidence", text: (sel && sel.toString()) || selected};
+    } else if (e.key === "n") {
+      e.preventDefault(); body._notes.focus(); e.stopPropagation(); return;
+    } else if (e.key === "?") {
+      msg = {action: "rubric"};
+    } else if (KEYS[e.key]) {
+      const [action, value] = KEYS[e.key];
+      msg = {action, value};
+    }
+    if (msg) { e.preventDefault(); e.stopPropagation(); send(msg); }
+  });
+  el.focus();
+}
+
+export default { render };

@@ -1,0 +1,539 @@
+"""The judging workbench's logic: one person judging one query file, with nothing lost.
+
+The query file *is* the state. Every action (a query written, a pool drawn, a grade, an evidence quote, a
+note, a skip, an undo) is written at once, atomically (a temporary file, then ``os.replace``), with
+``tomlkit``, so the comments and layout a person gave the file survive. What is left to read is a pure
+function of what the file holds (``pooled``, ``judgments`` in the order they were made, ``skipped``) and,
+for an adaptive strategy, of the arms' rankings (:mod:`evalkit.pooling`), so a kernel restart, a closed
+tab or a crash resumes where the assessor stopped. A second workbench on the same file is refused through
+a lock file holding the owner's pid; the lock of a process that died is taken over, and the user told.
+
+What the workbench adds to a query in the file (documented in qrels/README.md, "The judging workbench")::
+
+    pooled = ["booktabs.pdf#6", ...]      # the pool drawn for the current text, in blind order
+    skipped = ["ctable.pdf#5"]            # pages put to the end of the queue (still unjudged)
+    set_aside = [{ doc = ..., page = ..., gain = ..., evidence = ... }]   # judgments of an earlier
+                                          # wording whose pages the new pool no longer holds
+
+The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every rule lives here.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tomlkit
+from tomlkit.items import AoT, Array, InlineTable, Table
+
+from . import pooling, qrels, validity
+from .qrels import Problem, QuerySet
+from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
+from .text import contains, content_words, words
+
+if TYPE_CHECKING:
+    from .api import OpenCorpus
+
+PageKey = tuple[str, int]
+DEFAULT_ARMS = ("global-index", "keyword", "semantic")
+DEFAULT_STRATEGY = "depth(k=10)"
+_WORD = re.compile(r"[^\W_]+")
+
+
+class JudgingError(Exception):
+    """An action the workbench refuses; the message names the file, query or page and why."""
+
+
+# ---- the file: atomic writes and the lock ----------------------------------------------------------------
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so a reader (or a crash) sees the old file or the new one, never half."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def acquire(path: Path) -> str:
+    """Take the workbench lock of ``path``; returns what the user should be told ("" when nothing).
+    A live other process holding it is refused; this process's own lock (a re-run cell) and a dead
+    process's lock (a killed kernel) are taken over."""
+    lock = lock_path(path)
+    try:
+        held = int(lock.read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        held = 0
+    if held and held != os.getpid() and _alive(held):
+        raise JudgingError(f"{path} is open in another workbench (process {held}, lock {lock}); close it there "
+                           "first, or delete the lock if that process is not judging")
+    write_atomic(lock, f"{os.getpid()}\n")
+    return f"took over the lock of process {held}, which is no longer running: nothing was lost" \
+        if held and held != os.getpid() else ""
+
+
+def release(path: Path) -> None:
+    lock = lock_path(path)
+    try:
+        if int(lock.read_text().split()[0]) == os.getpid():
+            lock.unlink()
+    except (FileNotFoundError, ValueError, IndexError):
+        pass
+
+
+# ---- page text as the assessor sees it -------------------------------------------------------------------
+
+def mark(text: str, query: str) -> list[tuple[str, bool]]:
+    """``text`` cut into runs, each flagged when it is a word of the query (as :func:`content_words` folds
+    it: case, plural s). Joined, the runs give ``text`` back exactly, so a selection of them is verbatim."""
+    wanted = content_words(query)
+    out: list[tuple[str, bool]] = []
+    last = 0
+    for m in _WORD.finditer(text):
+        if content_words(m.group(0)) & wanted:
+            if m.start() > last:
+                out.append((text[last:m.start()], False))
+            out.append((m.group(0), True))
+            last = m.end()
+    if last < len(text):
+        out.append((text[last:], False))
+    return out
+
+
+def render(docs: "OpenCorpus", doc: str, page: int, dpi: int = 110) -> bytes:
+    """The page as a PNG, drawn by PyMuPDF from the corpus's own PDF (what a reader of the file sees)."""
+    import pymupdf
+
+    with pymupdf.open(docs.corpus.path(doc)) as pdf:
+        return pdf[page - 1].get_pixmap(dpi=dpi).tobytes("png")
+
+
+def escape(text: str) -> str:
+    """Text safe to print on a terminal: control characters (escape sequences, bells) shown as \\xNN;
+    line breaks and tabs kept, a form feed (a page break) shown as a line."""
+    text = text.replace("\f", "\n" + "-" * 20 + "\n")
+    return "".join(c if c in "\n\t" or (c.isprintable()) else f"\\x{ord(c):02x}" for c in text)
+
+
+# ---- the session -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Item:
+    """One page to read, as the assessor sees it: no arm name, its place in the queue, its grade if any."""
+
+    doc: str
+    page: int
+    gain: int | None
+    evidence: str
+    skipped: bool
+
+    @property
+    def id(self) -> str:
+        return page_id(self.doc, self.page)
+
+
+class Session:
+    """A judging session over one query file (created when missing). ``docs`` is the corpus the pages come
+    from; ``arms`` the arm specs (or retrievers, registered with :func:`evalkit.api.arm`) pooled from;
+    ``strategy`` a :mod:`evalkit.pooling` spec: ``depth(k=10)`` shows the whole pool, ``mtf`` and
+    ``maxmean`` the next page they choose."""
+
+    def __init__(self, path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = DEFAULT_ARMS,
+                 strategy: str = DEFAULT_STRATEGY):
+        from .api import arm as register
+
+        self.path, self.docs = Path(path), docs
+        self.arms = [a if isinstance(a, str) else register(a) for a in arms]
+        self.strategy = pooling.strategy(strategy)
+        self.message = acquire(self.path)
+        self.closed = False
+        if not self.path.exists():
+            fresh = tomlkit.document()
+            fresh["set"] = {"name": self.path.stem, "corpus": docs.name}
+            write_atomic(self.path, tomlkit.dumps(fresh))
+        self.doc = self._read()
+        self.history: list[str] = []  # the file before each action of this session: what undo restores
+        self.rankings: dict[str, dict[str, list[PageKey]]] = {}
+        self._ranker: validity.Ranker | None = None
+        self._vocab: frozenset[str] | None = None
+
+    def _read(self) -> tomlkit.TOMLDocument:
+        text = self.path.read_text(encoding="utf-8")
+        try:
+            return tomlkit.parse(text)
+        except tomlkit.exceptions.TOMLKitError as e:
+            raise JudgingError(f"{self.path}: not valid TOML: {e}") from None
+
+    def close(self) -> None:
+        if not self.closed:
+            release(self.path)
+            self.closed = True
+
+    # -- reading and writing the file --
+
+    def _save(self) -> None:
+        """Write the document now; the text it replaces goes on the undo stack."""
+        if self.closed:
+            raise JudgingError(f"{self.path}: this workbench was closed; open the file again")
+        before = self.path.read_text(encoding="utf-8")
+        after = tomlkit.dumps(self.doc)
+        if after != before:
+            write_atomic(self.path, after)
+            self.history.append(before)
+
+    def undo(self) -> bool:
+        """Restore the file as it was before this session's last action; False when there is none."""
+        if not self.history:
+            return False
+        write_atomic(self.path, self.history.pop())
+        self.doc = self._read()
+        return True
+
+    def _entries(self) -> AoT | list:
+        return self.doc.get("query", [])
+
+    def ids(self) -> list[str]:
+        return [str(q["id"]) for q in self._entries()]
+
+    def _query(self, qid: str) -> Table:
+        for q in self._entries():
+            if q["id"] == qid:
+                return q
+        raise JudgingError(f"{self.path}: no query {qid!r}")
+
+    def query_set(self) -> QuerySet | None:
+        """The file as evalkit reads it (None while it holds no query)."""
+        if not self.ids():
+            return None
+        return qrels.parse(tomlkit.dumps(self.doc).encode("utf-8"), self.path)
+
+    def gains(self) -> dict[int, str]:
+        """The rubric: the set's ``[set.gains]``, else :data:`evalkit.qrels.DEFAULT_GAINS`."""
+        raw = self.doc.get("set", {}).get("gains")
+        return {int(k): str(v) for k, v in raw.items()} if raw else dict(qrels.DEFAULT_GAINS)
+
+    # -- queries --
+
+    def write_query(self, qid: str, cls: str, text: str, kind: str = "", distractor: str = "",
+                    notes: str | None = None) -> list[str]:
+        """Add a query or edit one; returns what would fail before any page is read (:meth:`before`).
+        A reworded query that has a pool is pooled again, its judgments of pages no longer pooled set aside."""
+        qid, text = qid.strip(), " ".join(text.split())
+        if not qid or not text:
+            raise JudgingError(f"{self.path}: a query needs an id and a text")
+        if cls not in CLASSES:
+            raise JudgingError(f"{self.path}: query {qid!r}: class {cls!r} is not one of {', '.join(CLASSES)}")
+        if kind and kind not in ABSTAIN_KINDS:
+            raise JudgingError(f"{self.path}: query {qid!r}: kind {kind!r} is not one of {', '.join(ABSTAIN_KINDS)}")
+        if qid not in self.ids():
+            table = tomlkit.table()
+            table.update({"id": qid, "class": cls, "text": text})
+            table["judgments"] = tomlkit.array().multiline(True)
+            self.doc.setdefault("query", tomlkit.aot()).append(table)
+        q = self._query(qid)
+        reworded = str(q["text"]) != text
+        q["class"], q["text"] = cls, text
+        for field, value in (("kind", kind), ("distractor", distractor), *((("notes", notes),) if notes is not None else ())):
+            if value:
+                q[field] = value
+            elif field in q:
+                del q[field]
+        self._save()
+        if reworded and "pooled" in q:
+            self.rankings.pop(qid, None)
+            self.pool(qid)
+        return self.before(qid)
+
+    def drafts(self, folder: str | Path = Path("qrels") / "drafts") -> list[dict[str, Any]]:
+        """The drafts of ``qrels/drafts/*.toml`` for this corpus (``evalkit qrels draft``), each a dict."""
+        out = []
+        for f in sorted(Path(folder).glob("*.toml")):
+            data = tomlkit.parse(f.read_text(encoding="utf-8")).unwrap()
+            if data.get("corpus") in (None, self.docs.name):
+                out += [{**d, "file": str(f)} for d in data.get("draft", [])]
+        return out
+
+    def from_draft(self, draft: dict[str, Any], qid: str | None = None) -> str:
+        """A draft made a query (its text to be edited; its source kept in the notes): one key in the widget."""
+        qid = qid or str(draft["id"])
+        n, base = 1, qid
+        while qid in self.ids():
+            n, qid = n + 1, f"{base}-{n}"
+        cls = str(draft["class"])
+        self.write_query(qid, cls, str(draft["text"]), "uncovered-need" if cls == "abstain" else "",
+                         str(draft.get("distractor", "")), f"from draft {draft['id']}: {draft.get('source', '')}")
+        return qid
+
+    # -- pooling --
+
+    def search(self, qid: str) -> dict[str, list[PageKey]]:
+        """Every arm's ranked pages for the query (kept in memory: arm labels never leave this object)."""
+        if qid not in self.rankings:
+            from .arms import make
+
+            text, k = str(self._query(qid)["text"]), max(self.strategy.depth, 10)
+            out = {}
+            for spec in self.arms:
+                arm = make(spec, self.docs.corpus, self.docs.store)
+                try:
+                    arm.prepare()
+                    out[arm.label] = [(h.doc, h.page) for h in arm.search(text, k).hits]
+                finally:
+                    arm.close()
+            self.rankings[qid] = out
+        return self.rankings[qid]
+
+    def pool(self, qid: str) -> list[PageKey]:
+        """Draw the query's pool (blind, de-duplicated) and record it; judgments of pages the pool no longer
+        holds move to ``set_aside``. Returns the pool."""
+        q = self._query(qid)
+        pages = self.strategy.pool(self.search(qid))
+        q["pooled"] = _array(page_id(*p) for p in pages)
+        keep = set(pages)
+        judged = q.get("judgments", [])
+        moved = [j for j in judged if (str(j["doc"]), int(j["page"])) not in keep]
+        if moved:
+            aside = q.setdefault("set_aside", tomlkit.array().multiline(True))
+            for j in moved:
+                aside.append(j)
+            q["judgments"] = _array(j for j in judged if (str(j["doc"]), int(j["page"])) in keep)
+        if "skipped" in q:
+            q["skipped"] = _array(s for s in q["skipped"] if split_page_id(str(s)) in keep)
+        set_ = self.doc.setdefault("set", tomlkit.table())
+        set_["pool_depth"], set_["pool_arms"] = self.strategy.depth, _array(self.arms, multiline=False)
+        self._save()
+        return pages
+
+    def _judged(self, qid: str) -> list[tuple[PageKey, int]]:
+        return [((str(j["doc"]), int(j["page"])), int(j["gain"])) for j in self._query(qid).get("judgments", [])]
+
+    def queue(self, qid: str) -> list[Item]:
+        """The query's pages in reading order. A fixed-depth pool keeps its blind order whatever is judged
+        (so a page does not move under the cursor), skipped pages last; pages judged outside the pool come
+        first. An adaptive strategy shows the pages judged, in the order judged, then its next page."""
+        q = self._query(qid)
+        judged = {(str(j["doc"]), int(j["page"])): j for j in q.get("judgments", [])}
+        pooled = [split_page_id(str(p)) for p in q.get("pooled", [])]
+        skipped = {split_page_id(str(p)) for p in q.get("skipped", [])}
+        if self.strategy.name != "depth" and qid in self.rankings:
+            left = [p for p in pooled if p not in judged]
+            nxt = [p for p in self.strategy.pending(self.rankings[qid], self._judged(qid)) if p in left]
+            order = [*judged, *(nxt or [p for p in left if p in skipped])]
+        else:
+            order = [p for p in judged if p not in set(pooled)] + [p for p in pooled if p not in skipped or p in judged]
+            order += [p for p in pooled if p in skipped and p not in judged]
+        return [Item(p[0], p[1], int(judged[p]["gain"]), str(judged[p].get("evidence", "")), False) if p in judged
+                else Item(p[0], p[1], None, "", p in skipped) for p in order]
+
+    def left(self, qid: str) -> int:
+        """Pages pooled for the query and not judged yet."""
+        return sum(i.gain is None for i in self.queue(qid))
+
+    # -- judging --
+
+    def _judgment(self, qid: str, page: PageKey) -> InlineTable | None:
+        return next((j for j in self._query(qid).get("judgments", [])
+                     if (str(j["doc"]), int(j["page"])) == page), None)
+
+    def text(self, doc: str, page: int) -> str:
+        """The page's text as the arms see it (the page store's)."""
+        try:
+            return self.docs.page(doc, page).text
+        except (KeyError, IndexError):
+            raise JudgingError(f"{self.path}: {page_id(doc, page)} is not a page of corpus {self.docs.name!r}") from None
+
+    def grade(self, qid: str, doc: str, page: int, gain: int) -> None:
+        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer)."""
+        if gain not in self.gains():
+            raise JudgingError(f"{self.path}: gain {gain} is not in the rubric ({', '.join(map(str, sorted(self.gains())))})")
+        self.text(doc, page)
+        j = self._judgment(qid, (doc, page))
+        if j is None:
+            q = self._query(qid)
+            j = tomlkit.inline_table()
+            j.update({"doc": doc, "page": page, "gain": gain})
+            q.setdefault("judgments", tomlkit.array().multiline(True)).append(j)
+        else:
+            j["gain"] = gain
+        self._unskip(qid, (doc, page))
+        self._save()
+
+    def evidence(self, qid: str, doc: str, page: int, quote: str) -> str:
+        """Store a quote, verbatim, as the evidence of a graded page, after checking the page holds it (as
+        ``qrels check --strict`` will); returns the quote stored (trimmed of surrounding white space)."""
+        quote = quote.strip()
+        if not quote:
+            raise JudgingError(f"{self.path}: empty evidence: select text on the page first")
+        if not contains(self.text(doc, page), quote):
+            raise JudgingError(f"{self.path}: query {qid!r}: the quote is not on {page_id(doc, page)}: {quote[:80]!r}")
+        j = self._judgment(qid, (doc, page))
+        if j is None:
+            raise JudgingError(f"{self.path}: query {qid!r}: grade {page_id(doc, page)} before giving its evidence")
+        j["evidence"] = quote
+        self._save()
+        return quote
+
+    def note(self, qid: str, text: str, doc: str | None = None, page: int | None = None) -> None:
+        """A note on a judged page (its ``notes``), or on the query when no page is given or it is unjudged."""
+        j = self._judgment(qid, (doc, page)) if doc and page else None
+        where = j if j is not None else self._query(qid)
+        if text.strip():
+            where["notes"] = text.strip()
+        elif "notes" in where:
+            del where["notes"]
+        self._save()
+
+    def skip(self, qid: str, doc: str, page: int) -> None:
+        """Put an unjudged page at the end of the queue (it stays unjudged: strict check still wants it)."""
+        q = self._query(qid)
+        if self._judgment(qid, (doc, page)) is None and page_id(doc, page) not in q.get("skipped", []):
+            q.setdefault("skipped", tomlkit.array()).append(page_id(doc, page))
+            self._save()
+
+    def _unskip(self, qid: str, page: PageKey) -> None:
+        q = self._query(qid)
+        if "skipped" in q:
+            q["skipped"] = _array((s for s in q["skipped"] if str(s) != page_id(*page)), multiline=False)
+
+    # -- validity --
+
+    def ranker(self) -> validity.Ranker:
+        if self._ranker is None:
+            self._ranker = validity.bm25_ranker(self.docs.corpus, self.docs.store)
+        return self._ranker
+
+    def vocab(self) -> frozenset[str]:
+        if self._vocab is None:
+            self._vocab = validity.vocabulary(self.docs.store.corpus_texts(self.docs.corpus))
+        return self._vocab
+
+    def before(self, qid: str) -> list[str]:
+        """What would fail for the query as written, before any page is read: a trap's distractor against the
+        candidate gold pages under corpus-wide BM25, an abstain query's unknown words, a described query's
+        overlap and 4-word runs with the pooled pages."""
+        q = self._query(qid)
+        text, cls, out = str(q["text"]), str(q["class"]), []
+        if cls == "trap":
+            out.append(_trap_line(self, qid, text, str(q.get("distractor", ""))))
+        if cls == "abstain":
+            unknown = validity.unknown_words(Query(qid, cls, text), self.vocab())
+            kind = str(q.get("kind", "")) or "no kind"
+            out.append(f"abstain [{kind}]: " + (f"not in the corpus: {' '.join(sorted(unknown))}"
+                                                + (" (an uncovered-need has every word in the corpus: reword it, "
+                                                   "or call it absent-name)" if kind == "uncovered-need" else "")
+                                                if unknown else "every content word is in the corpus"))
+        if cls == "described":
+            out += _described_lines(self, q, text)
+        return out
+
+    def problems(self, qid: str | None = None) -> list[Problem]:
+        """What ``evalkit qrels check --strict`` would report now (for one query, or the whole file)."""
+        qs = self.query_set()
+        if qs is None:
+            return []
+        pages = self.docs.store.corpus_texts(self.docs.corpus)
+        found = qrels.check(qs, pages, strict=True) + validity.check(qs, pages, self.ranker(), self.vocab())
+        return [p for p in found if qid is None or p.query == qid]
+
+    def judged_at(self, qid: str | None = None, k: int = 10) -> dict[str, float]:
+        """Judged@k per arm (share of its top k pages with a judgment), over the queries searched so far."""
+        shares: dict[str, list[float]] = {}
+        for q, rankings in self.rankings.items():
+            if qid is not None and q != qid or q not in self.ids():
+                continue
+            judged = {p for p, _ in self._judged(q)}
+            for arm, ranked in rankings.items():
+                top = list(dict.fromkeys(ranked))[:k]
+                shares.setdefault(arm, []).append(sum(p in judged for p in top) / len(top) if top else 1.0)
+        return {arm: sum(v) / len(v) for arm, v in sorted(shares.items())}
+
+
+def _array(values: Any, multiline: bool = True) -> Array:
+    a = tomlkit.array()
+    for v in values:
+        a.append(v)
+    return a.multiline(multiline) if len(a) > 3 and multiline else a
+
+
+def _trap_line(s: Session, qid: str, text: str, distractor: str) -> str:
+    if not distractor:
+        return "trap: name the distractor, the lexically similar document that does not answer"
+    q = Query(qid, "trap", text, tuple(Judgment(d, p, g) for (d, p), g in s._judged(qid) if g > 0),
+              distractor=distractor)
+    t = validity.trap_ranks(q, s.ranker()(text))
+    at = f"{t.distractor_rank} ({t.distractor_page})" if t.distractor_rank else "nowhere"
+    gold = f"{t.gold_rank} ({t.gold_page})" if t.gold_rank else ("nowhere" if q.judgments else "not judged yet")
+    return (f"trap: BM25 ranks distractor {distractor} at {at}, the gold pages at {gold}: "
+            + ("traps" if t.traps else "NOT a trap: reword the query or reclassify it"))
+
+
+def _described_lines(s: Session, q: Table, text: str) -> list[str]:
+    """A described query against every pooled page: the largest word overlap and any shared 4-word run."""
+    want = content_words(text)
+    worst: tuple[float, str, set[str]] = (0.0, "", set())
+    runs = []
+    for p in q.get("pooled", []):
+        page = s.text(*split_page_id(str(p)))
+        shared = want & content_words(page)
+        if want and len(shared) / len(want) > worst[0]:
+            worst = (len(shared) / len(want), str(p), shared)
+        runs += [(r, str(p)) for r in validity.shared_runs(text, page)[:1]]
+    out = []
+    if worst[0] > qrels.DESCRIBED_MAX_OVERLAP:
+        out.append(f"described: shares {worst[0]:.0%} of its content words with pooled page {worst[1]} "
+                   f"(max {qrels.DESCRIBED_MAX_OVERLAP:.0%} with a page judged relevant): {', '.join(sorted(worst[2]))}")
+    if runs:
+        run, pid = max(runs, key=lambda r: len(r[0]))
+        out.append(f"described: shares the run {run!r} with pooled page {pid}")
+    return out or [f"described: {len(words(text))} words, no pooled page shares more than "
+                   f"{qrels.DESCRIBED_MAX_OVERLAP:.0%} of them or a 4-word run"]
+
+
+def regrade(session: Session, out: str | Path, n: int = 20, seed: int = 0) -> Path:
+    """A second assessor's file: a random sample of ``n`` judged pages, same queries, every grade blank
+    (``pooled`` holds the sample), to be judged blind in its own workbench and compared with
+    ``evalkit qrels agree FIRST SECOND``."""
+    import random
+
+    out = Path(out)
+    if out.exists():
+        raise JudgingError(f"{out} exists (it may hold a second assessor's grades): choose another file")
+    judged = [(qid, p) for qid in session.ids() for p, _ in session._judged(qid)]
+    sample = sorted(random.Random(seed).sample(judged, min(n, len(judged))))
+    doc = tomlkit.document()
+    doc["set"] = tomlkit.table()
+    doc["set"].update({"name": out.stem, "corpus": session.docs.name})
+    queries = tomlkit.aot()
+    for qid in dict.fromkeys(q for q, _ in sample):
+        src = session._query(qid)
+        t = tomlkit.table()
+        t.update({"id": qid, "class": str(src["class"]), "text": str(src["text"])})
+        t["judgments"] = tomlkit.array()
+        t["pooled"] = _array(sorted((page_id(*p) for q, p in sample if q == qid), key=lambda i: pooling.blind_key(split_page_id(i))))
+        queries.append(t)
+    doc["query"] = queries
+    write_atomic(out, tomlkit.dumps(doc))
+    return out

@@ -1,0 +1,188 @@
+"""The judging workbench as a JupyterLab widget (anywidget): ``ek.judge("qrels/mine.toml", docs)``.
+
+The view (``evalkit/data/judge.js``, served from the installed package, no CDN) draws the state this object
+sends and sends back the assessor's keys; every rule and every write is :class:`evalkit.judging.Session`'s.
+Where the assessor stands (query, page) is derived from the file on opening, so a reopened workbench
+resumes at the first page left to read.
+"""
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+from . import dirs, judging
+from .judging import JudgingError, Session
+from .records import ABSTAIN_KINDS, CLASSES
+
+if TYPE_CHECKING:
+    from .api import OpenCorpus
+
+
+class Workbench(anywidget.AnyWidget):
+    """One judging session drawn in a notebook; ``session`` is the plain-Python workbench under it."""
+
+    _esm = dirs.shipped("judge.js")
+    view = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, session: Session, drafts: str | Path = Path("qrels") / "drafts"):
+        super().__init__()
+        self.session, self.drafts_dir = session, Path(drafts)
+        self.qid: str | None = next((q for q in session.ids() if session.left(q)), next(iter(session.ids()), None))
+        self.index = self._first_unjudged()
+        self.image = self.rubric = False
+        self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
+        self.on_msg(self._on_msg)
+        self.refresh()
+
+    # -- where the assessor stands --
+
+    def _first_unjudged(self) -> int:
+        """Where to stand in the current query: its first page left to read. Its arms are searched once
+        here (for Judged@10 and an adaptive strategy's next page) when it has a pool."""
+        if self.qid is None:
+            return 0
+        if "pooled" in self.session._query(self.qid):
+            self.session.search(self.qid)
+        queue = self.session.queue(self.qid)
+        return next((i for i, item in enumerate(queue) if item.gain is None), max(len(queue) - 1, 0))
+
+    def _item(self) -> judging.Item | None:
+        queue = self.session.queue(self.qid) if self.qid else []
+        return queue[self.index] if 0 <= self.index < len(queue) else None
+
+    def refresh(self) -> None:
+        """Send the whole state to the view (text only: the view sets it as text, never as markup)."""
+        s, item = self.session, self._item()
+        query = dict(s._query(self.qid).unwrap()) if self.qid else None
+        queue = s.queue(self.qid) if self.qid else []
+        judgment = s._judgment(self.qid, (item.doc, item.page)) if item and self.qid else None
+        self.view = {
+            "file": str(s.path), "classes": list(CLASSES), "kinds": list(ABSTAIN_KINDS),
+            "query": query and {k: query.get(k, "") for k in ("id", "class", "text", "kind", "distractor")},
+            "left": sum(i.gain is None for i in queue), "position": f"{self.index + 1}/{len(queue)}",
+            "item": item and {"id": item.id, "gain": item.gain, "evidence": item.evidence, "skipped": item.skipped,
+                              "notes": str(judgment.get("notes", "")) if judgment is not None else ""},
+            "segments": judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else [],
+            "image": base64.b64encode(judging.render(s.docs, item.doc, item.page)).decode() if item and self.image else "",
+            "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
+            "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}" for p in s.problems(self.qid)] if self.qid else [],
+            "judged_at": s.judged_at(self.qid) if self.qid else {}, "message": self.message,
+        }
+
+    # -- the assessor's actions --
+
+    def _on_msg(self, _widget: Any, msg: dict[str, Any], _buffers: Sequence[bytes]) -> None:
+        self.message = ""
+        try:
+            ACTIONS[str(msg.get("action"))](self, msg)
+        except (JudgingError, KeyError) as e:
+            self.message = str(e)
+        self.refresh()
+
+    def grade(self, msg: dict[str, Any]) -> None:
+        qid, item = self._need_item()
+        self.session.grade(qid, item.doc, item.page, int(msg["value"]))
+        self._advance(qid)
+
+    def evidence(self, msg: dict[str, Any]) -> None:
+        qid, item = self._need_item()
+        quote = self.session.evidence(qid, item.doc, item.page, str(msg.get("text", "")))
+        self.message = f"evidence stored: {quote[:120]!r}"
+
+    def note(self, msg: dict[str, Any]) -> None:
+        if self.qid is None:
+            raise JudgingError("save the query before writing a note on it")
+        item = self._item()
+        self.session.note(self.qid, str(msg.get("text", "")), *((item.doc, item.page) if item else ()))
+
+    def skip(self, msg: dict[str, Any]) -> None:
+        qid, item = self._need_item()
+        self.session.skip(qid, item.doc, item.page)
+        self.index = self._first_unjudged()
+
+    def undo(self, msg: dict[str, Any]) -> None:
+        self.message = "undone" if self.session.undo() else "nothing to undo in this session"
+        if self.qid not in self.session.ids():
+            self.qid = next(iter(self.session.ids()), None)
+        self.index = min(self.index, max(len(self.session.queue(self.qid)) - 1, 0)) if self.qid else 0
+
+    def move(self, msg: dict[str, Any]) -> None:
+        n = len(self.session.queue(self.qid)) if self.qid else 0
+        self.index = max(0, min(n - 1, self.index + int(msg["value"])))
+        self.image = False
+
+    def query(self, msg: dict[str, Any]) -> None:
+        ids = self.session.ids()
+        if ids:
+            self._open(ids[(ids.index(self.qid) + int(msg["value"])) % len(ids)] if self.qid in ids else ids[0])
+
+    def write(self, msg: dict[str, Any]) -> None:
+        qid = str(msg.get("id", ""))
+        self.before = self.session.write_query(qid, str(msg.get("class", "")), str(msg.get("text", "")),
+                                               str(msg.get("kind", "")), str(msg.get("distractor", "")))
+        self.qid, self.index = qid.strip(), self._first_unjudged()
+
+    def new(self, msg: dict[str, Any]) -> None:
+        self.qid, self.before, self.index = None, [], 0
+
+    def pool(self, msg: dict[str, Any]) -> None:
+        if self.qid is None:
+            raise JudgingError("save the query before pooling pages for it")
+        pages = self.session.pool(self.qid)
+        self.before = self.session.before(self.qid)
+        self.index = self._first_unjudged()
+        self.message = f"pooled {len(pages)} page(s) with {self.session.strategy.label} from {len(self.session.arms)} arm(s)"
+
+    def draft(self, msg: dict[str, Any]) -> None:
+        used = {str(self.session._query(q).get("notes", "")).split(":")[0] for q in self.session.ids()}
+        fresh = [d for d in self.session.drafts(self.drafts_dir) if f"from draft {d['id']}" not in used]
+        if not fresh:
+            raise JudgingError(f"no draft left in {self.drafts_dir} for corpus {self.session.docs.name!r} "
+                               "(`evalkit qrels draft` writes them)")
+        self._open(self.session.from_draft(fresh[0]))
+        self.message = f"draft {fresh[0]['id']} is now query {self.qid}: edit its text before judging"
+
+    def toggle_image(self, msg: dict[str, Any]) -> None:
+        self.image = not self.image
+
+    def toggle_rubric(self, msg: dict[str, Any]) -> None:
+        self.rubric = not self.rubric
+
+    def _open(self, qid: str) -> None:
+        self.qid = qid
+        self.index, self.before, self.image = self._first_unjudged(), self.session.before(qid), False
+
+    def _need_item(self) -> tuple[str, judging.Item]:
+        item = self._item()
+        if item is None or self.qid is None:
+            raise JudgingError("no page to judge here: pool the query first (p)")
+        return self.qid, item
+
+    def _advance(self, qid: str) -> None:
+        queue = self.session.queue(qid)
+        nxt = next((i for i in range(self.index + 1, len(queue)) if queue[i].gain is None), None)
+        self.index = nxt if nxt is not None else self._first_unjudged() if any(i.gain is None for i in queue) else self.index
+        self.image = False
+
+    def close(self) -> None:
+        self.session.close()
+        super().close()
+
+
+ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
+    "grade": Workbench.grade, "evidence": Workbench.evidence, "note": Workbench.note, "skip": Workbench.skip,
+    "undo": Workbench.undo, "move": Workbench.move, "query": Workbench.query, "write": Workbench.write,
+    "new": Workbench.new, "pool": Workbench.pool, "draft": Workbench.draft, "image": Workbench.toggle_image,
+    "rubric": Workbench.toggle_rubric,
+}
+
+
+def judge(path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = judging.DEFAULT_ARMS,
+          strategy: str = judging.DEFAULT_STRATEGY, drafts: str | Path = Path("qrels") / "drafts") -> Workbench:
+    """Open the judging workbench on a query file (created when missing) over a corpus; see :mod:`evalkit.judging`."""
+    return Workbench(Session(path, docs, arms, strategy), drafts)

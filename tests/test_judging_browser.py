@@ -1,0 +1,203 @@
+"""The judging workbench in a real browser: JupyterLab from this environment, Debian's chromium through
+Playwright, a notebook that opens the workbench, every page graded from the keyboard, an evidence quote
+selected with the mouse, the kernel killed, the notebook reopened, and every judgment found in the TOML as
+``qrels check --strict`` accepts it. The widget's JavaScript must come from the installed packages: any
+request to a host other than this JupyterLab fails the test."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from evalkit import api, judging, qrels
+from tests.conftest import ROOT, make_pdf
+
+pytestmark = pytest.mark.slow
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARMS = ["global-index", "keyword"]
+QUERY = "walrus migration along the sea ice"
+NOTEBOOK_CELLS = ['import evalkit as ek\ndocs = ek.corpus(docs="docs", progress=False)',
+                  f'ek.judge("mine.toml", docs, {ARMS!r})']
+SHOTS = ROOT / ".evalkit-test" / "screens"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def notebook(cells: list[str]) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": c} for i, c in enumerate(cells)]})
+
+
+@pytest.fixture
+def lab(tmp_path, isolated):
+    """A folder of PDFs, a query pooled through judging.py, a notebook, and JupyterLab serving them."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, topic in (("walrus", "Walrus migration"), ("seal", "Seal migration"), ("ice", "Sea ice")):
+        make_pdf(docs / f"{name}.pdf", [f"{topic} page {n}: along the sea ice, herds of walrus travel south; "
+                                        f"chapter {n} of the {name} manual." for n in range(1, 5)])
+    session = judging.Session(tmp_path / "mine.toml", api.corpus(docs=docs, progress=False), ARMS)
+    session.write_query("q1", "needle", QUERY)
+    session.pool("q1")
+    session.close()
+    (tmp_path / "judge.ipynb").write_text(notebook(NOTEBOOK_CELLS))
+    port, token = free_port(), secrets.token_hex(16)
+    jupyter = tmp_path / ".jupyter"  # its runtime, settings and workspaces: nothing of the user's is read or written
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(jupyter / "config"), "JUPYTERLAB_SETTINGS_DIR": str(jupyter / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(jupyter / "workspaces")}
+    server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+                               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}",
+                               "--allow-root", "--LabApp.extension_manager=readonly", "--LabApp.news_url=",
+                               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "lab.log").open("w"))
+    try:
+        wait_for(server, f"http://127.0.0.1:{port}/api/status?token={token}", tmp_path / "lab.log")
+        yield tmp_path, f"http://127.0.0.1:{port}", token
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def wait_for(server: subprocess.Popen, url: str, log: Path, seconds: float = 90) -> None:
+    """Until JupyterLab answers (its log shown if it dies or never does)."""
+    import urllib.request
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"JupyterLab exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"JupyterLab did not answer in {seconds} s: {log.read_text()[-2000:]}")
+
+
+def local(url: str) -> bool:
+    """A request that stays on this machine: to the loopback, or a data: / blob: URL of a loopback page."""
+    from urllib.parse import urlsplit
+
+    if url.startswith("data:"):
+        return True
+    return urlsplit(url.removeprefix("blob:")).hostname in ("127.0.0.1", "localhost")
+
+
+def run_all(page) -> None:
+    """Open the notebook's cells and run them all (the Run menu), then wait for the workbench."""
+    page.locator(".jp-Notebook").wait_for(timeout=60_000)
+    select = page.locator(".jp-Dialog button", has_text="Select")
+    try:  # JupyterLab asks which kernel to start for a notebook it has not run before
+        select.wait_for(timeout=15_000)
+        select.click()
+    except PlaywrightTimeout:
+        pass
+    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+    page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
+    try:
+        page.locator(".ek-text").wait_for(timeout=120_000)
+    except Exception:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "judge-failed.png"))
+        raise
+
+
+def select_quote(page, start: int, end: int) -> str:
+    """Drag the mouse over characters ``start``..``end`` of the page text; returns what the browser selected."""
+    box = page.evaluate("""([a, b]) => {
+        const point = (offset) => {
+          const walker = document.createTreeWalker(document.querySelector('.ek-text'), NodeFilter.SHOW_TEXT);
+          let node;
+          while ((node = walker.nextNode())) {
+            if (offset <= node.length) {
+              const r = document.createRange(); r.setStart(node, offset); r.setEnd(node, offset);
+              const rect = r.getBoundingClientRect(); return [rect.left, rect.top + rect.height / 2];
+            }
+            offset -= node.length;
+          }
+        };
+        return [point(a), point(b)]; }""", [start, end])
+    (x0, y0), (x1, y1) = box
+    page.mouse.move(x0 + 1, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y1, steps=8)
+    page.mouse.up()
+    return page.evaluate("() => window.getSelection().toString()")
+
+
+def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    folder, base, token = lab
+    path = folder / "mine.toml"
+    pooled = qrels.load(path).pooled["q1"]
+    foreign: list[str] = []
+    served: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 1000})
+        context.on("request", lambda r: (served if local(r.url) else foreign).append(r.url))
+        page = context.new_page()
+        page.on("dialog", lambda d: d.accept())  # "leave the page?" on reload: yes
+        page.goto(f"{base}/lab/tree/judge.ipynb?token={token}")
+        run_all(page)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "judge-opened.png"))
+        page.locator(".ek-top").click()
+        started = time.monotonic()
+        for n in range(len(pooled)):  # grade every pooled page: the first 3, the rest 0 (no evidence needed)
+            page.keyboard.press("3" if n == 0 else "0")
+            page.wait_for_function(f"() => document.querySelector('.ek-top').textContent.includes('— {len(pooled) - n - 1} left')")
+        seconds = time.monotonic() - started
+        for _ in range(len(pooled)):
+            page.keyboard.press("k")
+        page.wait_for_function("() => document.querySelector('.ek-head').textContent.includes('   1/')")
+        first = page.locator(".ek-head").text_content().split()[0]
+        text = page.locator(".ek-text").text_content()
+        start = text.index("along the sea ice")
+        quote = select_quote(page, start, start + len("along the sea ice, herds of walrus"))
+        page.keyboard.press("e")
+        page.locator(".ek-evidence").wait_for(timeout=20_000)
+        page.screenshot(path=str(SHOTS / "judge-evidence.png"))
+        kernel = int(judging.lock_path(path).read_text().split()[0])
+        os.kill(kernel, signal.SIGKILL)  # a crash: nothing may be lost
+        page.reload()
+        run_all(page)
+        page.screenshot(path=str(SHOTS / "judge-reopened.png"))
+        message = page.locator(".ek-message").text_content()
+        browser.close()
+    print(f"graded {len(pooled)} pages from the keyboard in {seconds:.1f} s")
+    assert f"took over the lock of process {kernel}" in message
+    assert not foreign, f"requests left this machine: {foreign[:5]}"
+    assert any("/lab/extensions/anywidget/" in u for u in served)
+    qs = qrels.load(path)
+    judged = {(j.doc, j.page): j for j in qs["q1"].judgments}
+    assert set(judged) == set(pooled)
+    graded = judged[qrels.split_page_id(first)]
+    assert graded.gain == 3 and graded.evidence == quote.strip() and quote.strip() in path.read_text()
+    out = subprocess.run([sys.executable, "-m", "evalkit", "qrels", "check", str(path), "--strict", "--docs",
+                          str(folder / "docs")], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stdout + out.stderr

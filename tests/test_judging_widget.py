@@ -1,0 +1,33 @@
+"""The workbench widget's Python half, driven with the messages its view sends (the browser test drives the
+view itself): keys become judgments in the file, and the view gets text only."""
+from __future__ import annotations
+
+import evalkit as ek
+from evalkit import qrels
+from tests.test_judging import ARMS, HEADER, docs  # noqa: F401 - fixture
+
+
+def send(w, **msg):
+    w._on_msg(w, msg, [])
+
+
+def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):  # noqa: F811
+    path = isolated / "mine.toml"
+    path.write_text(HEADER)
+    w = ek.judge(path, docs, ARMS)
+    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
+    send(w, action="pool")
+    assert w.view["left"] == len(qrels.load(path).pooled["q1"]) and w.view["segments"]
+    first = w.view["item"]["id"]
+    send(w, action="grade", value=2)
+    send(w, action="rubric")
+    assert w.view["show_rubric"] and w.view["rubric"]["3"] == qrels.DEFAULT_GAINS[3]
+    send(w, action="evidence", text="not on any page at all")
+    assert "not on" in w.view["message"]
+    send(w, action="image")
+    assert w.view["image"].startswith("iVBOR")  # a PNG
+    w.close()
+    again = ek.judge(path, docs, ARMS)
+    assert again.view["item"]["id"] != first and again.view["item"]["gain"] is None
+    assert qrels.load(path)["q1"].judgments[0].gain == 2
+    again.close()

@@ -1,0 +1,46 @@
+"""notebooks/your-pdfs.ipynb executed end to end on a tiny folder of real PDFs: the queries are judged through
+:mod:`evalkit.judging`'s API (the browser test drives the widget itself), then the notebook opens the
+workbench on them, runs the built-in arms, renders the report and gates one arm against the other."""
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from evalkit import api, notebooks, qrels
+from evalkit.judging import Session
+from tests.conftest import ROOT, make_pdf
+
+pytestmark = pytest.mark.slow
+ARMS = ["global-index", "keyword"]
+
+
+def judged_set(folder, docs) -> None:
+    s = Session(folder / "mine.toml", docs, ARMS)
+    s.write_query("q1", "needle", "walrus migration sea ice")
+    s.write_query("a1", "abstain", "how do penguins fly", kind="uncovered-need")
+    for qid in ("q1", "a1"):
+        s.pool(qid)
+        for item in s.queue(qid):
+            s.grade(qid, item.doc, item.page, 3 if (qid, item.id) == ("q1", "walrus.pdf#2") else 0)
+    s.evidence("q1", "walrus.pdf", 2, "follows the sea ice south")
+    s.close()
+
+
+def test_your_pdfs_notebook_runs_from_folder_to_gate(isolated, monkeypatch):
+    folder = isolated / "docs"
+    folder.mkdir()
+    make_pdf(folder / "walrus.pdf", ["Walruses live in the Arctic.", "Walrus migration follows the sea ice south."])
+    make_pdf(folder / "seal.pdf", ["Seals and their migration.", "Penguins are not seals; penguins do not fly."])
+    judged_set(isolated, api.corpus(docs=folder, progress=False))
+    nb = nbformat.read(ROOT / "notebooks" / "your-pdfs.ipynb", as_version=4)
+    notebooks.inject_parameters(nb, DOCS=str(folder), QUERIES="mine.toml", OUT="results/mine")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(isolated)}}).execute()
+    out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "qrels check --strict: no problem" in out
+    assert (isolated / "results" / "mine" / "gate.json").exists()
+    assert list((isolated / "results" / "mine").glob("*.html"))
+    assert qrels.load(isolated / "mine.toml")["q1"].judgments  # the file the workbench opened is intact
