@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import answers, qrels
+from . import answers, dirs, qrels
 from . import comparison as _compare
 from . import corpora
 from . import gating as _gate
@@ -99,7 +99,50 @@ def corpus(name: str | None = None, *, docs: str | Path | None = None, root: str
         print(f"skipped {doc}: {error}", file=sys.stderr)
     for doc, lost in ingest.problems.items():
         print(f"{doc}: {'; '.join(lost)}", file=sys.stderr)
+    print(where(c, store, ingest), file=sys.stderr)
     return OpenCorpus(ingest.corpus, store, ingest)
+
+
+def where(c: Corpus, store: PageStore, ingest: Ingest) -> str:
+    """The one line saying which folder and cache a corpus was read from, and how much was reused."""
+    stored = len(c.documents) - len(ingest.extracted)
+    return (f"corpus {c.name}: PDFs in {c.root}; cache {store.path}: {stored} of {len(c.documents)} documents "
+            f"reused, {len(ingest.extracted)} extracted")
+
+
+def pin(name: str, docs: str | Path, *, lock: str | Path | None = None, description: str | None = None,
+        cache: str | Path | None = None, usable: bool = False, progress: bool = True) -> tuple[Path, dict]:
+    """Pin every PDF of the folder ``docs`` (sha256, bytes, pages) as corpus ``name`` in ``lock`` (default
+    ./corpora.lock, never the installation), sources relative to the lock; with ``usable`` the folder is
+    the corpus's root too. Unreadable files and identical copies lock nothing (CorpusError saying which to
+    remove). Returns the lock written and the entry."""
+    folder = Path(docs)
+    c = corpora.from_dir(folder, name)
+    copies = c.copies()
+    with PageStore(Path(cache) if cache else None) as store:
+        ingest = store.ingest(c, progress=progress)
+    unreadable = {n: e for n, e in ingest.errors.items() if n not in copies}
+    for n, e in unreadable.items():
+        print(f"not locked {n}: {e}", file=sys.stderr)
+    for n, original in copies.items():
+        print(f"not locked {n}: an identical copy of {original} (the same bytes)", file=sys.stderr)
+    if unreadable or copies:
+        raise CorpusError(f"nothing locked from {folder}: {corpora.lock_problems(unreadable, copies)}")
+    target = Path(lock) if lock else dirs.lock_target()
+    return target, corpora.lock_corpus(ingest.corpus, target, description, usable)
+
+
+def add_corpus(name: str, docs: str | Path, *, lock: str | Path | None = None, description: str | None = None,
+               cache: str | Path | None = None, hidden_text: str = "index", progress: bool = True) -> OpenCorpus:
+    """A folder of one's own as a pinned corpus in one step: :func:`pin` it with the folder as its root (no
+    fetch), say on stderr where the lock was written, and return it opened, verified against the lock."""
+    target, entry = pin(name, docs, lock=lock, description=description, cache=cache, usable=True, progress=progress)
+    pages = sum(d["pages"] for d in entry["document"])
+    read = target.resolve() in {p.resolve() for p in dirs.lock_paths()}
+    print(f"pinned {name} in {target}: {len(entry['document'])} documents, {pages} pages in {entry['root']} "
+          f"(paths relative to the lock){'' if read else f'; other commands read it with EVALKIT_LOCK={target}'}",
+          file=sys.stderr)
+    return corpus(name, lock=target, cache=cache, hidden_text=hidden_text, progress=progress)
 
 
 def queries(path: str | Path) -> QuerySet:

@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, api, arms, comparison, config, dirs, draft, executor, pooling, qrels, resultsdir
+from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
 from . import corpora, robustness, runner, simulate, validity
 from .cache import CacheError, damaged
 from .corpora import CorpusError
@@ -67,38 +67,16 @@ def cmd_corpus_verify(args) -> int:
 
 
 def cmd_corpus_lock(args) -> int:
-    corpus = corpora.from_dir(args.dir, args.name)
-    copies = corpus.copies()
-    with PageStore(args.cache) as store:
-        ingest = store.ingest(corpus)
-        unreadable = {name: error for name, error in ingest.errors.items() if name not in copies}
-        for name, error in unreadable.items():
-            print(f"not locked {name}: {error}", file=sys.stderr)
-        for name, original in copies.items():
-            print(f"not locked {name}: an identical copy of {original} (the same bytes)", file=sys.stderr)
-        if unreadable or copies:
-            raise UsageError(f"nothing locked from {args.dir}: {_lock_problems(unreadable, copies)}")
-        lock = args.lock or dirs.lock_target()
-        entry = corpora.lock_corpus(ingest.corpus, lock, args.description)
+    lock, entry = api.pin(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache)
     print(f"locked {args.name} in {lock}: {len(entry['document'])} documents, "
           f"{sum(d['pages'] for d in entry['document'])} pages")
     return 0
 
 
-def _lock_problems(unreadable: dict[str, str], copies: dict[str, str]) -> str:
-    """Why nothing was locked from a folder, and what to remove, in one line."""
-    why, remove = [], []
-    if unreadable:
-        why.append(f"{len(unreadable)} file(s) cannot be read")
-        remove.append("the unreadable files")
-    if len(copies) == 1:
-        (name, original), = copies.items()
-        why.append(f"{name} and {original} are identical copies (a lock pins each document once)")
-        remove.append("one of the two")
-    elif copies:
-        why.append(f"{len(copies)} files are identical copies of others (a lock pins each document once)")
-        remove.append("the copies")
-    return f"{'; '.join(why)}: remove {' and '.join(remove)} and lock again"
+def cmd_corpus_add(args) -> int:
+    opened = api.add_corpus(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache)
+    print(f"{opened.name}: {len(opened.documents)} documents, {opened.corpus.pages} pages, ready as --corpus {opened.name}")
+    return 0
 
 
 def cmd_corpus_stats(args) -> int:
@@ -570,6 +548,14 @@ def parser() -> argparse.ArgumentParser:
     lk.add_argument("--description")
     lk.add_argument("--cache", type=Path)
     lk.set_defaults(func=cmd_corpus_lock)
+    ad = cp.add_parser("add", help="a folder of your own PDFs as a corpus in one step: pinned in ./corpora.lock "
+                       "(paths relative to it), read from the folder itself, no fetch needed")
+    ad.add_argument("name")
+    ad.add_argument("dir", type=Path)
+    ad.add_argument("--lock", type=Path, help="lock file (default: ./corpora.lock)")
+    ad.add_argument("--description")
+    ad.add_argument("--cache", type=Path)
+    ad.set_defaults(func=cmd_corpus_add)
     st = cp.add_parser("stats", help="documents, pages, characters, empty pages, extraction errors")
     st.add_argument("name", nargs="?")
     st.add_argument("--docs", type=Path)

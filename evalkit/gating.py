@@ -37,6 +37,7 @@ class Verdict:
     outcomes: tuple[Outcome, ...]
     notes: tuple[str, ...] = ()
     evalkit: str = __version__
+    detectable: tuple[str, ...] = ()  # what the set can detect (MDD, n), said before the rules' lines
 
     @property
     def blocking(self) -> tuple[Outcome, ...]:
@@ -74,14 +75,16 @@ class Verdict:
     def from_dict(cls, d: dict) -> "Verdict":
         outcomes = tuple(Outcome(**{**o, "details": tuple(Detail(**x) for x in o["details"])}) for o in d["outcomes"])
         keep = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        return cls(**{**keep, "outcomes": outcomes, "notes": tuple(d.get("notes", ()))})
+        return cls(**{**keep, "outcomes": outcomes, "notes": tuple(d.get("notes", ())),
+                      "detectable": tuple(d.get("detectable", ()))})
 
     # ---- terminal --------------------------------------------------------------------------------------
     def text(self) -> str:
         width = max(len(o.rule) for o in self.outcomes)
         lines = [f"baseline  {self.baseline}", f"candidate {self.candidate}",
                  f"rules     {self.rules_file}  sha256 {self.rules_sha256}",
-                 f"corpus    {self.corpus}, query set {self.query_set}, {self.queries} queries", ""]
+                 f"corpus    {self.corpus}, query set {self.query_set}, {self.queries} queries",
+                 *(f"detects   {d}" for d in self.detectable), ""]
         for o in self.outcomes:
             lines.append(f"{MARK[o.status]:<13} {o.rule:<{width}}  {o.summary}")
             lines += [f"{'':<15}{d.label:<10} {d.status:<13} {d.text}" for d in o.details]
@@ -96,6 +99,7 @@ class Verdict:
         out = [f"### evalkit gate: {'PASS' if self.passed else 'FAIL'}", "",
                f"Baseline `{self.baseline}`, candidate `{self.candidate}`; corpus {self.corpus}, "
                f"query set {self.query_set}, {self.queries} queries. Rules `{self.rules_file}`, sha256 `{self.rules_sha256}`.",
+               *(f"\nWhat this set can detect: {cell(d)}" for d in self.detectable),
                "", "| verdict | rule | numbers |", "|---|---|---|"]
         out += [f"| **{MARK[o.status]}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
         for o in self.outcomes:
@@ -144,9 +148,10 @@ class Verdict:
             rows += [f"<tr><td></td><td style='padding-left:2em'>{html.escape(d.label)} {badge(d.status)}</td>"
                      f"<td style='text-align:left'>{html.escape(d.text)}</td></tr>" for d in o.details]
         notes = "".join(f"<p>note: {html.escape(n)}</p>" for n in self.notes)
+        detects = "".join(f"<p>what this set can detect: {html.escape(d)}</p>" for d in self.detectable)
         return (f"<p>{badge('pass' if self.passed else 'fail')} {html.escape(self.counts())} — baseline "
                 f"<code>{html.escape(self.baseline)}</code>, candidate <code>{html.escape(self.candidate)}</code>; "
-                f"rules <code>{html.escape(self.rules_file)}</code> sha256 <code>{self.rules_sha256}</code></p>"
+                f"rules <code>{html.escape(self.rules_file)}</code> sha256 <code>{self.rules_sha256}</code></p>{detects}"
                 f"<table><tr><th>verdict</th><th>rule</th><th>numbers</th></tr>{''.join(rows)}</table>{notes}")
 
     def __repr__(self) -> str:
@@ -165,12 +170,13 @@ def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: 
     if pair.depths[0] != pair.depths[1]:
         raise comparison.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
                                    f"({baseline.label}, {candidate.label}): rerun one with -k {max(pair.depths)}")
-    outcomes = rules.evaluate(parsed, pair)
+    ctx = rules.Context(pair, parsed.settings)
+    outcomes = rules.evaluate(parsed, pair, ctx)
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
                    query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
-                   outcomes=outcomes, notes=tuple(comparison.notes(pair)))
+                   outcomes=outcomes, notes=tuple(comparison.notes(pair)), detectable=rules.detectable(parsed, ctx))
 
 
 def read(path: Path | str) -> Verdict:

@@ -135,3 +135,16 @@ def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
     (d / gating.GATE_FILE).write_text(v.to_json())
     html = reporting.render(d).read_text()
     assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
+
+
+def test_the_gate_says_what_a_small_set_can_detect_before_the_rules(tmp_path, two_per_class):
+    rules_path = tmp_path / "gate.toml"
+    rules_path.write_text('[[rule]]\ntype = "non-inferiority"\n[[rule]]\ntype = "class-drop"\n')
+    v = gating.evaluate(comparison.side(f"{two_per_class}:base"), comparison.side(f"{two_per_class}:cand"), rules_path)
+    assert v.detectable == ("nDCG@10(doc) at 80% power: all MDD 0.705 (n 4); needle n too small (n 2); "
+                            "trap n too small (n 2)",)
+    lines = v.text().splitlines()
+    assert lines.index(f"detects   {v.detectable[0]}") < min(i for i, l in enumerate(lines) if l.startswith(("PASS", "FAIL", "UNDERPOWERED")))
+    assert "4.084" not in v.text() and "2.478" not in v.text()
+    assert v.detectable[0] in v.markdown() and v.detectable[0] in v._repr_html_()
+    assert gating.Verdict.from_dict(json.loads(v.to_json())).detectable == v.detectable
