@@ -302,3 +302,47 @@ def test_debug_shows_the_traceback(tiny):
     (home / "tiny.toml").write_text('query = "x"\n')
     with pytest.raises(Exception, match="must be"):
         main(["--debug", *argv])
+
+
+def test_corpus_add_then_run_by_name_says_which_cache_it_used_and_what_it_reused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("EVALKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("EVALKIT_LOCK", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pdfs").mkdir()
+    make_pdf(tmp_path / "pdfs" / "a.pdf", ["seals", "walrus migration routes"])
+    make_pdf(tmp_path / "pdfs" / "b.pdf", ["penguins and a walrus"])
+    (tmp_path / "tiny.toml").write_text(TINY_QUERIES)
+    assert main(["corpus", "add", "mine", "pdfs"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "mine: 2 documents, 3 pages, ready as --corpus mine\n"
+    assert f"pinned mine in {tmp_path / 'corpora.lock'}: 2 documents, 3 pages in pdfs" in err
+    cache = tmp_path / "cache" / "evalkit.sqlite"
+    assert main(["run", "--corpus", "mine", "--qrels", "tiny.toml", "--arms", "keyword", "--out", "res"]) == 0
+    err = capsys.readouterr().err
+    assert f"corpus mine: PDFs in {tmp_path / 'pdfs'}; cache {cache}: 2 of 2 documents reused, 0 extracted" in err
+    assert f"cache {cache}: corpus-wide index: 0 pages reused, 3 built" in err
+    assert main(["run", "--corpus", "mine", "--qrels", "tiny.toml", "--arms", "keyword", "--out", "res2"]) == 0
+    assert f"cache {cache}: corpus-wide index: 3 pages reused, 0 built" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "corpora.lock", "pdfs", "res", "res2", "tiny.toml"]
+    other = tmp_path / "elsewhere.lock"
+    assert main(["corpus", "add", "again", "pdfs", "--lock", str(other)]) == 0
+    assert f"other commands read it with EVALKIT_LOCK={other}" in capsys.readouterr().err
+
+
+def test_the_own_pdfs_workflow_runs_real_evalkit_commands():
+    """The CI example for a team's own PDFs: its setup commands (in the comments) and its steps parse as
+    evalkit commands; it verifies the corpus by name from the committed lock, with no fetch."""
+    yaml = pytest.importorskip("yaml")
+    text = (ROOT / "examples" / "github-actions-own-pdfs.yml").read_text()
+    job = yaml.safe_load(text)["jobs"]["gate"]
+    env = {**job["env"], "GITHUB_STEP_SUMMARY": "summary.md"}
+    setup = [line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#   evalkit ")]
+    steps = [line.strip().rstrip("\\") for step in job["steps"] if "run" in step
+             for line in step["run"].replace("\\\n", " ").splitlines() if line.strip().startswith(".venv/bin/evalkit")]
+    assert [c.split()[1:3] for c in setup] == [["corpus", "add"], ["run", "--corpus"]]
+    assert [c.split()[1] for c in steps] == ["corpus", "qrels", "run", "gate"]
+    parsed = [parser().parse_args([_expand(a, env) for a in shlex.split(c.split("#")[0])[1:]]) for c in setup + steps]
+    assert [a.func.__name__ for a in parsed] == ["cmd_corpus_add", "cmd_run", "cmd_corpus_verify", "cmd_qrels_check",
+                                                 "cmd_run", "cmd_gate"]
+    assert parsed[0].dir == Path("pdfs") and parsed[2].name == "mine" and parsed[-1].baseline == "baselines/mine:keyword"
+    assert "corpus fetch" not in text.replace("#", "")

@@ -133,3 +133,43 @@ def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypat
     names = {d.name for d in r.documents}
     assert {"R-intro.pdf", "R-lang.pdf", "R-data.pdf", "R-admin.pdf", "R-exts.pdf", "R-ints.pdf",
             "R-FAQ.pdf", "refman.pdf"} == names
+
+
+def test_relative_sources_verify_and_fetch_wherever_the_repository_is_checked_out(isolated, monkeypatch):
+    repo = isolated / "repo"
+    repo.mkdir()
+    src = _folder(repo)
+    with PageStore() as store:
+        corpora.lock_corpus(store.ingest(corpora.from_dir(src, "mine"), progress=False).corpus, repo / "corpora.lock",
+                            usable=True)
+    moved = isolated / "elsewhere" / "checkout"
+    shutil.move(repo, moved)  # another machine: the same repository at another path
+    c = corpora.load("mine", lock=moved / "corpora.lock")
+    assert c.root == moved / "src" and corpora.verify(c).ok and c.base == moved
+    assert {d.source for d in c.documents} == {"file:src/alpha.pdf", "file:src/beta.pdf"}
+    into = corpora.load("mine", root=isolated / "fetched", lock=moved / "corpora.lock")
+    assert corpora.fetch(into) == ["alpha.pdf", "beta.pdf"] and corpora.verify(into).ok
+
+
+def test_old_absolute_file_sources_still_fetch(isolated):
+    src = _folder(isolated)
+    lock = isolated / "old.lock"
+    c = corpora.from_dir(src, "old")
+    entry = {"document": [{"name": d.name, "sha256": d.sha256, "bytes": d.bytes, "pages": 1, "source": d.source}
+                          for d in c.documents]}
+    assert all(d.source.startswith(f"file:{src.resolve()}") for d in c.documents)
+    corpora.write_lock({"old": entry}, lock)
+    into = corpora.load("old", root=isolated / "fetched", lock=lock)
+    assert into.root == isolated / "fetched" and corpora.fetch(into) == ["alpha.pdf", "beta.pdf"]
+
+
+def test_relocking_a_shipped_corpus_keeps_its_package_sources(isolated):
+    src = _folder(isolated)
+    lock = isolated / "corpora.lock"
+    _lock(src)
+    entries = corpora.read_lock(lock)
+    entries["mine"]["document"][0]["source"] = "deb:pkg=1:/usr/share/doc/alpha.pdf"
+    corpora.write_lock(entries, lock)
+    _lock(src)
+    assert [d["source"] for d in corpora.read_lock(lock)["mine"]["document"]] == [
+        "deb:pkg=1:/usr/share/doc/alpha.pdf", "file:src/beta.pdf"]
