@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,16 +112,17 @@ def where(c: Corpus, store: PageStore, ingest: Ingest) -> str:
 
 
 def pin(name: str, docs: str | Path, *, lock: str | Path | None = None, description: str | None = None,
-        cache: str | Path | None = None, usable: bool = False, progress: bool = True) -> tuple[Path, dict]:
+        cache: str | Path | None = None, store: PageStore | None = None, usable: bool = False,
+        progress: bool = True) -> tuple[Path, dict, Ingest]:
     """Pin every PDF of the folder ``docs`` (sha256, bytes, pages) as corpus ``name`` in ``lock`` (default
     ./corpora.lock, never the installation), sources relative to the lock; with ``usable`` the folder is
     the corpus's root too. Unreadable files and identical copies lock nothing (CorpusError saying which to
-    remove). Returns the lock written and the entry."""
+    remove). Returns the lock written, the entry and the page store's ingest (what it extracted now)."""
     folder = Path(docs)
     c = corpora.from_dir(folder, name)
     copies = c.copies()
-    with PageStore(Path(cache) if cache else None) as store:
-        ingest = store.ingest(c, progress=progress)
+    with nullcontext(store) if store else PageStore(Path(cache) if cache else None) as s:
+        ingest = s.ingest(c, progress=progress)
     unreadable = {n: e for n, e in ingest.errors.items() if n not in copies}
     for n, e in unreadable.items():
         print(f"not locked {n}: {e}", file=sys.stderr)
@@ -129,20 +131,25 @@ def pin(name: str, docs: str | Path, *, lock: str | Path | None = None, descript
     if unreadable or copies:
         raise CorpusError(f"nothing locked from {folder}: {corpora.lock_problems(unreadable, copies)}")
     target = Path(lock) if lock else dirs.lock_target()
-    return target, corpora.lock_corpus(ingest.corpus, target, description, usable)
+    return target, corpora.lock_corpus(ingest.corpus, target, description, usable), ingest
 
 
 def add_corpus(name: str, docs: str | Path, *, lock: str | Path | None = None, description: str | None = None,
                cache: str | Path | None = None, hidden_text: str = "index", progress: bool = True) -> OpenCorpus:
     """A folder of one's own as a pinned corpus in one step: :func:`pin` it with the folder as its root (no
-    fetch), say on stderr where the lock was written, and return it opened, verified against the lock."""
-    target, entry = pin(name, docs, lock=lock, description=description, cache=cache, usable=True, progress=progress)
-    pages = sum(d["pages"] for d in entry["document"])
+    fetch), say on stderr where the lock was written and what was extracted, and return it opened as the
+    lock names it (so it is the corpus ``ek.corpus(name)`` opens later)."""
+    store = PageStore(Path(cache) if cache else None, hidden_text)
+    target, entry, pinned = pin(name, docs, lock=lock, description=description, store=store, usable=True,
+                                progress=progress)
+    c = corpora.load(name, lock=target)
     read = target.resolve() in {p.resolve() for p in dirs.lock_paths()}
-    print(f"pinned {name} in {target}: {len(entry['document'])} documents, {pages} pages in {entry['root']} "
+    print(f"pinned {name} in {target}: {len(entry['document'])} documents, {c.pages} pages in {entry['root']} "
           f"(paths relative to the lock){'' if read else f'; other commands read it with EVALKIT_LOCK={target}'}",
           file=sys.stderr)
-    return corpus(name, lock=target, cache=cache, hidden_text=hidden_text, progress=progress)
+    print(where(c, store, pinned), file=sys.stderr)
+    ingest = store.ingest(c, progress=False)  # every document was stored just now
+    return OpenCorpus(ingest.corpus, store, ingest)
 
 
 def queries(path: str | Path) -> QuerySet:

@@ -67,7 +67,7 @@ def cmd_corpus_verify(args) -> int:
 
 
 def cmd_corpus_lock(args) -> int:
-    lock, entry = api.pin(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache)
+    lock, entry, _ = api.pin(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache)
     print(f"locked {args.name} in {lock}: {len(entry['document'])} documents, "
           f"{sum(d['pages'] for d in entry['document'])} pages")
     return 0
@@ -541,21 +541,17 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("name")
     v.add_argument("--root", type=Path)
     v.set_defaults(func=cmd_corpus_verify)
-    lk = cp.add_parser("lock", help="write or update a lock entry from a folder of PDFs")
-    lk.add_argument("name")
-    lk.add_argument("dir", type=Path)
-    lk.add_argument("--lock", type=Path, help="lock file (default: ./corpora.lock)")
-    lk.add_argument("--description")
-    lk.add_argument("--cache", type=Path)
-    lk.set_defaults(func=cmd_corpus_lock)
-    ad = cp.add_parser("add", help="a folder of your own PDFs as a corpus in one step: pinned in ./corpora.lock "
-                       "(paths relative to it), read from the folder itself, no fetch needed")
-    ad.add_argument("name")
-    ad.add_argument("dir", type=Path)
-    ad.add_argument("--lock", type=Path, help="lock file (default: ./corpora.lock)")
-    ad.add_argument("--description")
-    ad.add_argument("--cache", type=Path)
-    ad.set_defaults(func=cmd_corpus_add)
+    for action, func, about in (
+            ("lock", cmd_corpus_lock, "write or update a lock entry from a folder of PDFs (paths relative to the lock)"),
+            ("add", cmd_corpus_add, "a folder of your own PDFs as a corpus in one step: pinned in ./corpora.lock "
+                                    "(paths relative to it), read from the folder itself, no fetch needed")):
+        lk = cp.add_parser(action, help=about)
+        lk.add_argument("name")
+        lk.add_argument("dir", type=Path)
+        lk.add_argument("--lock", type=Path, help="lock file (default: ./corpora.lock)")
+        lk.add_argument("--description")
+        lk.add_argument("--cache", type=Path)
+        lk.set_defaults(func=func)
     st = cp.add_parser("stats", help="documents, pages, characters, empty pages, extraction errors")
     st.add_argument("name", nargs="?")
     st.add_argument("--docs", type=Path)

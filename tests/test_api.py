@@ -146,7 +146,7 @@ def test_a_folder_of_ones_own_is_a_pinned_corpus_in_one_step(tmp_path, monkeypat
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"pinned mine in {work / 'corpora.lock'}: 2 documents, 3 pages in pdfs (paths relative to the lock)"
     assert err[1] == (f"corpus mine: PDFs in {work / 'pdfs'}; cache {tmp_path / 'cache' / 'evalkit.sqlite'}: "
-                      "2 of 2 documents reused, 0 extracted")
+                      "0 of 2 documents reused, 2 extracted")  # extracted as they were pinned
     assert ek.corpus("mine", progress=False).search("keyword", "walrus", 1).hits  # by name, no fetch
     make_pdf(work / "pdfs" / "a.pdf", ["changed"])
     with pytest.raises(CorpusError, match="1 changed"):
