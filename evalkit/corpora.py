@@ -97,7 +97,8 @@ def _read_lock_file(path: Path) -> dict[str, dict]:
 def write_lock(entries: dict[str, dict], path: Path | None = None) -> None:
     """Write ``entries`` to ``path`` (default: :func:`evalkit.dirs.lock_target`, never the installation)."""
     path = path or dirs.lock_target()
-    text = "# Pinned corpora: every document's sha256, size, pages and source. Written by `evalkit corpus lock` or `corpus add`.\n"
+    text = ("# Pinned corpora: every document's sha256, size, pages and source (paths relative to this file).\n"
+            "# Written by `evalkit corpus lock` or `evalkit corpus add`.\n")
     text += tomli_w.dumps({"corpus": {k: entries[k] for k in sorted(entries)}})
     _atomic_write(path, text.encode())
 
@@ -322,8 +323,11 @@ def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = N
     entry = {k: v for k, v in entries.get(c.name, {}).items() if k != "document"}
     if description is not None:
         entry["description"] = description
+    root = relative_to_lock(c.root, lock)
     if usable:
-        entry["root"] = relative_to_lock(c.root, lock)
+        entry["root"] = root
+    elif entry.get("root") != root:  # locked from another folder: the old root no longer holds these files
+        entry.pop("root", None)
     entry["document"] = docs
     entries[c.name] = entry
     write_lock(entries, lock)

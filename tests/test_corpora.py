@@ -173,3 +173,18 @@ def test_relocking_a_shipped_corpus_keeps_its_package_sources(isolated):
     _lock(src)
     assert [d["source"] for d in corpora.read_lock(lock)["mine"]["document"]] == [
         "deb:pkg=1:/usr/share/doc/alpha.pdf", "file:src/beta.pdf"]
+
+
+def test_locking_another_folder_drops_the_root_of_the_first(isolated):
+    lock = isolated / "corpora.lock"
+    with PageStore() as store:
+        def pin(folder, usable):
+            corpora.lock_corpus(store.ingest(corpora.from_dir(folder, "mine"), progress=False).corpus, lock,
+                                usable=usable)
+            return corpora.read_lock(lock)["mine"].get("root")
+
+        src = _folder(isolated)
+        assert pin(src, True) == "src" and pin(src, False) == "src"  # re-locking the same folder keeps it
+        other = isolated / "other"
+        shutil.copytree(src, other)
+        assert pin(other, False) is None and corpora.load("mine", lock=lock).root == corpora.default_root("mine")
