@@ -1,6 +1,6 @@
 """evalkit: measure retrieval over folders of PDFs.
 
-``import evalkit as ek`` gives the front door (:mod:`evalkit.api`): ``ek.corpus``, ``ek.queries``,
+``import evalkit as ek`` gives the front door (:mod:`evalkit.api`): ``ek.corpus``, ``ek.add_corpus``, ``ek.queries``,
 ``ek.arm``, ``ek.run``, ``ek.Results`` (``.table``, ``.compare``, ``.refusal``), ``ek.compare``, ``ek.gate``,
 ``ek.report``, ``ek.judge`` (the judging workbench), ``ek.use_model``, and the records a retriever answers with (``ek.Hit``, ``ek.Chunk``). Names load on first
 use, so importing one module of evalkit (``evalkit.gate`` in CI) does not import the rest.
@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "corpus": "api", "queries": "api", "fit": "api", "arm": "api", "run": "api", "compare": "api",
-    "gate": "api", "report": "api", "OpenCorpus": "api", "judge": "judging_widget",
+    "corpus": "api", "add_corpus": "api", "queries": "api", "fit": "api", "arm": "api", "run": "api",
+    "compare": "api", "gate": "api", "report": "api", "OpenCorpus": "api", "judge": "judging_widget",
     "use_model": "config", "Hit": "records", "Chunk": "records", "Result": "records", "Query": "records",
     "Judgment": "records", "Results": "results", "QuerySet": "qrels",
 }
-__all__ = ["Chunk", "Hit", "Judgment", "OpenCorpus", "Query", "QuerySet", "Result", "Results", "arm", "compare",
-           "corpus", "fit", "gate", "judge", "queries", "report", "run", "use_model"]
+__all__ = ["Chunk", "Hit", "Judgment", "OpenCorpus", "Query", "QuerySet", "Result", "Results", "add_corpus", "arm",
+           "compare", "corpus", "fit", "gate", "judge", "queries", "report", "run", "use_model"]
 
 if TYPE_CHECKING:
-    from .api import OpenCorpus, arm, compare, corpus, fit, gate, queries, report, run
+    from .api import OpenCorpus, add_corpus, arm, compare, corpus, fit, gate, queries, report, run
     from .config import use_model
     from .judging_widget import judge
     from .qrels import QuerySet

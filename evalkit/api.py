@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from . import answers, qrels
+from . import answers, dirs, qrels
 from . import comparison as _compare
 from . import corpora
 from . import gating as _gate
@@ -100,6 +101,55 @@ def corpus(name: str | None = None, *, docs: str | Path | None = None, root: str
         print(f"skipped {doc}: {error}", file=sys.stderr)
     for doc, lost in ingest.problems.items():
         print(f"{doc}: {'; '.join(lost)}", file=sys.stderr)
+    print(where(c, store, ingest), file=sys.stderr)
+    return OpenCorpus(ingest.corpus, store, ingest)
+
+
+def where(c: Corpus, store: PageStore, ingest: Ingest) -> str:
+    """The one line saying which folder and cache a corpus was read from, and how much was reused."""
+    stored = len(c.documents) - len(ingest.extracted)
+    return (f"corpus {c.name}: PDFs in {c.root}; cache {store.path}: {stored} of {len(c.documents)} documents "
+            f"reused, {len(ingest.extracted)} extracted")
+
+
+def pin(name: str, docs: str | Path, *, lock: str | Path | None = None, description: str | None = None,
+        cache: str | Path | None = None, store: PageStore | None = None, usable: bool = False,
+        progress: bool = True, follow_symlinks: bool = False) -> tuple[Path, dict, Ingest]:
+    """Pin every PDF of the folder ``docs`` (sha256, bytes, pages) as corpus ``name`` in ``lock`` (default
+    ./corpora.lock, never the installation), sources relative to the lock; with ``usable`` the folder is
+    the corpus's root too. Unreadable files and identical copies lock nothing (CorpusError saying which to
+    remove). Returns the lock written, the entry and the page store's ingest (what it extracted now)."""
+    folder_path = Path(docs)
+    c = folder(folder_path, name, follow_symlinks)
+    copies = c.copies()
+    with nullcontext(store) if store else PageStore(Path(cache) if cache else None) as s:
+        ingest = s.ingest(c, progress=progress)
+    unreadable = {n: e for n, e in ingest.errors.items() if n not in copies}
+    for n, e in unreadable.items():
+        print(f"not locked {n}: {e}", file=sys.stderr)
+    for n, original in copies.items():
+        print(f"not locked {n}: an identical copy of {original} (the same bytes)", file=sys.stderr)
+    if unreadable or copies:
+        raise CorpusError(f"nothing locked from {folder_path}: {corpora.lock_problems(unreadable, copies)}")
+    target = Path(lock) if lock else dirs.lock_target()
+    return target, corpora.lock_corpus(ingest.corpus, target, description, usable), ingest
+
+
+def add_corpus(name: str, docs: str | Path, *, lock: str | Path | None = None, description: str | None = None,
+               cache: str | Path | None = None, hidden_text: str = "index", progress: bool = True) -> OpenCorpus:
+    """A folder of one's own as a pinned corpus in one step: :func:`pin` it with the folder as its root (no
+    fetch), say on stderr where the lock was written and what was extracted, and return it opened as the
+    lock names it (so it is the corpus ``ek.corpus(name)`` opens later)."""
+    store = PageStore(Path(cache) if cache else None, hidden_text)
+    target, entry, pinned = pin(name, docs, lock=lock, description=description, store=store, usable=True,
+                                progress=progress)
+    c = corpora.load(name, lock=target)
+    read = target.resolve() in {p.resolve() for p in dirs.lock_paths()}
+    print(f"pinned {name} in {target}: {len(entry['document'])} documents, {c.pages} pages in {entry['root']} "
+          f"(paths relative to the lock){'' if read else f'; other commands read it with EVALKIT_LOCK={target}'}",
+          file=sys.stderr)
+    print(where(c, store, pinned), file=sys.stderr)
+    ingest = store.ingest(c, progress=False)  # every document was stored just now
     return OpenCorpus(ingest.corpus, store, ingest)
 
 

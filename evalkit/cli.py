@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, api, arms, comparison, config, dirs, draft, executor, pooling, qrels, resultsdir
+from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
 from . import corpora, robustness, runner, simulate, validity
 from . import escape as esc
 from .cache import CacheError, explain
@@ -75,38 +75,17 @@ def cmd_corpus_verify(args) -> int:
 
 
 def cmd_corpus_lock(args) -> int:
-    corpus = api.folder(args.dir, args.name, args.follow_symlinks)
-    copies = corpus.copies()
-    with PageStore(args.cache) as store:
-        ingest = store.ingest(corpus)
-        unreadable = {name: error for name, error in ingest.errors.items() if name not in copies}
-        for name, error in unreadable.items():
-            print(f"not locked {name}: {error}", file=sys.stderr)
-        for name, original in copies.items():
-            print(f"not locked {name}: an identical copy of {original} (the same bytes)", file=sys.stderr)
-        if unreadable or copies:
-            raise UsageError(f"nothing locked from {args.dir}: {_lock_problems(unreadable, copies)}")
-        lock = args.lock or dirs.lock_target()
-        entry = corpora.lock_corpus(ingest.corpus, lock, args.description)
+    lock, entry, _ = api.pin(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache,
+                             follow_symlinks=args.follow_symlinks)
     print(f"locked {args.name} in {lock}: {len(entry['document'])} documents, "
           f"{sum(d['pages'] for d in entry['document'])} pages")
     return 0
 
 
-def _lock_problems(unreadable: dict[str, str], copies: dict[str, str]) -> str:
-    """Why nothing was locked from a folder, and what to remove, in one line."""
-    why, remove = [], []
-    if unreadable:
-        why.append(f"{len(unreadable)} file(s) cannot be read")
-        remove.append("the unreadable files")
-    if len(copies) == 1:
-        (name, original), = copies.items()
-        why.append(f"{name} and {original} are identical copies (a lock pins each document once)")
-        remove.append("one of the two")
-    elif copies:
-        why.append(f"{len(copies)} files are identical copies of others (a lock pins each document once)")
-        remove.append("the copies")
-    return f"{'; '.join(why)}: remove {' and '.join(remove)} and lock again"
+def cmd_corpus_add(args) -> int:
+    opened = api.add_corpus(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache)
+    print(f"{opened.name}: {len(opened.documents)} documents, {opened.corpus.pages} pages, ready as --corpus {opened.name}")
+    return 0
 
 
 def cmd_corpus_stats(args) -> int:
@@ -595,14 +574,18 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("name")
     v.add_argument("--root", type=Path)
     v.set_defaults(func=cmd_corpus_verify)
-    lk = cp.add_parser("lock", help="write or update a lock entry from a folder of PDFs")
-    lk.add_argument("name")
-    lk.add_argument("dir", type=Path)
-    lk.add_argument("--lock", type=Path, help="lock file (default: ./corpora.lock)")
-    lk.add_argument("--description")
-    lk.add_argument("--cache", type=Path)
-    add_symlinks_arg(lk)
-    lk.set_defaults(func=cmd_corpus_lock)
+    for action, func, about in (
+            ("lock", cmd_corpus_lock, "write or update a lock entry from a folder of PDFs (paths relative to the lock)"),
+            ("add", cmd_corpus_add, "a folder of your own PDFs as a corpus in one step: pinned in ./corpora.lock "
+                                    "(paths relative to it), read from the folder itself, no fetch needed")):
+        lk = cp.add_parser(action, help=about)
+        lk.add_argument("name")
+        lk.add_argument("dir", type=Path)
+        lk.add_argument("--lock", type=Path, help="lock file (default: ./corpora.lock)")
+        lk.add_argument("--description")
+        lk.add_argument("--cache", type=Path)
+        add_symlinks_arg(lk)
+        lk.set_defaults(func=func)
     st = cp.add_parser("stats", help="documents, pages, characters, empty pages, extraction errors")
     st.add_argument("name", nargs="?")
     st.add_argument("--docs", type=Path)

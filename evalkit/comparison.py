@@ -198,7 +198,8 @@ def table(pair: Pair, measures: tuple[str, ...] = MEASURES, confidence: float = 
           n_resamples: int = stats.RESAMPLES, seed: int = 0, alpha: float = stats.ALPHA,
           target_power: float = stats.POWER) -> pd.DataFrame:
     """One row per measure and slice (``all`` answerable queries, then each answerable class): n, both
-    means, the paired difference with its bootstrap CI, the sign-flip p-value, win/tie/loss and the MDD."""
+    means, the paired difference with its bootstrap CI, the sign-flip p-value, win/tie/loss and the MDD
+    (NaN where the slice is too small for one within the measure's range)."""
     rows = []
     for m in measures:
         for cls in [ALL, *pair.classes]:
@@ -207,7 +208,8 @@ def table(pair: Pair, measures: tuple[str, ...] = MEASURES, confidence: float = 
                                      alpha=alpha, target_power=target_power)
             rows.append({"measure": m, "class": cls, "n": c.n, "base": c.mean_a, "cand": c.mean_b,
                          "delta": c.mean_delta, "low": c.low, "high": c.high, "p": c.p_value,
-                         "wins": c.wins, "ties": c.ties, "losses": c.losses, "sd_delta": c.sd_delta, "mdd": c.mdd})
+                         "wins": c.wins, "ties": c.ties, "losses": c.losses, "sd_delta": c.sd_delta,
+                         "mdd": stats.detectable(c.mdd)})
     return pd.DataFrame(rows)
 
 
@@ -255,8 +257,9 @@ def _fmt_table(frame: pd.DataFrame) -> str:
     f["Δ"] = f["delta"].map(lambda v: f"{v:+.3f}")
     f["95% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(f["low"], f["high"])]
     f["W/T/L"] = [f"{w}/{t}/{l}" for w, t, l in zip(f["wins"], f["ties"], f["losses"])]
-    for col in ("base", "cand", "mdd"):
+    for col in ("base", "cand"):
         f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.3f}")
+    f["mdd"] = f["mdd"].map(lambda v: stats.mdd_text(v).removeprefix("MDD "))
     for col in ("p", "p_holm"):
         f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.4f}")
     cols = ["measure", "class", "n", "base", "cand", "Δ", "95% CI", "p", "p_holm", "W/T/L", "mdd"]
@@ -305,5 +308,6 @@ def render(pairs: list[Pair], measures: tuple[str, ...] = MEASURES, **kw) -> str
     conf = kw.get("confidence", 0.95)
     out += [f"Δ = candidate - baseline per query; {conf:.0%} CI: percentile bootstrap; p: two-sided paired sign-flip test,",
             f"(b+1)/(m+1); p(Holm): Holm over the {n_slices} rows of each measure ({len(pairs)} candidate(s) x slices);",
-            f"MDD: the smallest true Δ detected with {power:.0%} power at alpha {alpha:g}, from the sd of the paired Δ"]
+            f"MDD: the smallest true Δ detected with {power:.0%} power at alpha {alpha:g}, from the sd of the paired Δ",
+            f"({stats.TOO_SMALL}: the slice could not detect even the largest Δ the measure can show)"]
     return "\n".join(out)

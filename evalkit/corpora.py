@@ -2,7 +2,9 @@
 
 A lock entry names every document with its sha256, size, page count and source. Sources are URIs:
 ``deb:PACKAGE=VERSION:/path/in/package`` (fetched with ``apt-get download`` + ``dpkg-deb -x``, which
-need no root, or copied from the installed package when its bytes match) or ``file:/absolute/path``.
+need no root, or copied from the installed package when its bytes match) or ``file:PATH``. A relative
+``file:`` path (what ``corpus lock`` and ``corpus add`` write) and an entry's ``root`` resolve against the
+lock file's folder, so a repository that commits its PDFs beside its lock verifies them on any machine.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ class Corpus:
     root: Path
     documents: tuple[Document, ...]
     description: str = ""
+    base: Path | None = None  # the folder of the lock it was read from: relative file: sources resolve here
 
     def path(self, doc: Document | str) -> Path:
         return self.root / (doc if isinstance(doc, str) else doc.name)
@@ -94,18 +97,38 @@ def _read_lock_file(path: Path) -> dict[str, dict]:
 def write_lock(entries: dict[str, dict], path: Path | None = None) -> None:
     """Write ``entries`` to ``path`` (default: :func:`evalkit.dirs.lock_target`, never the installation)."""
     path = path or dirs.lock_target()
-    text = "# Pinned corpora: every document's sha256, size, pages and source. Written by `evalkit corpus lock`.\n"
+    text = ("# Pinned corpora: every document's sha256, size, pages and source (paths relative to this file).\n"
+            "# Written by `evalkit corpus lock` or `evalkit corpus add`.\n")
     text += tomli_w.dumps({"corpus": {k: entries[k] for k in sorted(entries)}})
     _atomic_write(path, text.encode())
 
 
-def lock_entry(name: str, path: Path | None = None) -> dict:
-    entries = read_lock(path)
-    if name not in entries:
-        known = ", ".join(sorted(entries)) or "none"
-        where = path or " + ".join(map(str, dirs.lock_paths()))
-        raise CorpusError(f"corpus {name!r} is not in {where} (known: {known})")
-    return entries[name]
+def locate(name: str, path: Path | None = None) -> tuple[dict, Path]:
+    """The lock entry ``name`` and the lock file it was read from (of several, the last that holds it)."""
+    files = [path] if path else list(dirs.lock_paths())
+    known: set[str] = set()
+    for p in reversed(files):
+        entries = _read_lock_file(p)
+        if name in entries:
+            return entries[name], p
+        known |= set(entries)
+    where = path or " + ".join(map(str, files))
+    raise CorpusError(f"corpus {name!r} is not in {where} (known: {', '.join(sorted(known)) or 'none'})")
+
+
+def relative_to_lock(path: Path, lock: Path) -> str:
+    """``path`` as written in ``lock``: relative to the lock's folder with ``/`` separators (absolute only
+    where no relative path exists, another drive on Windows)."""
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), Path(lock).resolve().parent)).as_posix()
+    except ValueError:
+        return Path(path).resolve().as_posix()
+
+
+def resolve(written: str, base: Path | None) -> Path:
+    """A path written in a lock (``root``, a ``file:`` source) as a path on this machine."""
+    p = Path(written)
+    return p if p.is_absolute() or base is None else base / p
 
 
 def _documents(entry: dict, corpus: str) -> tuple[Document, ...]:
@@ -136,9 +159,12 @@ def default_root(name: str) -> Path:
 
 
 def load(name: str, root: Path | None = None, lock: Path | None = None) -> Corpus:
-    """The corpus ``name`` as pinned by the lock, expected in ``root`` (default: the data dir)."""
-    entry = lock_entry(check_name(name), lock)
-    return Corpus(name, Path(root or default_root(name)), _documents(entry, name), entry.get("description", ""))
+    """The corpus ``name`` as pinned by the lock, expected in ``root``: by default the entry's own ``root``
+    (a folder added with ``corpus add``, relative to the lock), else the data dir."""
+    entry, where = locate(check_name(name), lock)
+    base = Path(where).resolve().parent
+    folder = root or (resolve(entry["root"], base) if "root" in entry else default_root(name))
+    return Corpus(name, Path(folder), _documents(entry, name), entry.get("description", ""), base)
 
 
 def symlinks(root: Path) -> list[str]:
@@ -211,7 +237,7 @@ def fetch(corpus: Corpus, progress=None) -> list[str]:
             package, _, inner = rest.partition(":")
             by_package[package].append((d, inner))
         elif scheme == "file":
-            _install(Path(rest), corpus.path(d), d)
+            _install(resolve(rest, corpus.base), corpus.path(d), d)
         else:
             raise CorpusError(f"{d.name}: cannot fetch source {d.source!r} (want deb:… or file:…)")
     for package, docs in by_package.items():
@@ -285,10 +311,27 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 # ---- lock from a folder -----------------------------------------------------------------------------------
 
-def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = None) -> dict:
+def lock_problems(unreadable: dict[str, str], copies: dict[str, str]) -> str:
+    """Why nothing was locked from a folder, and what to remove, in one line."""
+    why, remove = [], []
+    if unreadable:
+        why.append(f"{len(unreadable)} file(s) cannot be read")
+        remove.append("the unreadable files")
+    if len(copies) == 1:
+        (name, original), = copies.items()
+        why.append(f"{name} and {original} are identical copies (a lock pins each document once)")
+        remove.append("one of the two")
+    elif copies:
+        why.append(f"{len(copies)} files are identical copies of others (a lock pins each document once)")
+        remove.append("the copies")
+    return f"{'; '.join(why)}: remove {' and '.join(remove)} and lock again"
+
+
+def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = None, usable: bool = False) -> dict:
     """Write or update the lock entry ``c.name`` in ``lock`` (default: :func:`evalkit.dirs.lock_target`)
-    from a corpus read from a folder (page counts filled in by the page store). Sources already in that
-    lock are kept for unchanged files; new files get ``file:``."""
+    from a corpus read from a folder (page counts filled in by the page store). Unchanged files keep a
+    source other than ``file:`` (a Debian package); the others get ``file:`` relative to the lock. With
+    ``usable``, the entry's ``root`` is the folder itself (relative to the lock): no fetch is needed."""
     check_name(c.name)
     lock = lock or dirs.lock_target()
     entries = read_lock(lock) if lock.exists() else {}
@@ -296,11 +339,17 @@ def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = N
     docs = []
     for d in c.documents:
         prev = old.get(d.name, {})
-        source = prev["source"] if prev.get("sha256") == d.sha256 and "source" in prev else d.source
+        kept = prev.get("sha256") == d.sha256 and not prev.get("source", "file:").startswith("file:")
+        source = prev["source"] if kept else f"file:{relative_to_lock(c.path(d), lock)}"
         docs.append({"name": d.name, "sha256": d.sha256, "bytes": d.bytes, "pages": d.pages, "source": source})
     entry = {k: v for k, v in entries.get(c.name, {}).items() if k != "document"}
     if description is not None:
         entry["description"] = description
+    root = relative_to_lock(c.root, lock)
+    if usable:
+        entry["root"] = root
+    elif entry.get("root") != root:  # locked from another folder: the old root no longer holds these files
+        entry.pop("root", None)
     entry["document"] = docs
     entries[c.name] = entry
     write_lock(entries, lock)

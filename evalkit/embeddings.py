@@ -175,6 +175,8 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
     key = spec.key
     done = {s for (s,) in db.execute("SELECT sha256 FROM vector_docs WHERE key=?", (key,))}
     todo = list({d.sha256: d for d in docs if d.sha256 not in done}.values())  # identical files: once
+    store.note(f"vectors ({spec.model})", sum(d.pages for d in {d.sha256: d for d in docs if d.sha256 in done}.values()),
+               sum(d.pages for d in todo), "embedded")
     if not todo:
         return
     bar = tqdm(total=sum(d.pages for d in todo), unit="page", desc=f"embed {spec.model}", disable=not progress,

@@ -40,6 +40,7 @@ class Verdict:
     notes: tuple[str, ...] = ()
     evalkit: str = __version__
     computed_on: dict = field(default_factory=dict)  # "baseline"/"candidate" -> computed_on(side)
+    detectable: tuple[str, ...] = ()  # what the set can detect (MDD, n), said before the rules' lines
 
     @property
     def blocking(self) -> tuple[Outcome, ...]:
@@ -77,7 +78,8 @@ class Verdict:
     def from_dict(cls, d: dict) -> "Verdict":
         outcomes = tuple(Outcome(**{**o, "details": tuple(Detail(**x) for x in o["details"])}) for o in d["outcomes"])
         keep = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        return cls(**{**keep, "outcomes": outcomes, "notes": tuple(d.get("notes", ()))})
+        return cls(**{**keep, "outcomes": outcomes, "notes": tuple(d.get("notes", ())),
+                      "detectable": tuple(d.get("detectable", ()))})
 
     # ---- terminal --------------------------------------------------------------------------------------
     def text(self) -> str:
@@ -86,7 +88,8 @@ class Verdict:
         width = max(len(t(o.rule)) for o in self.outcomes)
         lines = [f"baseline  {t(self.baseline)}", f"candidate {t(self.candidate)}",
                  f"rules     {t(self.rules_file)}  sha256 {t(self.rules_sha256)}",
-                 f"corpus    {t(self.corpus)}, query set {t(self.query_set)}, {self.queries} queries", ""]
+                 f"corpus    {t(self.corpus)}, query set {t(self.query_set)}, {self.queries} queries",
+                 *(f"detects   {t(d)}" for d in self.detectable), ""]
         for o in self.outcomes:
             lines.append(f"{MARK.get(o.status, t(o.status)):<13} {t(o.rule):<{width}}  {t(o.summary)}")
             lines += [f"{'':<15}{t(d.label):<10} {t(d.status):<13} {t(d.text)}" for d in o.details]
@@ -99,7 +102,8 @@ class Verdict:
         out = [f"### evalkit gate: {'PASS' if self.passed else 'FAIL'}", "",
                f"Baseline {esc.code(self.baseline)}, candidate {esc.code(self.candidate)}; corpus {cell(self.corpus)}, "
                f"query set {cell(self.query_set)}, {self.queries} queries. Rules {esc.code(self.rules_file)}, "
-               f"sha256 {esc.code(self.rules_sha256)}.", "", "| verdict | rule | numbers |", "|---|---|---|"]
+               f"sha256 {esc.code(self.rules_sha256)}.", *(f"\nWhat this set can detect: {cell(d)}" for d in self.detectable),
+               "", "| verdict | rule | numbers |", "|---|---|---|"]
         out += [f"| **{MARK[o.status]}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
         for o in self.outcomes:
             if o.details:
@@ -149,9 +153,10 @@ class Verdict:
             rows += [f"<tr><td></td><td style='padding-left:2em'>{esc.html(d.label)} {badge(d.status)}</td>"
                      f"<td style='text-align:left'>{esc.html(d.text)}</td></tr>" for d in o.details]
         notes = "".join(f"<p>note: {esc.html(n)}</p>" for n in self.notes)
+        detects = "".join(f"<p>what this set can detect: {esc.html(d)}</p>" for d in self.detectable)
         return (f"<p>{badge('pass' if self.passed else 'fail')} {esc.html(self.counts())} — baseline "
                 f"<code>{esc.html(self.baseline)}</code>, candidate <code>{esc.html(self.candidate)}</code>; "
-                f"rules <code>{esc.html(self.rules_file)}</code> sha256 <code>{esc.html(self.rules_sha256)}</code></p>"
+                f"rules <code>{esc.html(self.rules_file)}</code> sha256 <code>{esc.html(self.rules_sha256)}</code></p>{detects}"
                 f"<table><tr><th>verdict</th><th>rule</th><th>numbers</th></tr>{''.join(rows)}</table>{notes}")
 
     def __repr__(self) -> str:
@@ -171,12 +176,13 @@ def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: 
     if pair.depths[0] != pair.depths[1]:
         raise comparison.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
                                    f"({baseline.label}, {candidate.label}): rerun one with -k {max(pair.depths)}")
-    outcomes = rules.evaluate(parsed, pair, timing)
+    ctx = rules.Context(pair, parsed.settings, timing)
+    outcomes = rules.evaluate(parsed, pair, ctx=ctx)
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
                    query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
-                   outcomes=outcomes, notes=tuple(comparison.notes(pair)),
+                   outcomes=outcomes, notes=tuple(comparison.notes(pair)), detectable=rules.detectable(parsed, ctx),
                    computed_on={"baseline": computed_on(baseline), "candidate": computed_on(candidate)})
 
 

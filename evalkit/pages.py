@@ -97,6 +97,17 @@ class PageStore:
         self.path = store_path(path, hidden_text)
         self.db = connect(self.path)
         self._report = f"{self.extractor}|{REPORT_VERSION}"
+        self._usage: dict[str, tuple[int, int, str]] = {}  # what -> pages reused, pages built, how they are built
+
+    def note(self, what: str, reused: int, built: int, verb: str = "built") -> None:
+        """Count the pages a derived table (an index, a model's vectors) found cached and built, for :meth:`usage`."""
+        r, b, _ = self._usage.get(what, (0, 0, verb))
+        self._usage[what] = (r + reused, b + built, verb)
+
+    def usage(self) -> str:
+        """What this store reused and built since it was opened, e.g. ``vectors (MODEL): 2634 pages reused,
+        0 embedded`` ("" when nothing derived was asked for)."""
+        return "; ".join(f"{what}: {r} pages reused, {b} {verb}" for what, (r, b, verb) in self._usage.items())
 
     def close(self) -> None:
         self.db.close()

@@ -4,7 +4,8 @@ From the judgments so far, per class, the minimal detectable difference (MDD) th
 number of queries it would need to see a chosen Δ at the target power. The spread of per-query differences
 comes from the arms' recorded answers rescored with the current judgments (the median over every pair of
 arms, so no pair is picked to flatter the set). Every ranking measure lies in [0, 1]: an MDD beyond that
-range says nothing, so it is reported as "n too small", as is a class with fewer than two queries.
+range says nothing, so it is reported as "n too small" (:func:`evalkit.stats.mdd_text`), as is a class with
+fewer than two queries.
 """
 from __future__ import annotations
 
@@ -19,9 +20,6 @@ import pandas as pd
 from . import stats
 from .qrels import QuerySet
 from .records import CLASSES
-
-RANGE = 1.0  # the largest difference a ranking measure can show
-TOO_SMALL = "n too small"
 
 
 def sd_of_pairs(wide: pd.DataFrame) -> tuple[float, int]:
@@ -45,7 +43,7 @@ def plan(frame: pd.DataFrame, measure: str = "nDCG@10(doc)", delta: float = 0.05
         sd, pairs = sd_of_pairs(wide)
         mdd = stats.mdd(sd, len(wide), alpha, target) if pairs else math.nan
         rows.append({"class": cls, "queries": len(wide), "pairs": pairs, "sd": sd,
-                     "mdd": mdd if mdd <= RANGE else math.nan,
+                     "mdd": stats.detectable(mdd),
                      "needed": stats.queries_needed(delta, sd, alpha, target) if pairs else math.nan})
     return pd.DataFrame(rows).set_index("class")
 
@@ -55,7 +53,7 @@ def text(table: pd.DataFrame, measure: str, delta: float, target: float = stats.
     lines = [f"{measure}: what the set can detect now, and the queries needed to see Δ = {delta:g} at "
              f"{target:.0%} power (sd of paired differences: median over {int(table['pairs'].max())} arm pair(s))"]
     for cls, r in table.iterrows():
-        mdd = TOO_SMALL if math.isnan(r["mdd"]) else f"MDD {r['mdd']:.3f}"
+        mdd = stats.mdd_text(r["mdd"])
         needed = "n/a" if math.isnan(r["needed"]) else f"{int(r['needed'])} queries"
         lines.append(f"  {cls:<10} {int(r['queries']):>4} queries  {mdd:<15} needs {needed}")
     return "\n".join(lines)

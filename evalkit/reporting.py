@@ -22,7 +22,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
 from pandas.io.formats.style import Styler
 
-from . import calibration, dirs, notebooks, resultsdir, stats
+from . import calibration, dirs, notebooks, planning, resultsdir, stats
 from . import escape as esc
 from . import qrels as _qrels
 from .records import CLASSES
@@ -34,6 +34,9 @@ NOTEBOOK = dirs.shipped("report.ipynb")
 FIGURES = ("class_bars", "deltas", "latency", "refusals", "ties")
 # Saved only when the run has what they show: "refusal_tradeoff" needs an arm that records confidences.
 OPTIONAL_FIGURES = ("refusal_tradeoff",)
+# Fewer queries than this get a mean but no bootstrap interval: resampling a handful of values gives a
+# whisker that looks like evidence and is not (with 2 queries it spans at most the two values themselves).
+MIN_CI_QUERIES = 10
 
 # Okabe-Ito (colour-blind safe, yellow left out: unreadable on white), then a few distinct extras.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#7F7F7F", "#8C564B",
@@ -211,7 +214,7 @@ def legend(results: Results) -> Markdown:
 def class_ci(results: Results, measure: str = "nDCG@10", confidence: float = 0.95,
              n_resamples: int = 10_000) -> pd.DataFrame:
     """Per arm and answerable class (and ``all answerable``): n, mean and the percentile-bootstrap CI of the
-    mean (:func:`evalkit.stats.bootstrap_ci`, seeded)."""
+    mean (:func:`evalkit.stats.bootstrap_ci`, seeded); no CI (NaN) below :data:`MIN_CI_QUERIES` queries."""
     f = _answerable(results)
     rows = []
     for arm in results.arms:
@@ -219,6 +222,8 @@ def class_ci(results: Results, measure: str = "nDCG@10", confidence: float = 0.9
         for cls in [*_classes(f), ALL]:
             v = a[measure] if cls == ALL else a.loc[a["class"] == cls, measure]
             mean, low, high = stats.bootstrap_ci(v.to_numpy(), confidence=confidence, n_resamples=n_resamples)
+            if len(v) < MIN_CI_QUERIES:
+                low = high = math.nan
             rows.append({"arm": arm, "class": cls, "n": len(v), "mean": mean, "low": low, "high": high})
     return pd.DataFrame(rows)
 
@@ -228,11 +233,20 @@ def class_ci_table(results: Results, measures: Sequence[str] = ("nDCG@10", "nDCG
     parts = {}
     for m in measures:
         ci = class_ci(results, m)
-        ci["cell"] = [f"{r.mean:.3f} [{r.low:.2f}, {r.high:.2f}]" if not math.isnan(r.low) else f"{r.mean:.3f}"
-                      for r in ci.itertuples()]
+        ci["cell"] = [f"{r.mean:.3f} [{r.low:.2f}, {r.high:.2f}]" if not math.isnan(r.low)
+                      else f"{r.mean:.3f} (n {r.n}: no CI)" for r in ci.itertuples()]
         wide = ci.pivot(index="arm", columns="class", values="cell")
         parts[MEASURE_LABELS.get(m, m)] = wide.reindex(index=results.arms, columns=list(dict.fromkeys(ci["class"])))
     return pd.concat(parts, axis=1)
+
+
+def power_plan(results: Results, measure: str = "nDCG@10(doc)", delta: float = 0.05) -> Markdown:
+    """What this run's query set can detect per class, and the queries it would need to see ``delta``
+    (:func:`evalkit.planning.plan` over the run's own per-query scores, every pair of its arms)."""
+    if len(results.arms) < 2:
+        return Markdown("_One arm only: the spread of paired differences needs two arms to plan with._")
+    table = planning.plan(results.per_query, measure, delta)
+    return Markdown(f"```\n{planning.text(table, measure, delta)}\n```")
 
 
 def deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10") -> pd.DataFrame:
@@ -352,7 +366,7 @@ def _grouped_bars(ax: Axes, values: pd.DataFrame, colours: dict[str, str], low: 
 def plot_class_bars(results: Results, measure: str = "nDCG@10", ax: Axes | None = None,
                     colours: dict[str, str] | None = None, ci: pd.DataFrame | None = None) -> Axes:
     """One panel: mean ``measure`` per answerable class (and all answerable) per arm, with 95% bootstrap CIs
-    as whiskers."""
+    as whiskers where a class has at least :data:`MIN_CI_QUERIES` queries."""
     colours = colours or arm_colours(results.arms)
     ci = class_ci(results, measure) if ci is None else ci
     if ax is None:
@@ -366,7 +380,8 @@ def plot_class_bars(results: Results, measure: str = "nDCG@10", ax: Axes | None 
     ax.set_ylim(0, 1.06)
     ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_ylabel(f"mean {MEASURE_LABELS.get(measure, measure)}")
-    ax.set_title(f"{MEASURE_LABELS.get(measure, measure)} by query class (whiskers: 95% bootstrap CI)",
+    ax.set_title(f"{MEASURE_LABELS.get(measure, measure)} by query class (whiskers: 95% bootstrap CI; "
+                 f"none for n < {MIN_CI_QUERIES})",
                  loc="left", fontsize=11)
     return ax
 

@@ -215,7 +215,7 @@ class ClassDrop(Rule):
                 st = "pass"
             else:
                 st = "underpowered"
-            details.append(Detail(c, st, f"{_ci(r)}, n {int(r['n'])}, p(Holm) {ph:.4f}, MDD {r['mdd']:.3f}, "
+            details.append(Detail(c, st, f"{_ci(r)}, n {int(r['n'])}, p(Holm) {ph:.4f}, {stats.mdd_text(r['mdd'])}, "
                                          f"power at {self.max_drop:g} {pw:.0%}"))
             per_class[c] = {"n": int(r["n"]), "delta": r["delta"], "low": r["low"], "high": r["high"],
                             "p": r["p"], "p_holm": ph, "mdd": r["mdd"], "power": pw, "status": st}
@@ -506,10 +506,12 @@ def load(path: Path | str) -> Rules:
     return Rules(str(path), hashlib.sha256(raw).hexdigest(), settings, tuple(rules))
 
 
-def evaluate(rules: Rules, pair: comparison.Pair, timing: PairedTiming | Untimed | None = None) -> tuple[Outcome, ...]:
+def evaluate(rules: Rules, pair: comparison.Pair, timing: PairedTiming | Untimed | None = None,
+             ctx: Context | None = None) -> tuple[Outcome, ...]:
     """Every rule's outcome, in file order (``timing``: the side-by-side timing the latency rule decides
-    on). A rule that cannot be evaluated raises :class:`RulesError` naming it."""
-    ctx = Context(pair, rules.settings, timing)
+    on; ``ctx``: the pair's statistics, when they are shared with :func:`detectable`). A rule that cannot be
+    evaluated raises :class:`RulesError` naming it."""
+    ctx = ctx or Context(pair, rules.settings, timing)
     out = []
     for rule in rules.rules:
         try:
@@ -519,6 +521,16 @@ def evaluate(rules: Rules, pair: comparison.Pair, timing: PairedTiming | Untimed
         except comparison.CompareError as e:
             raise RulesError(f"{rules.path} rule {rule.title!r}: {e}") from None
     return tuple(out)
+
+
+def detectable(rules: Rules, ctx: Context) -> tuple[str, ...]:
+    """What the query set can detect, said before any rule's verdict: for each measure a rule tests by its
+    mean Δ (non-inferiority, class-drop), the MDD and n of all answerable queries and of each class."""
+    lines = []
+    for m in dict.fromkeys(r.measure for r in rules.rules if isinstance(r, (NonInferiority, ClassDrop))):
+        parts = [f"{cls} {stats.mdd_text(r['mdd'])} (n {int(r['n'])})" for cls, r in ctx.table(m).iterrows()]
+        lines.append(f"{m} at {ctx.settings.power:.0%} power: {'; '.join(parts)}")
+    return tuple(lines)
 
 
 def finite(value: Any) -> Any:

@@ -230,6 +230,8 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         summarize(frame).to_csv(tmp, index=False)
     manifest.update(status="complete", finished=_now(), environment=completed(manifest.get("environment", {})))
     resultsdir.write_json(manifest_path, manifest)
+    if used := store.usage():  # empty on an executor: its workers read the cache
+        print(f"cache {store.path}: {used}", file=sys.stderr)
 
 
 def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progress: bool) -> None:

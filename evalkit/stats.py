@@ -19,6 +19,8 @@ from scipy import stats as _st
 
 Verdict = Literal["better", "worse", "not distinguishable"]
 ALPHA, POWER, RESAMPLES = 0.05, 0.8, 10_000
+RANGE = 1.0  # the largest difference a ranking measure (nDCG, RR, Recall, GoldDoc, ...) can show
+TOO_SMALL = "n too small"
 
 
 def _values(values: Sequence[float] | np.ndarray, what: str = "values") -> np.ndarray:
@@ -117,6 +119,17 @@ def mdd(sd: float, n: int, alpha: float = ALPHA, target: float = POWER) -> float
         return 0.0
     guess = (_st.t.ppf(1 - alpha / 2, n - 1) + _st.t.ppf(target, n - 1)) * sd / math.sqrt(n)
     return float(optimize.brentq(lambda x: power(x, sd, n, alpha) - target, guess / 4, guess * 4, xtol=1e-10))
+
+
+def detectable(value: float) -> float:
+    """An MDD as worth showing: NaN when it is undefined (n < 2) or beyond :data:`RANGE`, where it says
+    only that the set is too small."""
+    return value if value <= RANGE else math.nan
+
+
+def mdd_text(value: float) -> str:
+    """``MDD 0.123``, or :data:`TOO_SMALL` where :func:`detectable` is NaN."""
+    return TOO_SMALL if math.isnan(detectable(value)) else f"MDD {value:.3f}"
 
 
 def queries_needed(delta: float, sd: float, alpha: float = ALPHA, target: float = POWER, most: int = 100_000) -> int:

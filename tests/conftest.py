@@ -254,3 +254,14 @@ def latex_results(latex, tmp_path_factory):
     c, store = latex
     return run(c, store, qrels.load(ROOT / "qrels" / "latex.toml"), ["keyword", "score-merge"],
                tmp_path_factory.mktemp("latex-results") / "results", progress=False)
+
+
+# Two queries per class, as in issue #20's trial: the paired differences are (+0.0034, -0.3) for needle
+# and (+0.5, 0) for trap, whose unguarded MDDs are the 2.478 and 4.084 it reported for a measure bounded by 1.
+TWO_PER_CLASS = {"base": {"nDCG@10": [0.2, 0.5, 0.5, 0.5]}, "cand": {"nDCG@10": [0.2034, 0.2, 1.0, 0.5]}}
+
+
+@pytest.fixture
+def two_per_class(tmp_path):
+    """A results directory with two arms and two queries in each of two classes."""
+    return write_results(tmp_path / "two", TWO_PER_CLASS, ["needle", "needle", "trap", "trap"])

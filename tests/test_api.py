@@ -4,7 +4,7 @@ import json
 import pytest
 
 import evalkit as ek
-from evalkit import executor
+from evalkit import dirs, executor
 from evalkit.corpora import CorpusError
 from evalkit.qrels import QrelsError
 from evalkit.runner import RunError
@@ -123,3 +123,31 @@ def test_compare_and_gate_take_short_names(docs, isolated, tmp_path):
 def test_a_notebook_arm_cannot_travel_to_workers(docs, isolated, cluster):
     with executor.use(cluster), pytest.raises(RunError, match="defined in this process"):
         ek.run(docs, isolated / "q.toml", [chunks], isolated / "res", progress=False)
+
+
+def test_a_folder_of_ones_own_is_a_pinned_corpus_in_one_step(tmp_path, monkeypatch, capsys):
+    """ek.add_corpus writes ./corpora.lock (nothing else in the working directory, nothing in the
+    installation), with the folder as root and sources relative to the lock, and the corpus is usable at once."""
+    monkeypatch.setenv("EVALKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("EVALKIT_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("EVALKIT_LOCK", raising=False)
+    work = tmp_path / "work"
+    (work / "pdfs").mkdir(parents=True)
+    make_pdf(work / "pdfs" / "a.pdf", ["seals on the ice", "walrus migration routes north"])
+    make_pdf(work / "pdfs" / "b.pdf", ["penguins and a walrus"])
+    monkeypatch.chdir(work)
+    shipped = dirs.shipped("corpora.lock")
+    before = shipped.read_bytes()
+    mine = ek.add_corpus("mine", "pdfs", progress=False)
+    assert mine.documents == ["a.pdf", "b.pdf"] and mine.corpus.root == work / "pdfs"
+    assert sorted(p.name for p in work.iterdir()) == ["corpora.lock", "pdfs"] and shipped.read_bytes() == before
+    lock = (work / "corpora.lock").read_text()
+    assert 'root = "pdfs"' in lock and 'source = "file:pdfs/a.pdf"' in lock and str(work) not in lock
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"pinned mine in {work / 'corpora.lock'}: 2 documents, 3 pages in pdfs (paths relative to the lock)"
+    assert err[1] == (f"corpus mine: PDFs in {work / 'pdfs'}; cache {tmp_path / 'cache' / 'evalkit.sqlite'}: "
+                      "0 of 2 documents reused, 2 extracted")  # extracted as they were pinned
+    assert ek.corpus("mine", progress=False).search("keyword", "walrus", 1).hits  # by name, no fetch
+    make_pdf(work / "pdfs" / "a.pdf", ["changed"])
+    with pytest.raises(CorpusError, match="1 changed"):
+        ek.corpus("mine", progress=False)

@@ -113,6 +113,8 @@ def test_compare_every_arm_against_a_baseline(results, capsys):
     (["{r}:keyword"], "give BASE and CAND"),
     (["{r}", "{r}", "--baseline", "keyword"], "with --baseline ARM give one results directory"),
 ])
+
+
 def test_compare_bad_sides_exit_2(results, capsys, argv, message):
     assert main(["compare", *(a.format(r=results) for a in argv)]) == 2
     err = capsys.readouterr().err
@@ -162,6 +164,8 @@ def test_gate_exit_1_when_a_rule_fails(results, tmp_path, capsys):
     ("no robustness report", "robustness.json not found: run `evalkit robustness"),
     ("unwritable output", "cannot write"),
 ])
+
+
 def test_gate_exit_2_names_what_could_not_be_evaluated(results, other_queries, tmp_path, capsys, case, message):
     bad = tmp_path / "bad.toml"
     bad.write_text({"malformed": "[[rule]\ntype = 'latency'", "unknown type": "[[rule]]\ntype = 'speed'",
@@ -186,6 +190,8 @@ def test_gate_exit_2_names_what_could_not_be_evaluated(results, other_queries, t
 
 
 @pytest.mark.slow
+
+
 def test_gate_on_latex_fails_score_merge_against_keyword_and_passes_keyword_against_itself(latex_results, capsys):
     r = latex_results
     assert main(["gate", "--baseline", f"{r}:keyword", "--candidate", f"{r}:score-merge", "--rules", GATE]) == 1
@@ -223,6 +229,8 @@ def _expand(arg: str, env: dict) -> str:
     ('query = ["x"]\n', "query #1 is not a table"),
     (TINY_QUERIES.replace('judgments = [', 'judgments = "no"\nx = ['), "'judgments' is not a list"),
 ])
+
+
 def test_malformed_query_files_name_the_file_and_field(tiny, capsys, toml, needle):
     home, argv = tiny
     (home / "tiny.toml").write_text(toml)
@@ -234,6 +242,8 @@ def test_malformed_query_files_name_the_file_and_field(tiny, capsys, toml, needl
     (lambda a: a + ["-k", "0"], "argument -k: must be at least 1, not 0"),
     (lambda a: a + ["-k", "-3"], "argument -k: must be at least 1, not -3"),
 ])
+
+
 def test_k_below_one_is_refused(tiny, capsys, change, needle):
     with pytest.raises(SystemExit) as e:
         main(change(tiny[1]))
@@ -246,6 +256,8 @@ def test_k_below_one_is_refused(tiny, capsys, change, needle):
     ("keyword(rrf_k=-1)", "parameter 'rrf_k' must be at least 0, not -1"),
     ("hybrid(depth=0)", "parameter 'depth' must be at least 1, not 0"),
 ])
+
+
 def test_arms_are_validated_before_anything_is_written(tiny, capsys, arms, needle):
     home, argv = tiny
     argv[argv.index("keyword")] = arms
@@ -340,9 +352,13 @@ def test_a_refused_out_gets_no_lock_file(tiny, capsys):
 
 
 @pytest.mark.parametrize("command", ["summary", "compare", "gate", "report"])
+
+
 @pytest.mark.parametrize("field, value, says", [("qrels", {"name": "x"}, "field 'qrels.digest' is missing"),
                                                 ("arms", [{"label": 3, "spec": "k"}], "field 'arms[0].label' is not a string"),
                                                 ("corpus", "latex", "field 'corpus' is not a table")])
+
+
 def test_bad_manifest_fields_are_bad_input_naming_the_field(tiny, capsys, command, field, value, says):
     home, argv = tiny
     assert main(argv) == 0
@@ -423,8 +439,54 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130():
 
 
 @pytest.mark.slow
+
+
 def test_ctrl_c_during_report_is_one_line_and_exit_130(tiny):
     home, argv = tiny
     assert main(argv) == 0
     code, err = _interrupt(["report", str(home / "res")], 8.0)
     assert code == 130 and err.strip().splitlines() == ["evalkit: interrupted"], err
+
+
+def test_corpus_add_then_run_by_name_says_which_cache_it_used_and_what_it_reused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("EVALKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("EVALKIT_LOCK", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pdfs").mkdir()
+    make_pdf(tmp_path / "pdfs" / "a.pdf", ["seals", "walrus migration routes"])
+    make_pdf(tmp_path / "pdfs" / "b.pdf", ["penguins and a walrus"])
+    (tmp_path / "tiny.toml").write_text(TINY_QUERIES)
+    assert main(["corpus", "add", "mine", "pdfs"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "mine: 2 documents, 3 pages, ready as --corpus mine\n"
+    assert f"pinned mine in {tmp_path / 'corpora.lock'}: 2 documents, 3 pages in pdfs" in err
+    cache = tmp_path / "cache" / "evalkit.sqlite"
+    assert main(["run", "--corpus", "mine", "--qrels", "tiny.toml", "--arms", "keyword", "--out", "res"]) == 0
+    err = capsys.readouterr().err
+    assert f"corpus mine: PDFs in {tmp_path / 'pdfs'}; cache {cache}: 2 of 2 documents reused, 0 extracted" in err
+    assert f"cache {cache}: corpus-wide index: 0 pages reused, 3 built" in err
+    assert main(["run", "--corpus", "mine", "--qrels", "tiny.toml", "--arms", "keyword", "--out", "res2"]) == 0
+    assert f"cache {cache}: corpus-wide index: 3 pages reused, 0 built" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "corpora.lock", "pdfs", "res", "res2", "tiny.toml"]
+    other = tmp_path / "elsewhere.lock"
+    assert main(["corpus", "add", "again", "pdfs", "--lock", str(other)]) == 0
+    assert f"other commands read it with EVALKIT_LOCK={other}" in capsys.readouterr().err
+
+
+def test_the_own_pdfs_workflow_runs_real_evalkit_commands():
+    """The CI example for a team's own PDFs: its setup commands (in the comments) and its steps parse as
+    evalkit commands; it verifies the corpus by name from the committed lock, with no fetch."""
+    yaml = pytest.importorskip("yaml")
+    text = (ROOT / "examples" / "github-actions-own-pdfs.yml").read_text()
+    job = yaml.safe_load(text)["jobs"]["gate"]
+    env = {**job["env"], "GITHUB_STEP_SUMMARY": "summary.md"}
+    setup = [line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#   evalkit ")]
+    steps = [line.strip().rstrip("\\") for step in job["steps"] if "run" in step
+             for line in step["run"].replace("\\\n", " ").splitlines() if line.strip().startswith(".venv/bin/evalkit")]
+    assert [c.split()[1:3] for c in setup] == [["corpus", "add"], ["run", "--corpus"]]
+    assert [c.split()[1] for c in steps] == ["corpus", "qrels", "run", "gate"]
+    parsed = [parser().parse_args([_expand(a, env) for a in shlex.split(c.split("#")[0])[1:]]) for c in setup + steps]
+    assert [a.func.__name__ for a in parsed] == ["cmd_corpus_add", "cmd_run", "cmd_corpus_verify", "cmd_qrels_check",
+                                                 "cmd_run", "cmd_gate"]
+    assert parsed[0].dir == Path("pdfs") and parsed[2].name == "mine" and parsed[-1].baseline == "baselines/mine:keyword"
+    assert "corpus fetch" not in text.replace("#", "")

@@ -135,3 +135,11 @@ def test_render_names_the_family_and_every_candidate(two_arms):
     assert "p(Holm): Holm over the 3 rows of each measure" in text and "candidate " + str(two_arms) + ":b" in text
     assert "W/T/L" in text and "MDD" in text and "wrongful refusal" in text and "latency" in text
     assert np.isfinite(comparison.latency(comparison.pair(base, base))["ratio"])
+
+
+def test_the_table_says_n_too_small_where_the_mdd_would_exceed_the_range(two_per_class):
+    pair = comparison.pair(comparison.side(f"{two_per_class}:base"), comparison.side(f"{two_per_class}:cand"))
+    t = comparison.table(pair, ("nDCG@10",)).set_index("class")
+    assert t.loc[["needle", "trap"], "mdd"].isna().all() and 0 < t.loc["all", "mdd"] <= 1  # 0.705 at n 4
+    text = comparison.render([pair], ("nDCG@10",))
+    assert text.count("n too small") == 3 and "0.705" in text and "4.084" not in text and "2.478" not in text

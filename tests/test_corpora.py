@@ -122,6 +122,8 @@ def test_digest_depends_on_names_and_bytes(isolated):
 
 
 @pytest.mark.slow
+
+
 def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypatch):
     c, _ = latex
     assert len(c.documents) == 100 and 1800 <= c.pages <= 2800
@@ -140,6 +142,8 @@ def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypat
     ("mine", "/tmp/evalkit-absolute.pdf", "holds a path separator"),
     ("mine", "..", "is '..', a folder"),
     ("../../escaped", "alpha.pdf", "corpus name '../../escaped' holds a path separator")])
+
+
 def test_fetch_never_writes_outside_the_data_folder(isolated, name, doc, says):
     src = _folder(isolated)
     entry = {"document": [{"name": doc, "sha256": corpora.sha256_file(src / "alpha.pdf"), "pages": 2,
@@ -169,3 +173,58 @@ def test_symbolic_links_are_left_out_unless_followed(isolated):
     (only / "a.pdf").symlink_to(src / "alpha.pdf")
     with pytest.raises(CorpusError, match="holds no .pdf files but 1 symbolic link.*--follow-symlinks"):
         corpora.from_dir(only)
+
+
+def test_relative_sources_verify_and_fetch_wherever_the_repository_is_checked_out(isolated, monkeypatch):
+    repo = isolated / "repo"
+    repo.mkdir()
+    src = _folder(repo)
+    with PageStore() as store:
+        corpora.lock_corpus(store.ingest(corpora.from_dir(src, "mine"), progress=False).corpus, repo / "corpora.lock",
+                            usable=True)
+    moved = isolated / "elsewhere" / "checkout"
+    shutil.move(repo, moved)  # another machine: the same repository at another path
+    c = corpora.load("mine", lock=moved / "corpora.lock")
+    assert c.root == moved / "src" and corpora.verify(c).ok and c.base == moved
+    assert {d.source for d in c.documents} == {"file:src/alpha.pdf", "file:src/beta.pdf"}
+    into = corpora.load("mine", root=isolated / "fetched", lock=moved / "corpora.lock")
+    assert corpora.fetch(into) == ["alpha.pdf", "beta.pdf"] and corpora.verify(into).ok
+
+
+def test_old_absolute_file_sources_still_fetch(isolated):
+    src = _folder(isolated)
+    lock = isolated / "old.lock"
+    c = corpora.from_dir(src, "old")
+    entry = {"document": [{"name": d.name, "sha256": d.sha256, "bytes": d.bytes, "pages": 1, "source": d.source}
+                          for d in c.documents]}
+    assert all(d.source.startswith(f"file:{src.resolve()}") for d in c.documents)
+    corpora.write_lock({"old": entry}, lock)
+    into = corpora.load("old", root=isolated / "fetched", lock=lock)
+    assert into.root == isolated / "fetched" and corpora.fetch(into) == ["alpha.pdf", "beta.pdf"]
+
+
+def test_relocking_a_shipped_corpus_keeps_its_package_sources(isolated):
+    src = _folder(isolated)
+    lock = isolated / "corpora.lock"
+    _lock(src)
+    entries = corpora.read_lock(lock)
+    entries["mine"]["document"][0]["source"] = "deb:pkg=1:/usr/share/doc/alpha.pdf"
+    corpora.write_lock(entries, lock)
+    _lock(src)
+    assert [d["source"] for d in corpora.read_lock(lock)["mine"]["document"]] == [
+        "deb:pkg=1:/usr/share/doc/alpha.pdf", "file:src/beta.pdf"]
+
+
+def test_locking_another_folder_drops_the_root_of_the_first(isolated):
+    lock = isolated / "corpora.lock"
+    with PageStore() as store:
+        def pin(folder, usable):
+            corpora.lock_corpus(store.ingest(corpora.from_dir(folder, "mine"), progress=False).corpus, lock,
+                                usable=usable)
+            return corpora.read_lock(lock)["mine"].get("root")
+
+        src = _folder(isolated)
+        assert pin(src, True) == "src" and pin(src, False) == "src"  # re-locking the same folder keeps it
+        other = isolated / "other"
+        shutil.copytree(src, other)
+        assert pin(other, False) is None and corpora.load("mine", lock=lock).root == corpora.default_root("mine")

@@ -77,3 +77,6 @@ def test_an_interrupted_embedding_resumes_and_a_second_run_embeds_nothing(tmp_pa
         ensure_vectors(store, list(c.documents), SPEC, lambda: pytest.fail("embedded again"), progress=False)
         pages, vecs = load_vectors(store, c.documents[0], SPEC.key)
         assert list(pages) == [1, 2] and vecs.shape == (2, 384)
+    with PageStore(tmp_path / "s.sqlite") as again:  # what a command prints: what it reused and embedded
+        ensure_vectors(again, list(c.documents), SPEC, lambda: pytest.fail("embedded again"), progress=False)
+        assert again.usage() == f"vectors ({SPEC.model}): 6 pages reused, 0 embedded"

@@ -348,17 +348,36 @@ def test_class_bars_are_class_means_with_bootstrap_ci_whiskers(res):
         whiskers = container.errorbar.lines[2][0].get_segments()
         assert len(whiskers) == len(classes)
         for seg, (cls, row) in zip(whiskers, rows.iterrows()):
-            if row["n"] < 2:  # one query: no spread to resample, no whisker
+            if row["n"] < reporting.MIN_CI_QUERIES:  # a handful of queries: a mean, no whisker
                 assert len(seg) == 0, cls
             else:
                 assert [seg[0][1], seg[1][1]] == pytest.approx([row["low"], row["high"]]), cls
         every = answerable.loc[answerable["arm"] == arm, "nDCG@10(doc)"]
         assert rows.loc[reporting.ALL, "n"] == len(every) == 7
-        assert rows.loc[reporting.ALL, ["mean", "low", "high"]].tolist() == pytest.approx(stats.bootstrap_ci(every))
+        assert rows.loc[reporting.ALL, "mean"] == pytest.approx(stats.bootstrap_ci(every)[0])
+        assert rows[["low", "high"]].isna().all().all()  # 7 queries at most: no interval anywhere
     assert ci.loc[ci["class"] == "needle", "n"].tolist() == [4, 4]
     table = reporting.class_ci_table(res)
-    assert table.loc["keyword", ("nDCG@10 doc", "needle")].count("[") == 1
-    assert table.loc["keyword", ("nDCG@10 doc", "spread")].count("[") == 0  # n = 1: a mean, no interval
+    assert table.loc["keyword", ("nDCG@10 doc", "needle")].endswith("(n 4: no CI)")
+
+
+def test_a_handful_of_queries_gets_no_whisker_and_the_planner_says_n_too_small(two_per_class, tmp_path):
+    from .conftest import write_results
+
+    small = Results.load(two_per_class)
+    ci = reporting.class_ci(small, "nDCG@10")
+    assert ci[["low", "high"]].isna().all().all()
+    ax = reporting.plot_class_bars(small, "nDCG@10")
+    assert all(len(seg) == 0 for c in _bars(ax) for seg in c.errorbar.lines[2][0].get_segments())
+    assert f"none for n < {reporting.MIN_CI_QUERIES}" in ax.get_title(loc="left")
+    assert "n too small" in reporting.power_plan(small) and "4.084" not in reporting.power_plan(small)
+    rng = np.random.default_rng(0)
+    big = Results.load(write_results(tmp_path / "big", {a: {"nDCG@10": list(rng.uniform(0, 1, 12))} for a in "ab"},
+                                     ["needle"] * 12))
+    ci = reporting.class_ci(big, "nDCG@10").set_index(["arm", "class"])
+    assert ci.loc[("a", "needle"), "low"] < ci.loc[("a", "needle"), "mean"] < ci.loc[("a", "needle"), "high"]
+    assert "MDD" in reporting.power_plan(big) and reporting.power_plan(Results.load(write_results(
+        tmp_path / "one", {"a": {"nDCG@10": [0.5] * 12}}, ["needle"] * 12))).startswith("_One arm only")
 
 
 @pytest.mark.slow

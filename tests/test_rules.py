@@ -223,3 +223,10 @@ def test_identical_runs_pass_every_relative_rule(tmp_path, classed):
 
 def test_finite_turns_nan_into_null():
     assert rules.finite({"a": [1.0, float("nan")], "b": (float("inf"), "x")}) == {"a": [1.0, None], "b": [None, "x"]}
+
+
+def test_class_drop_says_n_too_small_instead_of_an_mdd_beyond_the_range(tmp_path, two_per_class):
+    pair = comparison.pair(comparison.side(f"{two_per_class}:base"), comparison.side(f"{two_per_class}:cand"))
+    (o,) = evaluate(tmp_path, '[[rule]]\ntype = "class-drop"\n', pair)
+    assert o.status == "underpowered" and [d.label for d in o.details] == ["needle", "trap"]
+    assert all("n too small" in d.text and "MDD" not in d.text for d in o.details)

@@ -182,3 +182,16 @@ def test_paired_compare_counts_wins_ties_losses_and_reports_the_mdd():
     assert (c.mean_a, c.mean_b) == (pytest.approx(a.mean()), pytest.approx(b.mean()))
     assert c.sd_delta == pytest.approx(np.std(b - a, ddof=1)) and c.mdd == pytest.approx(mdd(c.sd_delta, 5))
     assert c.p_value == pytest.approx(_all_sign_flips_p(b - a))
+
+
+def test_an_mdd_beyond_the_measures_range_is_told_as_n_too_small(two_per_class):
+    import pandas as pd
+
+    from evalkit.stats import detectable, mdd_text
+
+    pq = pd.read_parquet(two_per_class / "per_query.parquet").pivot(index="query", columns="arm", values="nDCG@10")
+    raw = [paired_compare(pq["base"][q], pq["cand"][q]).mdd for q in (["q000", "q001"], ["q002", "q003"])]
+    assert [round(m, 3) for m in raw] == [2.478, 4.084]  # the figures, unguarded
+    assert [mdd_text(m) for m in raw] == ["n too small", "n too small"]
+    assert math.isnan(detectable(math.nan)) and mdd_text(0.25) == "MDD 0.250"
+    assert mdd_text(1.0) == "MDD 1.000" and mdd_text(1.0001) == "n too small"

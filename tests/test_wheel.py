@@ -1,5 +1,6 @@
 """evalkit installed the way libraries are: a wheel built from the package, installed into a fresh virtual
-environment outside the checkout, then corpus -> run -> report -> gate from a temporary working directory.
+environment outside the checkout, then a folder of one's own (``corpus add``) -> run -> report -> gate from a
+temporary working directory, which verifies again when copied elsewhere (its lock's paths are relative).
 
 Offline by construction: the wheel is built with this environment's setuptools (no build isolation, which
 would download one), and the fresh environment sees this environment's third-party packages through a
@@ -96,20 +97,30 @@ def test_the_wheel_runs_corpus_run_report_and_gate_outside_the_checkout(tmp_path
                            capture_output=True, text=True, check=True).stdout
     assert where.startswith(str(site)), where
 
-    lock = evalkit("corpus", "lock", "tiny", "docs")
-    assert lock.returncode == 0 and f"locked tiny in {work / 'corpora.lock'}: 2 documents, 3 pages" in lock.stdout, lock
-    assert evalkit("corpus", "fetch", "tiny").returncode == 0
+    add = evalkit("corpus", "add", "tiny", "docs")  # a folder of one's own: pinned and usable, no fetch
+    assert add.returncode == 0 and add.stdout == "tiny: 2 documents, 3 pages, ready as --corpus tiny\n", add
+    assert f"pinned tiny in {work / 'corpora.lock'}: 2 documents, 3 pages in docs" in add.stderr
+    assert 'source = "file:docs/a.pdf"' in (work / "corpora.lock").read_text()
     assert evalkit("corpus", "verify", "latex").stdout.startswith("missing: ")  # the shipped lock is still read
     run = evalkit("run", "--corpus", "tiny", "--qrels", "wheel.toml", "--arms", "keyword,global-index",
                   "--out", "results/tiny")
     assert run.returncode == 0, run.stderr
+    assert f"cache {tmp_path / 'cache' / 'evalkit.sqlite'}: 2 of 2 documents reused, 0 extracted" in run.stderr
     report = evalkit("report", "results/tiny")
     assert report.returncode == 0, report.stderr
-    assert (work / "results" / "tiny" / "report.html").stat().st_size > 0
+    html = (work / "results" / "tiny" / "report.html").read_text()
+    assert "What this query set can detect" in html and "n too small" in html  # one query per class
     gate = evalkit("gate", "--baseline", "results/tiny:keyword", "--candidate", "results/tiny:global-index")
     assert gate.returncode in (0, 1), gate.stderr  # a verdict (2: none could be reached)
     assert f"rules     {site / 'evalkit' / 'data' / 'gate.toml'}" in gate.stdout
+    assert "(n 2); needle n too small (n 1); spread n too small (n 1)" in gate.stdout.split("\ndetects   ")[1]
     assert (work / "results" / "tiny" / "gate.json").exists()
 
     assert tree(site) == installed  # nothing written into the installation
     assert sorted(p.name for p in work.iterdir()) == ["corpora.lock", "docs", "results", "wheel.toml"]
+
+    checkout = tmp_path / "another" / "checkout"  # the repository cloned elsewhere: the lock still verifies
+    shutil.copytree(work, checkout)
+    verify = subprocess.run([bin_ / "evalkit", "corpus", "verify", "tiny"], cwd=checkout, env=env, capture_output=True,
+                            text=True)
+    assert verify.returncode == 0 and f"0 missing, 0 changed, 0 extra in {checkout / 'docs'}" in verify.stdout, verify

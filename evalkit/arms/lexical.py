@@ -99,7 +99,9 @@ def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
     digest = corpus.digest()
     name = f"fts_global_{digest[:24]}"
     if _settings_ok(store, name, "global"):
+        store.note("corpus-wide index", corpus.pages, 0)
         return name
+    store.note("corpus-wide index", 0, corpus.pages)
     folder = str(corpus.root.resolve())
     with db:
         db.execute("BEGIN IMMEDIATE")
