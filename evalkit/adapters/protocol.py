@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..answers import PAGE_BREAK, AnswerError
+from ..answers import AnswerError
 from ..records import Chunk
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def unpaged(doc: str, text: str, score: float | None, start: Any, arm: FunctionA
     """A chunk that names no page: at ``start`` of the document's text when evalkit's text is the chunk's
     text there (a chunk cut from :meth:`evalkit.api.OpenCorpus.text`), else placed where its text is found.
     A library's offset into its own extraction of the PDF is never trusted blindly: it differs from evalkit's."""
-    whole = PAGE_BREAK.join(arm.page_texts(doc))
+    whole = arm.document_text(doc)
     if isinstance(start, int) and not isinstance(start, bool) and text and whole[start:start + len(text)] == text:
         return Chunk(doc, text, score, start=start, end=start + len(text))
     return Chunk(doc, text, score)

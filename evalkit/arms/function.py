@@ -83,6 +83,13 @@ class FunctionArm(Arm):
             cache[doc] = self.store.texts(self.corpus.document(doc))
         return cache[doc]
 
+    def document_text(self, doc: str) -> str:
+        """A document's whole text, its page texts joined as chunk spans index it, joined once per arm."""
+        cache = self.__dict__.setdefault("_documents", {})
+        if doc not in cache:
+            cache[doc] = answers.PAGE_BREAK.join(self.page_texts(doc))
+        return cache[doc]
+
     def describe(self) -> dict:
         t = self.target
         return {"retriever": f"{getattr(t, '__module__', None) or type(t).__module__}.{getattr(t, '__qualname__', type(t).__qualname__)}",
