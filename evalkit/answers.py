@@ -12,6 +12,7 @@ cannot be placed is an error of its query, not a silent miss.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -64,7 +65,10 @@ def page_starts(texts: Sequence[str]) -> list[int]:
 
 
 def _pages_of_span(start: int, end: int, starts: Sequence[int], ends: Sequence[int]) -> tuple[int, ...]:
-    return tuple(i + 1 for i, (s, e) in enumerate(zip(starts, ends)) if s < end and start < e or s == e == start)
+    """The 1-based pages whose [start, end) overlaps the span (an empty page at the span's start counts)."""
+    first = max(bisect.bisect_right(starts, start) - 1, 0)
+    last = bisect.bisect_left(starts, end, lo=first)
+    return tuple(i + 1 for i in range(first, last) if starts[i] < end and start < ends[i] or starts[i] == ends[i] == start)
 
 
 def _span(chunk: Chunk, texts: Sequence[str]) -> tuple[int, ...]:

@@ -251,7 +251,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
         answers = ex.map(search_task, [(*_where(spec, arm), q.text, k) for q in todo])
     ready: dict[int, tuple[Result, float]] = {}
     written = 0
-    pages = {d.name: d.pages for d in arm.corpus.documents}
+    pages = {d.name: d.pages or len(arm.store.texts(d)) for d in arm.corpus.documents}  # 0: not counted yet
     with open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
                                     disable=not progress or not todo) as bar:
         for i, answer in answers:
