@@ -442,13 +442,16 @@ def cmd_gate(args) -> int:
 
 
 def _query_set_on(args, where: str):
-    """``CORPUS=QRELS`` (a corpus of the lock and its query file), opened and checked as `evalkit run` does."""
+    """``CORPUS=QRELS`` (a corpus of the lock, or a folder of PDFs, and its query file), opened and checked as
+    `evalkit run` does."""
     from .tune import QuerySetOn
 
     name, eq, path = where.partition("=")
     if not eq or not name or not path:
         raise UsageError(f"want CORPUS=QRELS, e.g. latex=qrels/latex.toml, not {where!r}")
-    one = argparse.Namespace(**{**vars(args), "corpus": name, "docs": None, "qrels": Path(path)})
+    folder = Path(name).is_dir()
+    one = argparse.Namespace(**{**vars(args), "corpus": None if folder else name, "docs": Path(name) if folder else None,
+                                "qrels": Path(path)})
     qs, ingest, store, _ = open_run(one)
     return QuerySetOn(ingest.corpus, store, qs, path)
 
@@ -682,7 +685,8 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--arm", required=True, help="the arm to sweep (with --grid), or comma-separated candidate specs")
     tu.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2",
                     help="values of one parameter of --arm; repeat for more (every combination runs)")
-    tu.add_argument("--tune-on", required=True, metavar="CORPUS=QRELS", help="where the candidates run and one is chosen")
+    tu.add_argument("--tune-on", required=True, metavar="CORPUS=QRELS", help="where the candidates run and one is chosen "
+                    "(CORPUS: a corpus of the lock or a folder of PDFs)")
     tu.add_argument("--held-out", required=True, metavar="CORPUS=QRELS", help="where the chosen arm is gated")
     tu.add_argument("--measure", default="nDCG@10(doc)", help="what the choice maximises (mean over answerable queries)")
     tu.add_argument("--baseline", default="hybrid(keyword=global-index)", help="the arm the chosen one is gated against")
