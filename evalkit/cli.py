@@ -476,6 +476,14 @@ def cmd_tune(args) -> int:
     return tuned.exit_code
 
 
+def cmd_learn(args) -> int:
+    from .arms.learned import fit
+
+    qs, ingest, store, _ = open_run(args)
+    print(fit(ingest.corpus, store, qs.queries, seed=args.seed, negatives=args.negatives))
+    return 0
+
+
 # ---- refusal ---------------------------------------------------------------------------------------------
 
 REFUSAL_ACTIONS = ("show", "calibrate", "fit")
@@ -697,6 +705,13 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
     add_hidden_text_arg(tu)
     tu.set_defaults(func=cmd_tune)
+
+    le = sub.add_parser("learn", help="fit the learned arm's weights on a development query set; print its spec")
+    add_corpus_args(le)
+    le.add_argument("--qrels", required=True, type=Path)
+    le.add_argument("--seed", type=int, default=0, help="draws the negative pages of each query")
+    le.add_argument("--negatives", type=at_least_one, default=50, help="non-relevant candidate pages kept per query")
+    le.set_defaults(func=cmd_learn)
 
     rf = sub.add_parser("refusal", help="refusal measures of arms that record a confidence; calibrate; fit",
                         description="evalkit refusal [show] RESULTS --arm SPEC | calibrate RESULTS --arm SPEC "
