@@ -24,7 +24,7 @@ import numpy as np
 from ..records import Hit, Result
 from . import Arm, ArmError, make
 from .lexical import query_terms
-from .policies import fit_logistic, logistic
+from .policies import fit_logistic, format_weights, logistic, parse_weights
 from .profile import DocumentProfile
 from .semantic import page_maxima
 
@@ -86,16 +86,7 @@ class LearnedArm(Arm):
 
 def parse(text: str) -> list[float]:
     """``w0:w1:…`` (intercept, then one weight per feature); empty: not fitted yet."""
-    if not text:
-        return []
-    try:
-        w = [float(v) for v in text.split(":")]
-    except ValueError:
-        w = []
-    if len(w) != len(FEATURES) + 1:
-        raise ArmError(f"arm 'learned': weights wants {len(FEATURES) + 1} numbers separated by ':' "
-                       f"(intercept, then {', '.join(FEATURES)}), got {text!r}")
-    return w
+    return parse_weights(text, FEATURES, "arm 'learned'") if text else []
 
 
 def training_set(arm: LearnedArm, queries, negatives: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,5 +113,5 @@ def fit(corpus, store, queries, seed: int = 0, negatives: int = 50, l2: float = 
     x, y = training_set(arm, queries, negatives, seed)
     if not y.any() or y.all():
         raise ArmError("arm 'learned': fitting needs relevant and non-relevant candidate pages")
-    w = ":".join(f"{v:.4g}" for v in fit_logistic(x, y, l2))
+    w = format_weights(fit_logistic(x, y, l2))
     return f"learned({','.join([f'weights={w}', *(f'{k}={v}' for k, v in params.items())])})"

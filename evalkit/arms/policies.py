@@ -367,14 +367,15 @@ class EvidencePolicy(SemanticPolicy):
         return Verdict(c, "P(answerable)", "; ".join(p for p in (absent, seen) if p))
 
 
-def parse_weights(text: str) -> list[float]:
+def parse_weights(text: str, names: tuple[str, ...] = SIGNALS, owner: str = "policy 'evidence'") -> list[float]:
+    """``w0:w1:…``: a logistic model's intercept, then one weight per name in ``names``."""
     try:
         w = [float(v) for v in text.split(":")]
     except ValueError:
         w = []
-    if len(w) != len(SIGNALS) + 1:
-        raise ArmError(f"policy 'evidence': weights wants {len(SIGNALS) + 1} numbers separated by ':' "
-                       f"(intercept, then {', '.join(SIGNALS)}), got {text!r}")
+    if len(w) != len(names) + 1:
+        raise ArmError(f"{owner}: weights wants {len(names) + 1} numbers separated by ':' "
+                       f"(intercept, then {', '.join(names)}), got {text!r}")
     return w
 
 

@@ -57,18 +57,6 @@ def test_profile_adds_each_documents_best_page_as_a_candidate(small):
     assert list(inputs["profile"].values()) == sorted(inputs["profile"].values(), reverse=True)
 
 
-@pytest.mark.parametrize("spec", ["hybrid(keyword=global-index,profile=0.25)",
-                                  "hybrid(keyword=global-index,fusion=convex,weight=0.7,norm=zscore,profile=0.2)",
-                                  "hybrid(keyword=global-index,fusion=convex,norm=tmm)"])
-def test_new_fusions_keep_the_prefix_property(small, spec):
-    c, store = small
-    arm = arms.make(spec, c, store)
-    for q in QUERIES[:3]:
-        top = arm.search(q, 25).hits
-        assert all(arm.search(q, k).hits == top[:k] for k in (1, 5, 10))
-        assert [h.score for h in top] == sorted((h.score for h in top), reverse=True)
-
-
 def test_convex_hybrid_with_all_weight_on_semantic_ranks_its_list_first(small):
     c, store = small
     arm = arms.make("hybrid(keyword=global-index,fusion=convex,weight=1.0)", c, store)

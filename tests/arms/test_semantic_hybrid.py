@@ -70,7 +70,10 @@ def test_renaming_every_document_changes_nothing_but_the_names(small, renamed, s
         assert before == after
 
 
-@pytest.mark.parametrize("spec", ["semantic", "hybrid", "hybrid(keyword=global-index)"])
+@pytest.mark.parametrize("spec", ["semantic", "hybrid", "hybrid(keyword=global-index)",
+                                  "hybrid(keyword=global-index,profile=0.25)",
+                                  "hybrid(keyword=global-index,fusion=convex,weight=0.7,norm=zscore,profile=0.2)",
+                                  "hybrid(keyword=global-index,fusion=convex,norm=tmm)"])
 def test_prefix_property(small, spec):
     c, store = small
     arm = arms.make(spec, c, store)
