@@ -74,7 +74,8 @@ class HybridArm(Arm):
             by_doc, best = self.profile.scores(query)
             top = sorted(by_doc, key=lambda d: (-by_doc[d], self.sha[d]))[:depth]
             pages = [*out["keyword"], *out["semantic"], *((d, best[d]) for d in top)]
-            out["profile"] = {p: by_doc[p[0]] for p in sorted(set(pages), key=lambda p: (-by_doc[p[0]], self.sha[p[0]]))}
+            order = sorted(set(pages), key=lambda p: (-by_doc[p[0]], self.sha[p[0]], p[1]))  # no hash order
+            out["profile"] = {p: by_doc[p[0]] for p in order}
         return out
 
     def fused(self, inputs: dict[str, dict[tuple[str, int], float]]) -> dict[tuple[str, int], float]:
