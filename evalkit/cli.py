@@ -500,6 +500,52 @@ def cmd_gate(args) -> int:
     return verdict.exit_code
 
 
+# ---- tune ------------------------------------------------------------------------------------------------
+
+
+def _query_set_on(args, where: str):
+    """``CORPUS=QRELS`` (a corpus of the lock, or a folder of PDFs, and its query file), opened and checked as
+    `evalkit run` does."""
+    from .tune import QuerySetOn
+
+    name, eq, path = where.partition("=")
+    if not eq or not name or not path:
+        raise UsageError(f"want CORPUS=QRELS, e.g. latex=qrels/latex.toml, not {where!r}")
+    folder = Path(name).is_dir()
+    one = argparse.Namespace(**{**vars(args), "corpus": None if folder else name, "docs": Path(name) if folder else None,
+                                "qrels": Path(path)})
+    qs, opened = open_run(one)
+    return QuerySetOn(opened.corpus, opened.store, qs, path)
+
+
+def cmd_tune(args) -> int:
+    from .tune import TuneError, grid, tune
+
+    axes = {}
+    for g in args.grid:
+        key, eq, values = g.partition("=")
+        if not eq or not split_top(values, ","):
+            raise UsageError(f"--grid wants NAME=V1,V2,..., not {g!r}")
+        axes[key.strip()] = split_top(values, ",")
+    candidates = grid(args.arm, axes) if axes else split_top(args.arm, ",")
+    runner.check_arms(candidates, args.k)
+    try:
+        tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
+                     args.measure, args.baseline, args.rules, args.k)
+    except TuneError as e:
+        raise UsageError(str(e)) from None
+    print(tuned.text())
+    return tuned.exit_code
+
+
+def cmd_learn(args) -> int:
+    from .arms.learned import fit
+
+    qs, opened = open_run(args)
+    print(fit(opened.corpus, opened.store, qs.queries, seed=args.seed, negatives=args.negatives))
+    return 0
+
+
 # ---- refusal ---------------------------------------------------------------------------------------------
 
 REFUSAL_ACTIONS = ("show", "calibrate", "fit")
@@ -752,6 +798,30 @@ def parser() -> argparse.ArgumentParser:
     ga.add_argument("--cache", type=Path, help="page store the latency rule re-times the arms on "
                                                "(default: $EVALKIT_CACHE/evalkit.sqlite)")
     ga.set_defaults(func=cmd_gate)
+
+    tu = sub.add_parser("tune", help="sweep an arm's parameters on one query set, gate the choice on another")
+    tu.add_argument("--arm", required=True, help="the arm to sweep (with --grid), or comma-separated candidate specs")
+    tu.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2",
+                    help="values of one parameter of --arm; repeat for more (every combination runs)")
+    tu.add_argument("--tune-on", required=True, metavar="CORPUS=QRELS", help="where the candidates run and one is chosen "
+                    "(CORPUS: a corpus of the lock or a folder of PDFs)")
+    tu.add_argument("--held-out", required=True, metavar="CORPUS=QRELS", help="where the chosen arm is gated")
+    tu.add_argument("--measure", default="nDCG@10(doc)", help="what the choice maximises (mean over answerable queries)")
+    tu.add_argument("--baseline", default="hybrid(keyword=global-index)", help="the arm the chosen one is gated against")
+    tu.add_argument("--rules", type=Path, default=Path("gate.toml"))
+    tu.add_argument("--out", type=Path, default=Path("results/tune"), help="results directories go here")
+    tu.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
+    tu.add_argument("--root", type=Path, help="where the corpora live (default: the evalkit data dir)")
+    tu.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
+    add_hidden_text_arg(tu)
+    tu.set_defaults(func=cmd_tune)
+
+    le = sub.add_parser("learn", help="fit the learned arm's weights on a development query set; print its spec")
+    add_corpus_args(le)
+    le.add_argument("--qrels", required=True, type=Path)
+    le.add_argument("--seed", type=int, default=0, help="draws the negative pages of each query")
+    le.add_argument("--negatives", type=at_least_one, default=50, help="non-relevant candidate pages kept per query")
+    le.set_defaults(func=cmd_learn)
 
     rf = sub.add_parser("refusal", help="refusal measures of arms that record a confidence; calibrate; fit",
                         description="evalkit refusal [show] RESULTS --arm SPEC | calibrate RESULTS --arm SPEC "

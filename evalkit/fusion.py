@@ -1,4 +1,6 @@
-"""Reciprocal Rank Fusion (Cormack, Clarke & Büttcher 2009), as pure functions.
+"""Rank and score fusion as pure functions: Reciprocal Rank Fusion (Cormack, Clarke & Büttcher 2009) and
+the convex combination of normalised scores (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for
+Hybrid Retrieval", TOIS 2023).
 
     RRF(d) = Σ_r 1 / (k + rank_r(d)),   rank 1-based, k = 60.
 
@@ -8,7 +10,7 @@ round-robin whose top band is all tied, which is why the caller must supply the 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -53,3 +55,55 @@ def round_robin_depth(lengths: Sequence[int], k: int) -> int:
     while depth < counts.max(initial=0) and np.minimum(counts, depth).sum() < k:
         depth += 1
     return depth
+
+
+# ---- weighted fusion of several inputs, each a map item -> rank or score ---------------------------------
+
+NORMS = ("minmax", "zscore", "tmm")
+
+
+def weighted_rrf(ranks: Sequence[Mapping[T, int]], weights: Sequence[float], k: int = K) -> dict[T, float]:
+    """Σ_r w_r / (k + rank_r(item)) over the inputs that rank the item (ranks 1-based). An input is a map,
+    not a list, so several items may share a rank: a document prior gives every page of a document the
+    document's rank."""
+    scores: dict[T, float] = {}
+    for rank, w in zip(ranks, weights, strict=True):
+        for item, r in rank.items():
+            scores[item] = scores.get(item, 0.0) + w / (k + r)
+    return scores
+
+
+def normalise(scores: np.ndarray, norm: str, lower: float = 0.0) -> np.ndarray:
+    """One input's scores on a common scale. ``minmax``: (s − min)/(max − min); ``zscore``: (s − mean)/sd;
+    ``tmm`` (theoretical min-max): (s − lower)/(max − lower), with ``lower`` the least score the scorer can
+    give (0 for BM25, −1 for a cosine), so a list of uniformly weak scores stays low. A list whose scores are
+    all equal (or one long) cannot say which item is better: every item gets 1 (min-max) or 0 (z-score)."""
+    s = np.asarray(scores, dtype=float)
+    if not len(s):
+        return s
+    if norm == "zscore":
+        sd = s.std()
+        return (s - s.mean()) / sd if sd > 0 else np.zeros(len(s))
+    low = s.min() if norm == "minmax" else lower
+    if norm not in NORMS:
+        raise ValueError(f"unknown normalisation {norm!r} (known: {', '.join(NORMS)})")
+    span = s.max() - low
+    return (s - low) / span if span > 0 else np.ones(len(s))
+
+
+def convex(scores: Sequence[Mapping[T, float]], weights: Sequence[float], norm: str,
+           lower: Sequence[float] | None = None) -> dict[T, float]:
+    """Σ_i w_i · normalise_i(score_i(item)) over every item of any input. An item an input did not return
+    gets that input's least normalised score ("no better than the worst it returned"; 0 under min-max):
+    the inputs are top-k lists, so their absence is weak evidence, not a score of −∞."""
+    lower = lower if lower is not None else [0.0] * len(scores)
+    above: dict[T, float] = {}  # Σ w_i · (n_i − floor_i): an input that misses an item adds 0
+    base = 0.0  # Σ w_i · floor_i, which every item has
+    for score, w, low in zip(scores, weights, lower, strict=True):
+        items = list(score)
+        n = normalise(np.array([score[i] for i in items], dtype=float), norm, low)
+        floor = float(n.min()) if len(n) else 0.0
+        base += w * floor
+        for item, v in zip(items, n.tolist()):
+            above[item] = above.get(item, 0.0) + w * (v - floor)
+    return {item: base + v for item, v in above.items()}

@@ -64,6 +64,18 @@ def names(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(0).lstrip("\\") for m in _NAME.finditer(text)))
 
 
+_LOWER_WORD = re.compile(r"(?<![\\\w])[a-z]{3,}(?![\w(])")
+
+
+def rare_words(text: str, frequency, below: float) -> list[str]:
+    """Lower-case words of ``text`` (letters only, three or more, not stop words) whose ``frequency`` (a
+    Zipf value: log10 of occurrences per billion words of English, as :func:`wordfreq.zipf_frequency`
+    gives) is below ``below``: ``qrcode``, ``xgboost``, ``tikz``. A reader who writes one is naming a
+    package or program (or misspelling a word), not describing a need in plain English."""
+    found = (w for w in _LOWER_WORD.findall(text) if w not in STOPWORDS)
+    return [w for w in dict.fromkeys(found) if frequency(w) < below]
+
+
 def snippet(text: str, query: str, width: int = 160) -> str:
     """A one-line excerpt of ``text`` around the first query word it contains (else its start)."""
     flat = _SPACE.sub(" ", text).strip()

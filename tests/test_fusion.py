@@ -63,3 +63,59 @@ def test_fuse_disjoint_is_fuse_of_disjoint_rankings(lengths, seed, top, k):
     want = fuse([[(i, r) for r in range(n)] for i, n in enumerate(lengths)], key.__getitem__, k)[:top]
     order, scores = fuse_disjoint(np.array([r for _, r in items], int), (a, b, np.arange(len(items))), k, top)
     assert [(items[j], s) for j, s in zip(order.tolist(), scores.tolist())] == want
+
+
+# ---- weighted RRF and convex fusion: hand-computed cases ----------------------------------------------------
+
+from evalkit.fusion import convex, normalise, weighted_rrf  # noqa: E402
+
+
+def test_weighted_rrf_by_hand_with_a_shared_rank():
+    # a document prior: pages a and b of one document share its rank 1
+    s = weighted_rrf([{"a": 1, "c": 2}, {"a": 1, "b": 1}], weights=[1.0, 0.25], k=60)
+    assert s == {"a": 1 / 61 + 0.25 / 61, "c": 1 / 62, "b": 0.25 / 61}
+
+
+def test_weighted_rrf_with_unit_weights_is_rrf():
+    lists = [["a", "b", "c"], ["c", "a"]]
+    ranks = [{x: r for r, x in enumerate(lst, 1)} for lst in lists]
+    assert weighted_rrf(ranks, [1, 1], k=10) == rrf_scores(lists, k=10)
+
+
+def test_normalise_by_hand():
+    s = np.array([2.0, 4.0, 6.0])
+    assert normalise(s, "minmax").tolist() == [0.0, 0.5, 1.0]
+    assert np.allclose(normalise(s, "zscore"), [-1.224744871391589, 0.0, 1.224744871391589])  # sd = sqrt(8/3)
+    assert normalise(s, "tmm", lower=0.0).tolist() == [2 / 6, 4 / 6, 1.0]
+    assert np.allclose(normalise(np.array([0.2, 0.6]), "tmm", lower=-1.0), [1.2 / 1.6, 1.0])
+    assert normalise(np.array([3.0, 3.0]), "minmax").tolist() == [1.0, 1.0]
+    assert normalise(np.array([3.0]), "zscore").tolist() == [0.0]
+
+
+def test_convex_min_max_by_hand():
+    # lexical: a 10, b 6, c 2 -> 1, .5, 0; semantic: b .9, d .5 -> 1, 0; weight .6 on semantic
+    lex, sem = {"a": 10.0, "b": 6.0, "c": 2.0}, {"b": 0.9, "d": 0.5}
+    fused = convex([lex, sem], [0.4, 0.6], "minmax")
+    assert fused == {"a": 0.4, "b": 0.4 * 0.5 + 0.6, "c": 0.0, "d": 0.0}
+
+
+def test_convex_z_score_gives_a_missing_item_the_inputs_least_score():
+    lex, sem = {"a": 1.0, "b": 3.0}, {"a": 5.0, "c": 1.0, "d": 3.0}
+    fused = convex([lex, sem], [0.5, 0.5], "zscore")
+    # lex z: a -1, b 1; sem z (sd sqrt(8/3)): a 1.2247, c -1.2247, d 0; b's semantic floor is c's -1.2247
+    z = 1.224744871391589
+    expect = {"a": 0.5 * -1 + 0.5 * z, "b": 0.5 * 1 + 0.5 * -z, "c": 0.5 * -1 + 0.5 * -z, "d": 0.5 * -1 + 0.0}
+    assert fused.keys() == expect.keys() and all(np.isclose(fused[x], expect[x]) for x in expect)
+
+
+def test_convex_theoretical_min_max_keeps_weak_lists_low():
+    # a cosine list of weak scores stays low under tmm (lower bound -1), unlike min-max
+    weak = {"a": 0.1, "b": 0.0}
+    assert convex([weak], [1.0], "tmm", lower=[-1.0]) == {"a": 1.0, "b": 1.0 / 1.1}
+    assert convex([weak], [1.0], "minmax") == {"a": 1.0, "b": 0.0}
+
+
+def test_convex_rejects_an_unknown_normalisation():
+    import pytest
+    with pytest.raises(ValueError, match="unknown normalisation 'rank'"):
+        convex([{"a": 1.0}], [1.0], "rank")

@@ -33,3 +33,11 @@ def test_names_are_what_a_query_writes_as_a_name():
     # prose, sentence-initial capitals, acronyms, numbers and the reader's own snake_case are not names
     assert names("How do I get a PDF of 300 pages? Then print it. Fine: my_long_variable_name") == []
     assert names(r"R is installed in C:\Users\me\R and {\bf bold}") == ["bf"]
+
+
+def test_rare_words_are_lower_case_words_below_a_frequency():
+    from evalkit.text import rare_words
+    freq = {"qrcode": 1.0, "table": 5.0, "chart": 4.6, "xgboost": 0.0, "gantt": 2.3}.get
+    text = r"Make a qrcode table with xgboost, a Gantt chart, \tikz and ggplot() for gantt"
+    assert rare_words(text, lambda w: freq(w, 0.0), 2.0) == ["qrcode", "xgboost"]
+    assert rare_words(text, lambda w: freq(w, 0.0), 2.5) == ["qrcode", "xgboost", "gantt"]

@@ -128,12 +128,13 @@ def builtin() -> dict[str, type[Arm]]:
     from .global_index import GlobalIndexArm
     from .hybrid import HybridArm
     from .keyword import KeywordArm
+    from .learned import LearnedArm
     from .mcp import McpArm
     from .score_merge import ScoreMergeArm
     from .semantic import SemanticArm
 
     return {a.name: a for a in (KeywordArm, GlobalIndexArm, ScoreMergeArm, SemanticArm, HybridArm, AdmitArm,
-                                McpArm)}
+                                McpArm, LearnedArm)}
 
 
 _LOCAL: dict[str, type[Arm]] = {}  # arms registered in this process (a notebook's functions)

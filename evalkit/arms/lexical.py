@@ -370,6 +370,20 @@ class GlobalIndex:
             score[rows] += fts5_bm25_term(idf, tf, self.norm[scope][rows])
         return m.rows, score[m.rows]
 
+    def weighted_bm25(self, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, score) of every page holding any of the *index* terms in ``weights`` (already tokenized and
+        stemmed, as a relevance model gives them), score = Σ_t weight_t · BM25_t over the corpus-wide table:
+        an expanded query whose terms count unequally (:mod:`evalkit.arms.feedback`)."""
+        terms = sorted(weights)
+        found = {t: (np.frombuffer(r, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE)) for t, r, tf in self.db.execute(
+            f"SELECT term, rows, tf FROM {self.postings} WHERE term IN ({','.join('?' * len(terms))})", terms)}
+        score = np.zeros(len(self.doc))
+        for t in terms:  # in term order: the sum does not depend on how the caller built the dict
+            rows, tf = found.get(t, NO_POSTINGS)
+            score[rows] += weights[t] * fts5_bm25_term(self._idf(len(rows)), tf, self.norm["corpus"][rows])
+        hit = np.flatnonzero(score > 0)
+        return hit, score[hit]
+
     def _idf(self, hits: int) -> float:
         return float(fts5_idf(np.array([len(self.length) - 1.0]), np.array([float(hits)]))[0])
 

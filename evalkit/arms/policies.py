@@ -36,7 +36,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..records import Result
-from ..text import names
+from ..text import names, rare_words
 from . import ArmError, Configurable, lookup, make
 from .lexical import GlobalIndex, query_terms
 from .semantic import page_maxima
@@ -243,11 +243,14 @@ class NamesPolicy(Policy):
     other query gets confidence 1). A reader who writes ``\\addplot``, ``TikZ`` or ``Overleaf`` names what
     they need; a corpus that never mentions it cannot answer, however close its pages are in meaning. Plain
     words are left out on purpose: a description in the reader's own words is often missing from the corpus
-    word for word (:func:`evalkit.text.names` says what counts as a name). The veto is a confidence of -inf,
-    below every threshold, so calibration and the trade-off curves count it like any other refusal."""
+    word for word (:func:`evalkit.text.names` says what counts as a name). With ``rare`` > 0 a lower-case word
+    counts as a name too when it is rarer in English than that Zipf frequency (``wordfreq``; 2 = once in ten
+    million words): ``qrcode``, ``xgboost``, which a spelling rule cannot tell from prose. The veto is a
+    confidence of -inf, below every threshold, so calibration and the trade-off curves count it like any
+    other refusal."""
 
     name = "names"
-    defaults = {"policy": ""}
+    defaults = {"policy": "", "rare": 0.0}
 
     @classmethod
     def resolve(cls, params):
@@ -266,7 +269,8 @@ class NamesPolicy(Policy):
 
     def absent(self, query: str) -> list[str]:
         """The names of ``query`` that no page holds (as FTS5 reads them: case-folded and stemmed)."""
-        return self.lexicon.absent(names(query))
+        rare = rare_words(query, english_frequency, self.params["rare"]) if self.params["rare"] > 0 else []
+        return self.lexicon.absent(list(dict.fromkeys([*names(query), *rare])))
 
     def assess(self, query: str, result: Result) -> Verdict:
         missing = self.absent(query)
@@ -276,6 +280,13 @@ class NamesPolicy(Policy):
         if self.then is None:
             return Verdict(1.0, "every name the query uses is in the corpus")
         return self.then.assess(query, result)
+
+
+def english_frequency(word: str) -> float:
+    """The word's Zipf frequency in English (wordfreq's large list; 0 for a word it does not know)."""
+    from wordfreq import zipf_frequency  # loads its word list on first use
+
+    return zipf_frequency(word, "en", wordlist="large")
 
 
 # ---- evidence: a fitted combination ----------------------------------------------------------------------
@@ -356,14 +367,15 @@ class EvidencePolicy(SemanticPolicy):
         return Verdict(c, "P(answerable)", "; ".join(p for p in (absent, seen) if p))
 
 
-def parse_weights(text: str) -> list[float]:
+def parse_weights(text: str, names: tuple[str, ...] = SIGNALS, owner: str = "policy 'evidence'") -> list[float]:
+    """``w0:w1:…``: a logistic model's intercept, then one weight per name in ``names``."""
     try:
         w = [float(v) for v in text.split(":")]
     except ValueError:
         w = []
-    if len(w) != len(SIGNALS) + 1:
-        raise ArmError(f"policy 'evidence': weights wants {len(SIGNALS) + 1} numbers separated by ':' "
-                       f"(intercept, then {', '.join(SIGNALS)}), got {text!r}")
+    if len(w) != len(names) + 1:
+        raise ArmError(f"{owner}: weights wants {len(names) + 1} numbers separated by ':' "
+                       f"(intercept, then {', '.join(names)}), got {text!r}")
     return w
 
 
@@ -376,8 +388,10 @@ def format_weights(w) -> str:
 
 def registry() -> dict[str, type[Policy]]:
     """Every policy by name: the built-ins, then plug-ins from the ``evalkit.admission`` entry points."""
-    policies: dict[str, type[Policy]] = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy, NamesPolicy,
-                                     EvidencePolicy)}
+    from .conformal import ConformalPolicy
+
+    policies: dict[str, type[Policy]] = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy,
+                                                             NamesPolicy, EvidencePolicy, ConformalPolicy)}
     for ep in entry_points(group="evalkit.admission"):
         if ep.name in policies:
             raise ArmError(f"plug-in policy {ep.name!r} ({ep.value}) would shadow a built-in policy")

@@ -59,7 +59,9 @@ def test_a_pages_score_is_its_best_window(small):
     assert [h.score for h in arm.search(q, 5).hits] == pytest.approx(sorted(pages, reverse=True)[:5])
 
 
-@pytest.mark.parametrize("spec", ["keyword", "hybrid", "hybrid(keyword=global-index)", "semantic", "global-index"])
+@pytest.mark.parametrize("spec", ["keyword", "hybrid", "hybrid(keyword=global-index)", "semantic", "global-index",
+                                  "hybrid(keyword=global-index,profile=0.5,profile_windows=3)",
+                                  "hybrid(keyword=global-index,fusion=convex,norm=zscore)", "global-index(prf=5)"])
 def test_renaming_every_document_changes_nothing_but_the_names(small, renamed, spec):
     c, store = small
     c2, mapping = renamed
@@ -70,7 +72,10 @@ def test_renaming_every_document_changes_nothing_but_the_names(small, renamed, s
         assert before == after
 
 
-@pytest.mark.parametrize("spec", ["semantic", "hybrid", "hybrid(keyword=global-index)"])
+@pytest.mark.parametrize("spec", ["semantic", "hybrid", "hybrid(keyword=global-index)",
+                                  "hybrid(keyword=global-index,profile=0.25)",
+                                  "hybrid(keyword=global-index,fusion=convex,weight=0.7,norm=zscore,profile=0.2)",
+                                  "hybrid(keyword=global-index,fusion=convex,norm=tmm)"])
 def test_prefix_property(small, spec):
     c, store = small
     arm = arms.make(spec, c, store)

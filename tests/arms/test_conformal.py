@@ -1,0 +1,72 @@
+import math
+
+import numpy as np
+import pytest
+
+from evalkit import arms
+from evalkit.arms import ArmError
+from evalkit.arms.conformal import p_value, pseudo_queries
+from evalkit.arms.policies import make_policy
+from evalkit.records import Result
+
+
+def test_p_value_by_hand():
+    cal = np.array([0.1, 0.2, 0.2, 0.4])
+    assert p_value(cal, 0.05) == 1 / 5
+    assert p_value(cal, 0.2) == 4 / 5  # ties count for the query
+    assert p_value(cal, 0.3) == 4 / 5 and p_value(cal, 9.0) == 1.0
+
+
+def test_refusing_at_alpha_refuses_at_most_alpha_of_exchangeable_queries():
+    # the conformal guarantee, checked by simulation: calibration and test drawn from one distribution
+    rng = np.random.default_rng(0)
+    rates = []
+    for _ in range(400):
+        cal = np.sort(rng.normal(size=39))
+        rates.append(np.mean([p_value(cal, s) <= 0.05 for s in rng.normal(size=50)]))
+    assert np.mean(rates) <= 0.05 + 0.005  # exactly floor(0.05 * 40) / 40 = 0.05 in expectation
+
+
+def test_pseudo_queries_are_seeded_passages_of_the_pages():
+    pages = ["one two three four five", "short", "a b c d e f g h"]
+    q = pseudo_queries(pages, 30, 4, seed=1)
+    assert q == pseudo_queries(pages, 30, 4, seed=1) and q != pseudo_queries(pages, 30, 4, seed=2)
+    assert len(q) == 30 and all(len(x.split()) == 4 for x in q)
+    assert all(x in pages[0] or x in pages[2] for x in q)
+    assert pseudo_queries(["too short"], 5, 4, 0) == []
+
+
+def test_conformal_policy_gives_the_p_value_of_its_base_policy(small):
+    c, store = small
+    pol = make_policy("conformal(n=40,seed=3)", c, store)
+    assert pol.label == "conformal(n=40,seed=3)" and len(pol.calibration) == 40
+    base = make_policy("spread", c, store)
+    q = "How do I put extra space between rows of a table?"
+    v = pol.assess(q, Result())
+    assert v.confidence == p_value(pol.calibration, base.assess(q, Result()).confidence)
+    assert 0 < v.confidence <= 1 and "p-value of spread" in v.measure
+    # the calibration is the base policy's confidence on the pseudo-queries themselves
+    pages = [t for d in sorted(c.documents, key=lambda d: d.sha256) for t in store.texts(d)]
+    first = pseudo_queries(pages, 40, 12, 3)[0]
+    assert base.assess(first, Result()).confidence in pol.calibration
+
+
+def test_conformal_refuses_a_policy_that_reads_a_ranking(small):
+    c, store = small
+    with pytest.raises(ArmError, match="conformal.*reads the arm's ranking"):
+        make_policy("conformal(policy=score)", c, store)
+    with pytest.raises(ArmError, match="unknown policy 'sprad'"):
+        arms.validate("admit(arm=keyword,policy=conformal(policy=sprad))")
+
+
+def test_names_with_rare_vetoes_lower_case_names_no_page_holds(small):
+    c, store = small
+    plain = make_policy("names", c, store)
+    rare = make_policy("names(rare=2)", c, store)
+    q = "make a qrcode of the table with xgboost"
+    assert plain.assess(q, Result()).confidence == 1.0  # lower case: not a name to the spelling rule
+    v = rare.assess(q, Result())
+    assert v.confidence == -math.inf and v.evidence == "the query names 'qrcode' or 'xgboost', which no page contains"
+    # a rare word some page holds is not vetoed (booktabs is in the corpus); nor is a common word it lacks
+    assert rare.assess("booktabs rules in a table", Result()).confidence == 1.0
+    assert rare.assess("a lottery table", Result()).confidence == 1.0
