@@ -33,6 +33,8 @@ test: $(VENV)/.installed $(CHROMIUM)
 	$(BIN)/pytest -q
 
 ARMS ?= keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)
+# The report's verdict: the best arm by nDCG@10(doc) (`evalkit best`) gated against this one.
+BASELINE ?= global-index
 
 # The whole benchmark: fetch and verify the corpus, run every built-in arm over its query set (resuming
 # whatever an earlier run finished; every cache is reused), then execute the report notebook into HTML.
@@ -42,7 +44,9 @@ report: $(VENV)/.installed
 	$(BIN)/evalkit corpus stats $(CORPUS)
 	$(BIN)/evalkit qrels check qrels/$(CORPUS).toml --strict
 	$(BIN)/evalkit run --corpus $(CORPUS) --qrels qrels/$(CORPUS).toml --arms '$(ARMS)' --out results/$(CORPUS) --resume
-	$(BIN)/evalkit report results/$(CORPUS)
+	$(BIN)/evalkit gate --baseline 'results/$(CORPUS):$(BASELINE)' \
+	  --candidate "results/$(CORPUS):$$($(BIN)/evalkit best results/$(CORPUS) --besides '$(BASELINE)')" || [ $$? -eq 1 ]
+	$(BIN)/evalkit report results/$(CORPUS) --baseline '$(BASELINE)'
 
 # Speed: extraction, embedding vs fastembed, per-arm latency at k = 10 and 100, measures vs pytrec_eval, into
 # results/bench-$(CORPUS)/. `make bench SCALE=25,50,100,200,400` adds the cost curve on the 511-document

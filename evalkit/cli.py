@@ -405,7 +405,7 @@ def cmd_report(args) -> int:
         if is_bench:
             html = bench.render(args.results, out_html=args.out)
         else:
-            html = api.report(args.results, out_html=args.out, pair=args.pair)
+            html = api.report(args.results, out_html=args.out, pair=args.pair, baseline=args.baseline)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error
@@ -415,6 +415,16 @@ def cmd_report(args) -> int:
         print(f"report:   {html}\nnotebook: {args.results / 'bench.ipynb'}")
     else:
         print(f"report:   {html}\nnotebook: {args.results / 'report.ipynb'}\nfigures:  {args.results / 'figures'}")
+    return 0
+
+
+def cmd_best(args) -> int:
+    from . import reporting
+
+    try:
+        print(reporting.best_arm(Results.load(args.results), args.measure, args.besides))
+    except (ValueError, KeyError) as e:  # no such arm or measure, or nothing left to choose
+        raise UsageError(f"{args.results}: {e}") from None
     return 0
 
 
@@ -773,8 +783,16 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="execute the report notebook on a results directory (or a bench directory): HTML, notebook, figures")
     rp.add_argument("results", type=Path)
     rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
-    rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the run's first two)")
+    rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the best arm vs the baseline)")
+    rp.add_argument("--baseline", metavar="ARM", help="the arm the conclusion compares against "
+                                                      "(default: the baseline of RESULTS/gate.json)")
     rp.set_defaults(func=cmd_report)
+
+    be = sub.add_parser("best", help="print the arm with the highest mean of a measure over answerable queries")
+    be.add_argument("results", type=Path)
+    be.add_argument("--measure", default="nDCG@10(doc)", help="the measure to rank arms by")
+    be.add_argument("--besides", metavar="ARM", help="leave this arm out (a baseline: gate the best other arm)")
+    be.set_defaults(func=cmd_best)
 
     co = sub.add_parser("compare", help="paired per-query comparison of two arms: Δ, CI, p, Holm, win/tie/loss, MDD")
     co.add_argument("sides", nargs="+", metavar="SIDE", help="BASE CAND, each DIR:ARM (or DIR holding one arm); or DIR with --baseline")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
 from pandas.io.formats.style import Styler
 
-from . import calibration, dirs, notebooks, planning, resultsdir, stats
+from . import calibration, comparison, dirs, notebooks, planning, resultsdir, stats
 from . import escape as esc
 from . import qrels as _qrels
 from .records import CLASSES
@@ -39,8 +40,9 @@ OPTIONAL_FIGURES = ("refusal_tradeoff",)
 MIN_CI_QUERIES = 10
 
 # Okabe-Ito (colour-blind safe, yellow left out: unreadable on white), then a few distinct extras.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#7F7F7F", "#8C564B",
-           "#BCBD22", "#000000")
+# Vermillion comes after black: next to orange it read as the same colour in a 7-arm run.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#7F7F7F", "#000000", "#D55E00", "#8C564B",
+           "#BCBD22")
 # Query classes (Dark2): used where a figure colours by class rather than by arm.
 CLASS_COLOURS = {"needle": "#1B9E77", "spread": "#7570B3", "trap": "#E7298A", "described": "#66A61E",
                  "abstain": "#A6761D"}
@@ -67,12 +69,14 @@ def arm_colours(arms: Iterable[str]) -> dict[str, str]:
     return {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(dict.fromkeys(arms))}
 
 
-def resolve_pair(results: Results, pair: Sequence[str] | str | None = None) -> tuple[str, str] | None:
-    """The two arms to compare per query: ``pair`` (two labels, or "A,B"), else the manifest's first two;
-    ``None`` when the run has a single arm or no answerable query (a held-out set of abstain queries: the
-    deltas are over answerable ones). Unknown labels raise ValueError listing the run's arms."""
+def resolve_pair(results: Results, pair: Sequence[str] | str | None = None,
+                 baseline: str | None = None) -> tuple[str, str] | None:
+    """The two arms to compare per query: ``pair`` (two labels, or "A,B"), else :func:`default_pair` (the
+    best arm against ``baseline``); ``None`` when the run has a single arm or no answerable query (a held-out
+    set of abstain queries: the deltas are over answerable ones). Unknown labels raise ValueError listing
+    the run's arms."""
     if pair is None:
-        return (results.arms[0], results.arms[1]) if len(results.arms) >= 2 and len(_answerable(results)) else None
+        return default_pair(results, baseline)
     names = split_top(pair, ",") if isinstance(pair, str) else list(pair)
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"pair must name two different arms, got {pair!r}")
@@ -179,12 +183,19 @@ def headline(results: Results):
     fmt["errors"] = "{:.0f}"
     st = styled(t.style.format(fmt, na_rep="n/a"))
     if len(t) > 1:
-        hi = [c for c in t.columns if c not in _LOWER_IS_BETTER | _NOT_RANKED]
-        lo = [c for c in t.columns if c in _LOWER_IS_BETTER]
+        ranked = separating(t)
+        hi = [c for c in ranked if c not in _LOWER_IS_BETTER | _NOT_RANKED]
+        lo = [c for c in ranked if c in _LOWER_IS_BETTER]
         st = (st.highlight_max(subset=hi, props="font-weight: bold", axis=0)
                 .highlight_min(subset=lo, props="font-weight: bold", axis=0))
     return st.set_caption(f"{esc.html(results.manifest['corpus']['name'])} × {esc.html(results.manifest['qrels']['name'])}: "
-                          "ranking measures over answerable queries; best in bold")
+                          "ranking measures over answerable queries; best in bold where the arms differ")
+
+
+def separating(table: pd.DataFrame) -> list[str]:
+    """The columns whose values differ between arms: a column where every arm scores the same (no refusals,
+    no errors) has no best to highlight."""
+    return [c for c in table.columns if table[c].dropna().round(12).nunique() > 1]
 
 
 def styled(st: Styler) -> Styler:
@@ -247,6 +258,15 @@ def power_plan(results: Results, measure: str = "nDCG@10(doc)", delta: float = 0
         return Markdown("_One arm only: the spread of paired differences needs two arms to plan with._")
     table = planning.plan(results.per_query, measure, delta)
     return Markdown(f"```\n{planning.text(table, measure, delta)}\n```")
+
+
+def class_ci_styled(results: Results) -> Styler:
+    """:func:`class_ci_table` for the page, one block of rows per measure (side by side the two measures
+    overflow the page) and each interval cell on one line (they wrapped onto three)."""
+    wide = class_ci_table(results)
+    measures = list(dict.fromkeys(wide.columns.get_level_values(0)))
+    long = pd.concat({m: wide[m] for m in measures}, names=["measure", "arm"])
+    return styled(long.style.set_table_styles([{"selector": "td", "props": "white-space: nowrap"}]))
 
 
 def deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10") -> pd.DataFrame:
@@ -399,7 +419,8 @@ def fig_class_bars(results: Results, measures: Sequence[str] = ("nDCG@10", "nDCG
 
 
 def _arm_legend(fig: Figure, arms: Sequence[str], colours: dict[str, str]) -> None:
-    handles = [Patch(color=colours[a], label=wrap_label(a)) for a in arms]
+    short = short_labels(arms)
+    handles = [Patch(color=colours[a], label=wrap_label(short[a])) for a in arms]
     # "outside": constrained layout makes room for the legend, however many lines its labels take
     fig.legend(handles=handles, loc="outside upper center", ncol=min(len(arms), 4), frameon=False)
 
@@ -424,7 +445,8 @@ def plot_deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10",
         ax.annotate(f"{int(same.sum())} unchanged", ((better + len(d) - worse - 1) / 2, 0), xytext=(0, 5),
                     textcoords="offset points", ha="center", va="bottom", fontsize=8, color="#555555")
     cmp = results.compare(a, b, measure)
-    ax.set_title(f"{MEASURE_LABELS.get(measure, measure)}: {esc.figure(b)}  −  {esc.figure(a)}\n"
+    short = short_labels(results.arms)
+    ax.set_title(f"{MEASURE_LABELS.get(measure, measure)}: {esc.figure(short[b])}  −  {esc.figure(short[a])}\n"
                  f"{better} better, {len(d) - better - worse} unchanged, {worse} worse; mean Δ {cmp.mean_delta:+.3f} "
                  f"[{cmp.low:+.3f}, {cmp.high:+.3f}] 95% CI, p = {cmp.p_value:.3g} ({cmp.verdict})",
                  loc="left", fontsize=10)
@@ -471,7 +493,8 @@ def wrap_label(label: str, width: int = 30) -> str:
 
 def _arm_ticklabels(ax: Axes, arms: Sequence[str], colours: dict[str, str]) -> None:
     """Arm names as y tick labels, in their colours."""
-    ax.set_yticklabels([wrap_label(a) for a in arms])
+    short = short_labels(arms)
+    ax.set_yticklabels([wrap_label(short[a]) for a in arms])
     for t, a in zip(ax.get_yticklabels(), arms):
         t.set_color(colours[a])
         t.set_fontweight("bold")
@@ -604,7 +627,8 @@ def fig_ties(results: Results, colours: dict[str, str] | None = None) -> Figure:
 # ---- render ---------------------------------------------------------------------------------------------------
 
 def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Sequence[str] | str | None = None,
-           notebook: str | Path | None = None, timeout: int = 600, kernel_name: str = "python3") -> Path:
+           notebook: str | Path | None = None, timeout: int = 600, kernel_name: str = "python3",
+           baseline: str | None = None) -> Path:
     """Execute the report notebook on ``results_dir`` and write ``<results>/report.ipynb``, the HTML report
     (``out_html``, default ``<results>/report.html``, self-contained: figures embedded, no script, style
     or font from elsewhere, so it opens offline) and ``<results>/figures/*.png``;
@@ -613,6 +637,7 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
     res = Results.load(Path(results_dir).resolve())
     if pair is not None:
         pair = list(resolve_pair(res, pair) or ())  # a given pair is returned checked, or refused
+    baseline = resolve_baseline(res, baseline) if baseline else None  # checked, or refused
     figures = res.path / "figures"
     figures.mkdir(exist_ok=True)
     for name in FIGURES + OPTIONAL_FIGURES:  # a figure left from an earlier report must not pass for this one's
@@ -621,4 +646,175 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
     return notebooks.execute(Path(notebook or NOTEBOOK), res.path, "report",
                              f"evalkit report: {m['corpus']['name']} × {m['qrels']['name']}",
                              out_html=out_html, timeout=timeout, kernel_name=kernel_name,
-                             results=str(res.path), pair=pair, figures=str(figures))
+                             results=str(res.path), pair=pair, figures=str(figures), baseline=baseline)
+
+
+# ---- the conclusion ---------------------------------------------------------------------------------------
+
+CONCLUSION_MEASURE = "nDCG@10(doc)"  # the measure the shipped gate rules decide on
+
+
+def arm_means(results: Results, measure: str = CONCLUSION_MEASURE) -> pd.Series:
+    """Mean ``measure`` per arm over the answerable queries, highest first (manifest order on a tie)."""
+    means = _answerable(results).groupby("arm", sort=False)[measure].mean().reindex(results.arms).dropna()
+    return means.sort_values(ascending=False, kind="stable")
+
+
+def best_arm(results: Results, measure: str = CONCLUSION_MEASURE, besides: str | None = None) -> str:
+    """The arm with the highest mean ``measure`` over answerable queries, other than ``besides`` (so a
+    baseline that leads is gated against the runner-up); ValueError when no arm is left to choose."""
+    means = arm_means(results, measure).drop(index=[results.arm(besides)] if besides else [])
+    if means.empty:
+        raise ValueError(f"{results.path}: no arm{' besides ' + besides if besides else ''} scores "
+                         f"{measure} on an answerable query")
+    return str(means.index[0])
+
+
+def resolve_baseline(results: Results, baseline: str | None = None) -> str | None:
+    """The arm the report compares against: ``baseline`` (checked: an unknown arm raises ValueError), else the
+    baseline of the gate verdict stored in this directory when that baseline is an arm of this same run."""
+    if baseline:
+        try:
+            return results.arm(baseline)
+        except resultsdir.ResultsError as e:
+            raise ValueError(str(e)) from None
+    from .gating import GATE_FILE, read
+
+    try:
+        base = read(results.path / GATE_FILE).computed_on.get("baseline", {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    same = Path(str(base.get("path", ""))).resolve() == results.path.resolve()
+    return str(base["arm"]) if same and base.get("arm") in results.arms else None
+
+
+def default_pair(results: Results, baseline: str | None = None) -> tuple[str, str] | None:
+    """The per-query delta pair that answers a question: (baseline, best other arm), or without a baseline
+    (runner-up, best); None with fewer than two arms or no answerable query."""
+    means = arm_means(results)
+    if len(means) < 2:
+        return None
+    if baseline is None:
+        return str(means.index[1]), str(means.index[0])
+    return baseline, best_arm(results, besides=baseline)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One paired comparison of the conclusion: ``cand`` - ``base`` over the answerable queries."""
+
+    base: str
+    cand: str
+    result: stats.Comparison
+    p_holm: float
+
+
+def findings(results: Results, reference: str, extra: Sequence[tuple[str, str]] = (),
+             measure: str = CONCLUSION_MEASURE, n_resamples: int = stats.RESAMPLES) -> list[Finding]:
+    """Every other arm against ``reference`` (and the ``extra`` pairs), paired by query through
+    :mod:`evalkit.comparison`, with sign-flip p-values Holm-adjusted over all of them as one family."""
+    pairs = [(reference, a) for a in arm_means(results, measure).index if a != reference] + list(extra)
+    found = []
+    for base, cand in pairs:
+        p = comparison.pair(comparison.Side(results, base), comparison.Side(results, cand))
+        found.append(stats.paired_compare(*p.values(measure), n_resamples=n_resamples))
+    holm = stats.holm(np.array([c.p_value for c in found], dtype=float))
+    return [Finding(b, c, r, float(h)) for (b, c), r, h in zip(pairs, found, holm)]
+
+
+def _numbers(f: Finding, alpha: float) -> str:
+    """A finding's difference and CI, and why the set cannot tell when it cannot."""
+    r = f.result
+    text = f"{r.mean_delta:+.3f} [{r.low:+.3f}, {r.high:+.3f}]"
+    if f.p_holm < alpha:
+        return text
+    return text + (f" (|Δ| below the {r.mdd:.3f} this set can detect)" if abs(r.mean_delta) < r.mdd
+                   else f" (p(Holm) = {f.p_holm:.2g})")
+
+
+def _refusal_sentence(results: Results) -> str:
+    """What refused and what failed, per arm, from the outcomes and error counts."""
+    counts = refusal_counts(results)
+    n_abs = int(counts[["correct_refusal", "answered_abstain"]].sum(axis=1).max())
+    n_ans = int(counts[["answered", "wrongful_refusal"]].sum(axis=1).max())
+    refusing = [f"{esc.code(a)} refused {int(r.correct_refusal)} of {n_abs} abstain and {int(r.wrongful_refusal)} "
+                f"of {n_ans} answerable queries" for a, r in counts.iterrows() if r.correct_refusal + r.wrongful_refusal]
+    text = "; ".join(refusing) if refusing else (f"no arm refused: all {n_abs} abstain queries were answered by every arm"
+                                                 if n_abs else "no arm refused (the set has no abstain query)")
+    pq = results.per_query
+    errors = (pq["outcome"] == "error").groupby(pq["arm"]).sum().reindex(results.arms, fill_value=0)
+    failed = [f"{esc.code(a)} {int(n)}" for a, n in errors.items() if n]
+    return text + (f". Errors: {', '.join(failed)}." if failed else ". No arm failed on any query.")
+
+
+def conclusion(results: Results, baseline: str | None = None, measure: str = CONCLUSION_MEASURE,
+               alpha: float = stats.ALPHA, n_resamples: int = stats.RESAMPLES) -> Markdown:
+    """What the run shows, in words, computed from its per-query results: the arms by mean ``measure``, which
+    lead and by how much (paired differences with 95% bootstrap CIs, sign-flip p Holm-adjusted over every
+    comparison stated), which differences the set cannot tell, what refused, and the stored gate verdict."""
+    means = arm_means(results, measure)
+    label = MEASURE_LABELS.get(measure, measure)
+    if means.empty:
+        return Markdown(f"**Conclusion**: no answerable query, so no {esc.markdown(label)} to rank arms by. "
+                        f"Refusal: {_refusal_sentence(results)}")
+    lead = str(means.index[0])
+    ref = baseline or lead
+    extra = [(str(means.index[1]), lead)] if baseline and lead != baseline and len(means) > 2 \
+        and means.index[1] != baseline else []
+    found = findings(results, ref, extra, measure, n_resamples)
+    n = len(_answerable(results).drop_duplicates("query"))
+    lines = [f"**Conclusion** ({esc.markdown(label)}, mean over {n} answerable queries; Δ with 95% bootstrap CI, "
+             f"paired by query; sign-flip p Holm-adjusted over the {len(found)} comparisons below, α = {alpha:g})", "",
+             "- **Ranking**: " + " > ".join(f"{esc.code(short_labels(results.arms)[a])} {v:.3f}"
+                                            for a, v in means.items())]
+    short = short_labels(results.arms)
+    name = lambda a: esc.code(short[a])
+    against = [f for f in found if f.base == ref]
+    for head, keep in ((f"ahead of {name(ref)}", lambda f: f.p_holm < alpha and f.result.mean_delta > 0),
+                       (f"behind {name(ref)}", lambda f: f.p_holm < alpha and f.result.mean_delta < 0),
+                       (f"cannot be told from {name(ref)}", lambda f: f.p_holm >= alpha)):
+        if chosen := [f"{name(f.cand)} {_numbers(f, alpha)}" for f in against if keep(f)]:
+            lines.append(f"- **{head}**: " + "; ".join(chosen))
+    for f in (f for f in found if f.base != ref):
+        told = "a lead the set can tell" if f.p_holm < alpha else "the set cannot tell them apart"
+        lines.append(f"- **Lead**: {name(f.cand)} over {name(f.base)} by {_numbers(f, alpha)}: {told}")
+    lines.append(f"- **Refusal**: {_refusal_sentence(results)}")
+    lines.append(f"- **Gate**: {_gate_sentence(results)}")
+    return Markdown("\n".join(lines + ([f"\n{note}"] if (note := label_note(results.arms)) else [])))
+
+
+def _gate_sentence(results: Results) -> str:
+    from .gating import NoVerdict, show
+
+    v = show(results.path)
+    if isinstance(v, NoVerdict):
+        return f"no verdict ({esc.markdown(v.why)}); `make report` gates the best arm against its baseline"
+    arm = lambda side: esc.code(short_labels([str(v.computed_on[side]["arm"])]).popitem()[1])
+    failed = "; ".join(esc.markdown(o.rule) for o in v.blocking)
+    return (f"{arm('candidate')} against {arm('baseline')}: **{'PASS' if v.passed else 'FAIL'}** ({esc.markdown(v.counts())})"
+            + (f"; failed: {failed}" if failed else "") + " (the rules and their numbers: Gate verdict below)")
+
+
+# ---- labels for display ---------------------------------------------------------------------------------------
+
+LONG_PARAM = 24  # a parameter longer than this (a model path) is left out of an arm's display label
+
+
+def short_labels(arms: Sequence[str]) -> dict[str, str]:
+    """Arm label -> the label figures and prose show: parameters longer than :data:`LONG_PARAM` characters
+    left out (``semantic(model=sentence-transformers/all-MiniLM-L6-v2)`` -> ``semantic``), unless two arms
+    would then look alike; tables and provenance keep the full labels, :func:`label_note` says what was cut."""
+    out = {}
+    for a in arms:
+        name, paren, rest = a.partition("(")
+        kept = [p for p in split_top(rest[:-1], ",") if len(p) <= LONG_PARAM] if paren and rest.endswith(")") else None
+        out[a] = a if kept is None else f"{name}({','.join(kept)})" if kept else name
+    clash = [a for a in arms if list(out.values()).count(out[a]) > 1 or (out[a] != a and out[a] in arms)]
+    return {a: a if a in clash else out[a] for a in arms}
+
+
+def label_note(arms: Sequence[str]) -> Markdown:
+    """One line saying which shortened display label stands for which arm ("" when none is shortened)."""
+    cut = [(s, a) for a, s in short_labels(arms).items() if s != a]
+    return Markdown(("_In figures and in this text, " + "; ".join(f"{esc.code(s)} is {esc.code(a)}" for s, a in cut)
+                     + "._") if cut else "")

@@ -482,3 +482,128 @@ def test_an_old_results_directory_without_calibration_still_loads_and_says_so(tm
     prov = reporting.provenance(Results.load(d))
     assert prov["environment"].loc["calibration", "value"].startswith("no calibration recorded")
     assert prov["environment"].loc["sqlite", "value"] == ENVIRONMENT["sqlite"]
+
+
+# ---- the conclusion, highlighting, the default pair, display labels ------------------------------------------
+
+def _known(tmp_path):
+    """Four arms on 30 answerable and 2 abstain queries with chosen scores: ``good`` is 0.3 above ``base`` on
+    every query, ``same`` ties ``base`` on average, ``close`` leads ``good`` by 0.005 on average (+0.06 and
+    -0.05 in turn); ``same`` refuses one abstain query and fails on one answerable query."""
+    from .conftest import write_results
+
+    classes = ["needle"] * 30 + ["abstain"] * 2
+    wiggle = [0.06 if i % 2 else -0.05 for i in range(32)]
+    scores = {"base": [0.5] * 32, "good": [0.8] * 32, "same": [0.5 + w for w in wiggle],
+              "close": [0.8 + w for w in wiggle]}
+    outcomes = {"same": ["error"] + [None] * 30 + ["correct_refusal"]}
+    return Results.load(write_results(tmp_path / "known", {a: {"nDCG@10": v} for a, v in scores.items()}, classes,
+                                      outcomes=outcomes))
+
+
+def test_the_conclusion_says_what_the_numbers_show(tmp_path):
+    res = _known(tmp_path)
+    text = reporting.conclusion(res, "base", n_resamples=2000)
+    lines = {line.split("**")[1]: line for line in text.splitlines() if line.startswith("- **")}
+    assert lines["Ranking"] == "- **Ranking**: `close` 0.805 > `good` 0.800 > `same` 0.505 > `base` 0.500"
+    ahead = lines["ahead of `base`"]
+    assert ahead.startswith("- **ahead of `base`**: `close` +0.305 [+0.2") and ahead.endswith(
+        "; `good` +0.300 [+0.300, +0.300]")
+    assert lines["cannot be told from `base`"].startswith("- **cannot be told from `base`**: `same` +0.005 [")
+    assert "below the" in lines["cannot be told from `base`"]  # the MDD says why
+    assert "behind `base`" not in lines
+    assert lines["Lead"].startswith("- **Lead**: `close` over `good` by +0.005 [")
+    assert lines["Lead"].endswith("the set cannot tell them apart")
+    assert lines["Refusal"] == ("- **Refusal**: `same` refused 1 of 2 abstain and 0 of 30 answerable queries. "
+                                "Errors: `same` 1.")
+    assert "no verdict" in lines["Gate"]
+    assert "Holm-adjusted over the 4 comparisons" in text  # 3 arms against base, and the lead
+    # without a baseline every arm is set against the leader
+    alone = reporting.conclusion(res, n_resamples=2000)
+    assert "- **behind `close`**: `same` -0.300 [-0.300, -0.300]; `base` -0.305 [" in alone
+    assert "- **cannot be told from `close`**: `good` -0.005 [" in alone and "**Lead**" not in alone
+
+
+def test_the_conclusion_escapes_arm_labels(tmp_path):
+    from .conftest import write_results
+
+    res = Results.load(write_results(tmp_path / "x", {"a": {"nDCG@10": [0.1, 0.2]}, "<b>*x*</b>": {"nDCG@10": [0.3, 0.4]}},
+                                     ["needle", "needle"]))
+    text = reporting.conclusion(res, "a", n_resamples=200)
+    assert text.count("<b>") == text.count("`<b>*x*</b>`") == 2  # only ever inside a code span: shown, not markup
+
+
+def test_bold_only_where_a_column_separates_arms(tmp_path):
+    res = _known(tmp_path)
+    st = reporting.headline(res)
+    st._compute()
+    bold = {res.table().columns[c] for (_, c), props in st.ctx.items() if ("font-weight", "bold") in props}
+    assert bold == {"nDCG@10 page", "nDCG@10 doc", "GoldDoc@3", "correct refusal", "errors"}
+    # every arm answered every query in the same time and refused nothing wrongly: nothing to bold there
+    assert not {"wrongful refusal", "s/query (median)"} & bold
+    assert reporting.separating(res.table()) == [c for c in res.table().columns if c in bold | {"Judged@10"}]
+
+
+def test_the_default_pair_is_the_best_arm_against_the_baseline(tmp_path):
+    res = _known(tmp_path)
+    assert reporting.best_arm(res) == "close"
+    assert reporting.best_arm(res, besides="close") == "good"
+    assert reporting.resolve_pair(res, baseline="base") == ("base", "close")
+    assert reporting.resolve_pair(res, baseline="close") == ("close", "good")  # a leading baseline: the runner-up
+    assert reporting.resolve_pair(res) == ("good", "close")  # no baseline: runner-up against the best
+    assert reporting.resolve_baseline(res, "good") == "good" and reporting.resolve_baseline(res) is None
+    with pytest.raises(ValueError, match="no arm 'nope'"):
+        reporting.resolve_baseline(res, "nope")
+
+
+def test_best_on_the_command_line(tmp_path, capsys):
+    from evalkit.cli import main
+
+    res = _known(tmp_path)
+    assert main(["best", str(res.path), "--besides", "close"]) == 0
+    assert capsys.readouterr().out == "good\n"
+    assert main(["best", str(res.path), "--measure", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_display_labels_drop_long_parameters_unless_two_arms_would_look_alike():
+    model = "semantic(model=sentence-transformers/all-MiniLM-L6-v2)"
+    assert reporting.short_labels([model, "hybrid(keyword=global-index)", "keyword"]) == {
+        model: "semantic", "hybrid(keyword=global-index)": "hybrid(keyword=global-index)", "keyword": "keyword"}
+    assert reporting.short_labels(["x(a=1,model=sentence-transformers/all-MiniLM-L6-v2)"]) == {
+        "x(a=1,model=sentence-transformers/all-MiniLM-L6-v2)": "x(a=1)"}
+    assert reporting.short_labels([model, "semantic"]) == {model: model, "semantic": "semantic"}
+    assert reporting.label_note([model]) == f"_In figures and in this text, `semantic` is `{model}`._"
+    assert reporting.label_note(["keyword"]) == ""
+
+
+def test_the_first_seven_arm_colours_are_far_apart():
+    rgb = [np.array(matplotlib.colors.to_rgb(c)) * 255 for c in reporting.PALETTE[:7]]
+    orange, vermillion = (np.array(matplotlib.colors.to_rgb(c)) * 255 for c in ("#E69F00", "#D55E00"))
+    closest = min(np.linalg.norm(a - b) for i, a in enumerate(rgb) for b in rgb[i + 1:])
+    assert closest > np.linalg.norm(orange - vermillion)  # the two oranges a 7-arm run showed side by side
+
+
+def test_the_class_table_keeps_intervals_on_one_line(res):
+    st = reporting.class_ci_styled(res)
+    assert list(st.data.index.names) == ["measure", "arm"] and len(st.data) == 2 * len(res.arms)
+    assert "white-space: nowrap" in st.to_html()
+
+
+@pytest.mark.slow
+def test_a_gated_run_reports_its_verdict_and_its_baseline_first(results_dir, tmp_path):
+    """What `make report` does: gate the best arm against the baseline, then render; the conclusion on the
+    first screen names the verdict, and the baseline comes from gate.json."""
+    import evalkit as ek
+
+    copy = _copy(results_dir, tmp_path)
+    best = reporting.best_arm(Results.load(copy), besides="keyword")
+    verdict = ek.gate(copy, copy, baseline_arm="keyword", candidate_arm=best)
+    res = Results.load(copy)
+    assert reporting.resolve_baseline(res) == "keyword"
+    assert reporting.resolve_pair(res, baseline="keyword") == ("keyword", best)
+    gate_line = next(x for x in reporting.conclusion(res, "keyword", n_resamples=500).splitlines() if "**Gate**" in x)
+    assert f"`{best}` against `keyword`: **{'PASS' if verdict.passed else 'FAIL'}** ({verdict.counts()})" in gate_line
+    html = reporting.render(copy).read_text()
+    first = html[:html.index('id="Headline"')]
+    assert "Conclusion" in first and ("PASS" if verdict.passed else "FAIL") in first
