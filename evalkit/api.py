@@ -42,6 +42,7 @@ class OpenCorpus:
     corpus: Corpus
     store: PageStore
     ingest: Ingest
+    pinned: bool = True  # opened by its name in a lock; a folder's name (``docs=``) says nothing of its contents
 
     @property
     def name(self) -> str:
@@ -102,7 +103,7 @@ def corpus(name: str | None = None, *, docs: str | Path | None = None, root: str
     for doc, lost in ingest.problems.items():
         print(f"{doc}: {'; '.join(lost)}", file=sys.stderr)
     print(where(c, store, ingest), file=sys.stderr)
-    return OpenCorpus(ingest.corpus, store, ingest)
+    return OpenCorpus(ingest.corpus, store, ingest, pinned=name is not None)
 
 
 def where(c: Corpus, store: PageStore, ingest: Ingest) -> str:
@@ -173,7 +174,7 @@ def fit(qs: QuerySet, docs: OpenCorpus | str) -> None:
     cheap half: whether the set was written for it."""
     where = qs.path or qs.name
     name = docs if isinstance(docs, str) else docs.name
-    if qs.corpus and qs.corpus != name:
+    if qs.corpus and qs.corpus != name and (isinstance(docs, str) or docs.pinned):
         raise QrelsError(f"{where} is a query set for corpus {qs.corpus!r}, not {name!r}")
     if isinstance(docs, str):
         return

@@ -258,7 +258,7 @@ def cmd_qrels_pool(args) -> int:
 
 def cmd_qrels_simulate(args) -> int:
     qs = qrels.load(args.file)
-    rules = None if args.no_gate else args.rules
+    rules = None if args.no_gate else args.rules or dirs.rules_path()
     sim = simulate.simulate(qs, args.results, split_top(args.strategies, ","), rules)
     out = args.out or Path(args.results) / "simulation"
     for path in simulate.write(sim, out):
@@ -700,7 +700,8 @@ def parser() -> argparse.ArgumentParser:
     si.add_argument("file", type=Path)
     si.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
     si.add_argument("--strategies", default=",".join(simulate.STRATEGIES), help="comma-separated pooling strategy specs")
-    si.add_argument("--rules", type=Path, default=Path("gate.toml"), help="the gate rules whose decisions must not change")
+    si.add_argument("--rules", type=Path, help="the gate rules whose decisions must not change (default: ./gate.toml, "
+                                               "else the rules shipped with evalkit)")
     si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
     si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
     si.set_defaults(func=cmd_qrels_simulate)
@@ -826,7 +827,7 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--held-out", required=True, metavar="CORPUS=QRELS", help="where the chosen arm is gated")
     tu.add_argument("--measure", default="nDCG@10(doc)", help="what the choice maximises (mean over answerable queries)")
     tu.add_argument("--baseline", default="hybrid(keyword=global-index)", help="the arm the chosen one is gated against")
-    tu.add_argument("--rules", type=Path, default=Path("gate.toml"))
+    tu.add_argument("--rules", type=Path, help="rules file (default: ./gate.toml, else the rules shipped with evalkit)")
     tu.add_argument("--out", type=Path, default=Path("results/tune"), help="results directories go here")
     tu.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
     tu.add_argument("--root", type=Path, help="where the corpora live (default: the evalkit data dir)")

@@ -100,7 +100,7 @@ class Tuned:
 
 
 def tune(candidates: list[str], tuned: QuerySetOn, held_out: QuerySetOn, out: Path, measure: str = "nDCG@10(doc)",
-         baseline: str = "hybrid(keyword=global-index)", rules: Path | str = "gate.toml", k: int = 100,
+         baseline: str = "hybrid(keyword=global-index)", rules: Path | str | None = None, k: int = 100,
          progress: bool = True) -> Tuned:
     """Run ``candidates`` on ``tuned`` (``out/tuned-<corpus>``), choose the best by ``measure``, then run it and
     ``baseline`` on ``held_out`` (``out/held-out-<corpus>``) and gate it there with ``rules``. Directories

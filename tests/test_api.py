@@ -151,3 +151,14 @@ def test_a_folder_of_ones_own_is_a_pinned_corpus_in_one_step(tmp_path, monkeypat
     make_pdf(work / "pdfs" / "a.pdf", ["changed"])
     with pytest.raises(CorpusError, match="1 changed"):
         ek.corpus("mine", progress=False)
+
+
+def test_a_retriever_that_raises_on_one_query_errs_on_that_query_only(docs, isolated):
+    def flaky(query, k):
+        if "narwhal" in query:
+            raise ValueError("no index for that")
+        return [("a.pdf", 2, 1.0)]
+
+    res = ek.run(docs, isolated / "q.toml", [flaky], isolated / "res", progress=False)
+    errors = res.per_query.set_index("query")["error"]
+    assert errors["q3"] == "ValueError: no index for that" and errors["q1"] == "" and res.manifest["status"] == "complete"

@@ -122,8 +122,6 @@ def test_digest_depends_on_names_and_bytes(isolated):
 
 
 @pytest.mark.slow
-
-
 def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypatch):
     c, _ = latex
     assert len(c.documents) == 100 and 1800 <= c.pages <= 2800

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from evalkit import comparison, dirs, gating, reporting
+from evalkit import escape as esc
 
 from .conftest import write_results
 
@@ -128,8 +129,6 @@ def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
 
 
 @pytest.mark.slow
-
-
 def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
     d = tmp_path / "results"
     shutil.copytree(small_results, d)
@@ -162,8 +161,6 @@ def test_a_verdict_without_digests_is_not_shown(runs, tmp_path):
 
 
 @pytest.mark.parametrize("status", ["running", "failed", "interrupted"])
-
-
 def test_gate_and_compare_refuse_a_run_that_is_not_complete(runs, tmp_path, status):
     m = json.loads((runs / "manifest.json").read_text())
     (runs / "manifest.json").write_text(json.dumps({**m, "status": status}))
@@ -181,5 +178,5 @@ def test_the_gate_says_what_a_small_set_can_detect_before_the_rules(tmp_path, tw
     lines = v.text().splitlines()
     assert lines.index(f"detects   {v.detectable[0]}") < min(i for i, l in enumerate(lines) if l.startswith(("PASS", "FAIL", "UNDERPOWERED")))
     assert "4.084" not in v.text() and "2.478" not in v.text()
-    assert v.detectable[0] in v.markdown() and v.detectable[0] in v._repr_html_()
+    assert esc.markdown(v.detectable[0]) in v.markdown() and esc.html(v.detectable[0]) in v._repr_html_()
     assert gating.Verdict.from_dict(json.loads(v.to_json())).detectable == v.detectable
