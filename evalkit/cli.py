@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
-from . import corpora, robustness, runner, simulate, validity
+from . import corpora, dirs, robustness, runner, simulate, validity
 from . import escape as esc
 from .cache import CacheError, explain
 from .corpora import CorpusError
