@@ -58,8 +58,9 @@ def test_a_query_set_remembers_its_file_and_must_fit(docs, isolated):
     assert qs.path == isolated / "q.toml"
     ek.fit(qs, docs)
     (isolated / "other.toml").write_text(QUERIES.replace('corpus = "docs"', 'corpus = "latex"'))
-    with pytest.raises(QrelsError, match="is a query set for corpus 'latex', not 'docs'"):
-        ek.run(docs, ek.queries(isolated / "other.toml"), ["keyword"], isolated / "never")
+    with pytest.raises(QrelsError, match="is a query set for corpus 'latex', not 'rmanuals'"):
+        ek.run("rmanuals", ek.queries(isolated / "other.toml"), ["keyword"], isolated / "never")  # before opening
+    ek.fit(ek.queries(isolated / "other.toml"), docs)  # a folder's name says nothing of its documents
     (isolated / "bad.toml").write_text(QUERIES.replace("page = 2, gain = 3", "page = 7, gain = 3"))
     with pytest.raises(QrelsError, match="does not fit corpus 'docs'"):
         ek.run(docs, isolated / "bad.toml", ["keyword"], isolated / "never")

@@ -412,10 +412,10 @@ def test_a_missing_distributed_extra_is_named(tiny):
     assert "needs the distributed package" in p.stderr and "pip install 'evalkit[distributed]'" in p.stderr
 
 
-def _interrupt(argv: list[str], ready, env: dict | None = None):
+def _interrupt(argv: list[str], ready, env: dict | None = None, settle: float = 0.0):
     """Run ``python -m evalkit ARGV`` in a session of its own and press Ctrl-C (SIGINT to the whole process
-    group, as a terminal does) once ``ready(pid)`` holds (polled, at most two minutes: a loaded machine
-    must not move the moment the key is pressed); returns (exit code, stderr)."""
+    group, as a terminal does) ``settle`` seconds after ``ready(pid)`` holds (polled, at most two minutes:
+    a loaded machine must not move the moment the key is pressed); returns (exit code, stderr)."""
     import os
     import signal
     import subprocess
@@ -427,6 +427,7 @@ def _interrupt(argv: list[str], ready, env: dict | None = None):
     deadline = time.monotonic() + 120
     while not ready(p.pid) and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
+    time.sleep(settle)
     if p.poll() is None:
         os.killpg(p.pid, signal.SIGINT)
     _, err = p.communicate(timeout=120)
@@ -459,7 +460,7 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(tmp_path):
 def test_ctrl_c_during_report_is_one_line_and_exit_130(tiny):
     home, argv = tiny
     assert main(argv) == 0
-    code, err = _interrupt(["report", str(home / "res")], _kernel_started)
+    code, err = _interrupt(["report", str(home / "res")], _kernel_started, settle=5.0)  # the kernel up, not starting
     assert code == 130 and err.strip().splitlines() == ["evalkit: interrupted"], err
 
 

@@ -12,6 +12,7 @@ from evalkit.arms.lexical import query_terms
 from evalkit.cli import main
 from evalkit.fusion import fuse
 from evalkit.records import Hit, Result
+from tests.conftest import one_line_error
 
 # Real questions about manuals of the `small` fixture; most words occur in several of the ten documents,
 # so per-document fusion leaves the gold page inside a tied band.
@@ -170,6 +171,5 @@ def test_cli_bad_input_exits_2_with_one_line(small, qs_path, tmp_path, capsys, e
     argv = ["robustness", "--docs", str(c.root), "--cache", str(store.path), "--qrels", str(qs_path),
             "--arm", "keyword", "--out", str(tmp_path / "rob"), *extra]
     assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    one_line_error(capsys, message)  # after the line that says which cache the corpus was read from
     assert not (tmp_path / "rob").exists()

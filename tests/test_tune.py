@@ -1,10 +1,10 @@
 import pytest
 
-from evalkit import qrels
+from evalkit import dirs, qrels
 from evalkit.cli import main
 from evalkit.tune import QuerySetOn, TuneError, check_held_out, grid, means, tune
 
-from .conftest import ROOT, SMALL_QUERIES, one_line_error
+from .conftest import SMALL_QUERIES, one_line_error
 
 # Three other questions about the same ten manuals: the held-out set
 OTHER_QUERIES = '''
@@ -65,7 +65,7 @@ judgments = [{ doc = "float.pdf", page = 3, gain = 3 }]
 def test_tune_chooses_on_one_set_and_gates_on_the_other(sets, tmp_path):
     a, b, _ = sets
     t = tune(["keyword", "global-index"], a, b, tmp_path / "t", measure="nDCG@10", baseline="keyword",
-             rules=ROOT / "gate.toml", progress=False)
+             rules=dirs.shipped("gate.toml"), progress=False)
     # the choice is the sweep's best on the tuning set, and its figures are those of the tuning run
     assert list(t.sweep.index) == ["keyword", "global-index"]
     assert t.chosen == t.sweep.idxmax() and t.sweep.equals(means(__import__("evalkit").results.Results.load(t.sweep_dir), "nDCG@10"))
