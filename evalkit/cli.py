@@ -525,7 +525,7 @@ def _query_set_on(args, where: str):
     one = argparse.Namespace(**{**vars(args), "corpus": None if folder else name, "docs": Path(name) if folder else None,
                                 "qrels": Path(path)})
     qs, opened = open_run(one)
-    return QuerySetOn(opened.corpus, opened.store, qs, path)
+    return QuerySetOn(opened.corpus, opened.store, qs)
 
 
 def cmd_tune(args) -> int:

@@ -34,8 +34,7 @@ class QuerySetOn:
 
     corpus: Corpus
     store: PageStore
-    queries: QuerySet
-    path: str = ""
+    queries: QuerySet  # it knows its file (QuerySet.path), which the runs record
 
     @property
     def name(self) -> str:

@@ -34,8 +34,7 @@ def sets(small, tmp_path_factory):
     d = tmp_path_factory.mktemp("tune-sets")
     (d / "a.toml").write_text(SMALL_QUERIES)
     (d / "b.toml").write_text(OTHER_QUERIES)
-    return (QuerySetOn(c, store, qrels.load(d / "a.toml"), str(d / "a.toml")),
-            QuerySetOn(c, store, qrels.load(d / "b.toml"), str(d / "b.toml")), d)
+    return (QuerySetOn(c, store, qrels.load(d / "a.toml")), QuerySetOn(c, store, qrels.load(d / "b.toml")), d)
 
 
 def test_grid_spells_every_combination_in_order():
