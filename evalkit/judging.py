@@ -168,6 +168,7 @@ class Session:
         self.path, self.docs = Path(path), docs
         self.arms = [a if isinstance(a, str) else register(a) for a in arms]
         self.strategy = pooling.strategy(strategy)
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # a new set in a folder not made yet (qrels/ of a fresh project)
         self.message = acquire(self.path)
         self.closed = False
         if not self.path.exists():
@@ -483,11 +484,26 @@ def _trap_line(s: Session, qid: str, text: str, distractor: str) -> str:
         return "trap: name the distractor, the lexically similar document that does not answer"
     q = Query(qid, "trap", text, tuple(Judgment(d, p, g) for (d, p), g in s._judged(qid) if g > 0),
               distractor=distractor)
-    t = validity.trap_ranks(q, s.ranker()(text))
+    ranking = s.ranker()(text)
+    t = validity.trap_ranks(q, ranking)
     at = f"{t.distractor_rank} ({t.distractor_page})" if t.distractor_rank else "nowhere"
-    gold = f"{t.gold_rank} ({t.gold_page})" if t.gold_rank else ("nowhere" if q.judgments else "not judged yet")
+    if not q.judgments:  # no gold yet: "traps" would be a guess; name what must not answer instead
+        return f"trap: BM25 ranks distractor {distractor} at {at}; no gold page judged yet: " + _above(ranking, t)
+    gold = f"{t.gold_rank} ({t.gold_page})" if t.gold_rank else "nowhere"
     return (f"trap: BM25 ranks distractor {distractor} at {at}, the gold pages at {gold}: "
             + ("traps" if t.traps else "NOT a trap: reword the query or reclassify it"))
+
+
+def _above(ranking: Sequence[PageKey], t: validity.TrapRanks) -> str:
+    """Before any gold page is judged: the pages BM25 ranks above the distractor, any of which, if it
+    answers, makes the query no trap."""
+    if t.distractor_rank is None:
+        return "BM25 matches no page of it, so it cannot trap: reword the query or name another distractor"
+    above = [f"{page_id(*p)} ({r})" for r, p in enumerate(ranking[:t.distractor_rank - 1], 1) if p[0] != t.distractor]
+    if not above:
+        return "nothing ranks above it, so it traps"
+    more = " …" if len(above) > 5 else ""
+    return f"it traps only if none of the pages BM25 ranks above it answers: {', '.join(above[:5])}{more}"
 
 
 def _described_lines(s: Session, q: Table, text: str) -> list[str]:

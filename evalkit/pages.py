@@ -104,10 +104,18 @@ class PageStore:
         r, b, _ = self._usage.get(what, (0, 0, verb))
         self._usage[what] = (r + reused, b + built, verb)
 
-    def usage(self) -> str:
-        """What this store reused and built since it was opened, e.g. ``vectors (MODEL): 2634 pages reused,
-        0 embedded`` ("" when nothing derived was asked for)."""
-        return "; ".join(f"{what}: {r} pages reused, {b} {verb}" for what, (r, b, verb) in self._usage.items())
+    def usage(self, since: dict[str, tuple[int, int, str]] | None = None) -> str:
+        """What this store reused and built since it was opened, or since :meth:`counted` gave ``since`` (a
+        notebook keeps one store open across runs: a run says what *it* reused), e.g. ``vectors (MODEL):
+        2634 pages reused, 0 embedded`` ("" when nothing derived was asked for)."""
+        before = since or {}
+        return "; ".join(f"{what}: {r - before.get(what, (0, 0, verb))[0]} pages reused, "
+                         f"{b - before.get(what, (0, 0, verb))[1]} {verb}"
+                         for what, (r, b, verb) in self._usage.items() if (r, b, verb) != before.get(what))
+
+    def counted(self) -> dict[str, tuple[int, int, str]]:
+        """The counts so far, for :meth:`usage` ``since``."""
+        return dict(self._usage)
 
     def close(self) -> None:
         self.db.close()

@@ -180,8 +180,7 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
 
 def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, manifest: dict,
              k: int, progress: bool) -> None:
-    manifest_path = out / "manifest.json"
-    runs = out / "runs"
+    manifest_path, runs, counted = out / "manifest.json", out / "runs", store.counted()
     runs.mkdir(exist_ok=True)
     described = {a["file"] for a in manifest["arms"]}
     for stale in sorted(runs.glob("*.jsonl")):  # answers no manifest entry describes are never read
@@ -230,7 +229,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         summarize(frame).to_csv(tmp, index=False)
     manifest.update(status="complete", finished=_now(), environment=completed(manifest.get("environment", {})))
     resultsdir.write_json(manifest_path, manifest)
-    if used := store.usage():  # empty on an executor: its workers read the cache
+    if used := store.usage(since=counted):  # this run's, not the open store's; empty on an executor: its workers read the cache
         print(f"cache {store.path}: {used}", file=sys.stderr)
 
 

@@ -96,12 +96,24 @@ def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
     return out
 
 
+def decidable(n: int, alpha: float = ALPHA) -> bool:
+    """Whether the exact sign-flip test (:func:`sign_flip_p`) can reject at ``alpha`` over ``n`` queries at
+    all: its smallest two-sided p-value is 2 / 2^n, so 5 queries (1/16) never reach 0.05. Below that no
+    difference is detectable, however closely two or three differences happen to agree."""
+    return n >= 2 and 2.0 ** (1 - n) <= alpha
+
+
 def power(delta: float, sd: float, n: int, alpha: float = ALPHA) -> float:
     """Power of a two-sided paired t-test at level ``alpha`` to detect a true mean difference ``delta``
     over ``n`` queries whose differences have standard deviation ``sd`` (noncentral t, no normal
-    approximation: with 22 queries per class the difference matters)."""
-    if n < 2 or not sd > 0:
-        return math.nan if n < 2 else float(delta != 0)
+    approximation: with 22 queries per class the difference matters); 0 where the sign-flip test the gate
+    decides with cannot reject at all (:func:`decidable`)."""
+    if n < 2:
+        return math.nan
+    if not decidable(n, alpha):
+        return 0.0
+    if not sd > 0:
+        return float(delta != 0)
     df, nc = n - 1, abs(delta) * math.sqrt(n) / sd
     tc = _st.t.ppf(1 - alpha / 2, df)
     wrong_side = _st.nct.cdf(-tc, df, nc)  # NaN far in the tail, where it is below 1e-30
@@ -112,8 +124,9 @@ def mdd(sd: float, n: int, alpha: float = ALPHA, target: float = POWER) -> float
     """Minimal detectable difference: the smallest true mean difference a two-sided paired test at level
     ``alpha`` detects with probability ``target`` over ``n`` queries whose differences have standard
     deviation ``sd``. It solves ``power(MDD, sd, n, alpha) = target`` exactly; the familiar approximation is
-    MDD ~ (t[1 - alpha/2, n - 1] + t[target, n - 1]) * sd / sqrt(n), i.e. about 2.9 sd / sqrt(n) at n = 22."""
-    if n < 2:
+    MDD ~ (t[1 - alpha/2, n - 1] + t[target, n - 1]) * sd / sqrt(n), i.e. about 2.9 sd / sqrt(n) at n = 22.
+    NaN ("n too small") where the gate's sign-flip test cannot reject at all (:func:`decidable`)."""
+    if not decidable(n, alpha):
         return math.nan
     if not sd > 0:
         return 0.0
@@ -137,7 +150,7 @@ def queries_needed(delta: float, sd: float, alpha: float = ALPHA, target: float 
     probability ``target`` when per-query differences have standard deviation ``sd`` (inverts :func:`power`
     in ``n``, which it increases; ``most`` + 1 when even ``most`` queries would not do)."""
     if not delta or not sd > 0:
-        return 2 if sd == 0 and delta else most + 1
+        return max(2, math.ceil(1 - math.log2(alpha))) if sd == 0 and delta else most + 1  # fewest decidable
     low, high = 2, 2
     while power(delta, sd, high, alpha) < target:
         if high > most:

@@ -163,3 +163,10 @@ def test_a_retriever_that_raises_on_one_query_errs_on_that_query_only(docs, isol
     res = ek.run(docs, isolated / "q.toml", [flaky], isolated / "res", progress=False)
     errors = res.per_query.set_index("query")["error"]
     assert errors["q3"] == "ValueError: no index for that" and errors["q1"] == "" and res.manifest["status"] == "complete"
+
+
+def test_a_run_in_a_long_lived_kernel_says_what_it_reused_itself(docs, isolated, capsys):
+    docs.search("global-index", "walrus", 2)  # the workbench searching before the run, in the same kernel
+    capsys.readouterr()
+    ek.run(docs, isolated / "q.toml", ["global-index"], isolated / "res", progress=False)
+    assert f"cache {docs.store.path}: corpus-wide index: 3 pages reused, 0 built" in capsys.readouterr().err

@@ -135,7 +135,13 @@ def test_validity_shows_before_any_page_is_read(session):
     lines = session.write_query("a1", "abstain", "zebra migration", kind="uncovered-need")
     assert "not in the corpus: zebra" in lines[0]
     lines = session.write_query("t1", "trap", "seal migration", distractor="seal.pdf")
-    assert "BM25 ranks distractor seal.pdf at 1" in lines[0]
+    assert "BM25 ranks distractor seal.pdf at 1" in lines[0] and "nothing ranks above it" in lines[0]
+    # before any gold page is judged, "traps" would be a guess: it names the pages that must not answer
+    lines = session.write_query("t2", "trap", "walrus migration sea ice", distractor="ice.pdf")
+    assert "no gold page judged yet" in lines[0] and "walrus.pdf#2 (1)" in lines[0] and "traps:" not in lines[0]
+    session.pool("t2")
+    session.grade("t2", "walrus.pdf", 2, 3)
+    assert "NOT a trap" in session.before("t2")[0]
     session.write_query("d1", "described", "walrus migration follows the sea ice")
     session.pool("d1")
     assert any("shares the run" in line for line in session.before("d1"))
@@ -182,11 +188,12 @@ def test_evalkit_page_prints_the_whole_page_and_refuses_a_bad_id(docs):
     assert bad.returncode == 2 and "out of range for walrus.pdf (1..2)" in bad.stderr
 
 
-def test_a_missing_file_is_created_for_the_corpus(docs, isolated):
-    s = Session(isolated / 'new"set.toml', docs, ARMS)
+def test_a_missing_file_is_created_for_the_corpus_with_its_folder(docs, isolated):
+    path = isolated / "qrels" / 'new"set.toml'  # a fresh project: no qrels/ folder yet
+    s = Session(path, docs, ARMS)
     s.write_query("q1", "needle", "walrus migration")
     s.close()
-    qs = qrels.load(isolated / 'new"set.toml')
+    qs = qrels.load(path)
     assert (qs.name, qs.corpus, qs["q1"].text) == ('new"set', docs.name, "walrus migration")
 
 

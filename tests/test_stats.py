@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from evalkit.stats import Comparison, bootstrap_ci, holm, mcnemar_p, mdd, paired_compare, power, sign_flip_p
+from evalkit.stats import (Comparison, bootstrap_ci, decidable, holm, mcnemar_p, mdd, paired_compare, power, queries_needed,
+                           sign_flip_p)
 
 
 def test_bootstrap_ci_contains_the_mean_and_is_deterministic():
@@ -180,7 +181,10 @@ def test_paired_compare_counts_wins_ties_losses_and_reports_the_mdd():
     c = paired_compare(a, b)
     assert (c.wins, c.ties, c.losses) == (2, 2, 1)
     assert (c.mean_a, c.mean_b) == (pytest.approx(a.mean()), pytest.approx(b.mean()))
-    assert c.sd_delta == pytest.approx(np.std(b - a, ddof=1)) and c.mdd == pytest.approx(mdd(c.sd_delta, 5))
+    assert c.sd_delta == pytest.approx(np.std(b - a, ddof=1))
+    assert math.isnan(c.mdd)  # 5 queries: the sign-flip test's smallest p is 1/16, so nothing is detectable
+    c6 = paired_compare(np.append(a, 0.3), np.append(b, 0.5))
+    assert c6.mdd == pytest.approx(mdd(c6.sd_delta, 6)) and 0 < c6.mdd < 1
     assert c.p_value == pytest.approx(_all_sign_flips_p(b - a))
 
 
@@ -191,7 +195,17 @@ def test_an_mdd_beyond_the_measures_range_is_told_as_n_too_small(two_per_class):
 
     pq = pd.read_parquet(two_per_class / "per_query.parquet").pivot(index="query", columns="arm", values="nDCG@10")
     raw = [paired_compare(pq["base"][q], pq["cand"][q]).mdd for q in (["q000", "q001"], ["q002", "q003"])]
-    assert [round(m, 3) for m in raw] == [2.478, 4.084]  # the figures, unguarded
+    assert all(math.isnan(m) for m in raw)  # 2 queries each: the MDDs 2.478 and 4.084 are not computed
     assert [mdd_text(m) for m in raw] == ["n too small", "n too small"]
     assert math.isnan(detectable(math.nan)) and mdd_text(0.25) == "MDD 0.250"
     assert mdd_text(1.0) == "MDD 1.000" and mdd_text(1.0001) == "n too small"
+
+
+def test_no_difference_is_detectable_where_the_sign_flip_test_cannot_reject():
+    # two queries whose differences agree closely: a t-based MDD would be 0.012 and its power 100% (what the
+    # gate printed for a spread class of 2 queries), yet the exact sign-flip p-value is never below 2 / 2^2
+    assert not decidable(5) and decidable(6) and not decidable(6, alpha=0.01) and decidable(8, alpha=0.01)
+    assert math.isnan(mdd(0.001, 2)) and math.isnan(mdd(0.2, 5)) and 0 < mdd(0.2, 6) < 1
+    assert power(0.05, 0.001, 2) == 0.0 and power(0.05, 0.001, 6) > 0.99
+    assert sign_flip_p([0.050, 0.051]) == 0.5 and sign_flip_p([0.1] * 5) > 0.05 >= sign_flip_p([0.1] * 6)
+    assert queries_needed(0.05, 0.0) == 6 and queries_needed(0.05, 0.001) == 6

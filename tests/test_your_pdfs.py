@@ -10,6 +10,7 @@ import pytest
 from nbclient import NotebookClient
 
 from evalkit import api, notebooks, qrels
+from evalkit.cli import main
 from evalkit.judging import Session
 from tests.conftest import ROOT, make_pdf
 
@@ -30,15 +31,22 @@ def judged_set(folder, docs) -> None:
 
 
 def test_your_pdfs_notebook_runs_from_folder_to_gate(isolated, monkeypatch):
-    folder = isolated / "docs"
+    folder = isolated / "pdfs"
     folder.mkdir()
     make_pdf(folder / "walrus.pdf", ["Walruses live in the Arctic.", "Walrus migration follows the sea ice south."])
     make_pdf(folder / "seal.pdf", ["Seals and their migration.", "Penguins are not seals; penguins do not fly."])
-    judged_set(isolated, api.corpus(docs=folder, progress=False))
+    monkeypatch.chdir(isolated)
+    monkeypatch.delenv("EVALKIT_LOCK", raising=False)
+    assert main(["corpus", "add", "mine", "pdfs"]) == 0  # the README's step before the notebook
+    judged_set(isolated, api.corpus("mine", lock=isolated / "corpora.lock", progress=False))
     nb = nbformat.read(ROOT / "notebooks" / "your-pdfs.ipynb", as_version=4)
-    notebooks.inject_parameters(nb, DOCS=str(folder), QUERIES="mine.toml", OUT="results/mine")
+    # the notebook's own CORPUS and LOCK; only the arms are narrowed to the lexical ones the set was pooled with
+    assert 'CORPUS = "mine"' in nb.cells[1].source and 'LOCK = "../corpora.lock"' in nb.cells[1].source
+    (isolated / "notebooks").mkdir()  # Jupyter runs it in its folder, notebooks/ of the checkout
+    notebooks.inject_parameters(nb, ARMS=ARMS, QUERIES="../mine.toml")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(isolated)}}).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(isolated / "notebooks")}}).execute()
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "qrels check --strict: no problem" in out
     assert (isolated / "results" / "mine" / "gate.json").exists()
