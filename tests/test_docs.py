@@ -56,8 +56,9 @@ def test_every_fence_says_what_it_is():
 
 
 def test_every_page_says_how_its_examples_are_checked():
-    missing = [p.name for p in PAGES
-               if not p.read_text().rstrip().rsplit("\n", 1)[-1].startswith("*Examples on this page")]
+    """The last paragraph of a page says how its examples are checked (or that it has none)."""
+    missing = [p.name for p in PAGES if not p.read_text().rstrip().rsplit("\n\n", 1)[-1].startswith(
+        ("*Examples on this page", "*This page"))]
     assert not missing, f"pages whose last line does not say how their examples are checked: {missing}"
 
 
