@@ -16,11 +16,13 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests import cli_server
 from tests.conftest import ROOT, SMALL_QUERIES
 
 DOCS = ROOT / "docs"
@@ -96,20 +98,31 @@ def reader_folder(small, real_env, tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="session")
+def evalkit_server(tmp_path_factory):
+    """The socket of a server running `evalkit` commands in forked children (tests/cli_server.py)."""
+    sock = str(tmp_path_factory.mktemp("cli") / "evalkit.sock")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "tests.cli_server", sock], cwd=ROOT, env=env)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(sock):
+        assert server.poll() is None and time.monotonic() < deadline, "the evalkit command server did not start"
+        time.sleep(0.1)
+    yield sock
+    server.terminate()
+    server.wait(timeout=30)
+
+
 @pytest.fixture
-def reader(reader_folder, real_env, tmp_path):
-    """A fresh copy of the reader's folder, an `evalkit` command on PATH, and the environment: the test
-    corpora's page store and vectors (keyed by content, so the copied PDFs reuse them), a lock file and a
-    config file of the folder's own."""
+def reader(reader_folder, real_env, evalkit_server, tmp_path):
+    """A fresh copy of the reader's folder, an `evalkit` command on PATH (the client of the command server),
+    and the environment: the test corpora's page store and vectors (keyed by content, so the copied PDFs
+    reuse them), a lock file and a config file of the folder's own."""
     folder = tmp_path / "reader"
     shutil.copytree(reader_folder, folder)
     bin_ = tmp_path / ".bin"
     bin_.mkdir()
-    # `evalkit gate` and `evalkit tune` exit 1 on a failed rule: a verdict, not a broken example; 2 (bad
-    # input) still fails
-    (bin_ / "evalkit").write_text(f'#!/bin/sh\n"{sys.executable}" -m evalkit "$@"; rc=$?\n'
-                                  '[ "$1" = gate -o "$1" = tune ] && [ $rc = 1 ] && exit 0\nexit $rc\n')
-    (bin_ / "evalkit").chmod(0o755)
+    cli_server.client(str(bin_ / "evalkit"), evalkit_server)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALKIT_CACHE": real_env["EVALKIT_CACHE"],
            "EVALKIT_DATA": str(tmp_path / "data"), "EVALKIT_LOCK": str(folder / "corpora.lock"),
            "EVALKIT_CONFIG": str(tmp_path / "config.toml"),
