@@ -65,6 +65,16 @@ def test_every_page_says_how_its_examples_are_checked():
     assert not missing, f"pages whose last line does not say how their examples are checked: {missing}"
 
 
+def test_the_readme_stays_short():
+    """The README is the first screen (what evalkit is, the two commands, your PDFs, your retriever, gating,
+    one table, links); everything else lives in the site."""
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("\n") <= 200
+    for must in ("make report", "make test", "evalkit corpus add", "notebooks/your-pdfs.ipynb",
+                 "import evalkit as ek", "notebooks/your-retriever.ipynb", "<!-- BEGIN docs/figures/summary-latex.md -->"):
+        assert must in readme, must
+
+
 def test_the_site_builds_strictly(tmp_path):
     """`mkdocs build --strict` into a temporary folder: any warning (a broken link or anchor, a missing
     include, a docstring mkdocstrings cannot read, a page outside the nav) fails it. Not with --quiet:
