@@ -67,7 +67,7 @@ refusal: $(VENV)/.installed
 
 # The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link, anchor or include fails it.
 docs: $(VENV)/.installed
-	$(BIN)/mkdocs build --strict -d site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 clean-venv:
 	rm -rf $(VENV)
