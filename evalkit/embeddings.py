@@ -45,7 +45,7 @@ def _dist_file(dist: str, suffix: str) -> Path:
     try:
         files = metadata.distribution(dist).files or []
     except metadata.PackageNotFoundError:
-        raise RuntimeError(f"the packaged model needs the PyPI package {dist!r} (see README, 'Offline model')") from None
+        raise RuntimeError(f"the packaged model needs the PyPI package {dist!r} (see docs/getting-started.md, 'Offline model')") from None
     for f in files:
         if str(f).endswith(suffix):
             return Path(str(metadata.distribution(dist).locate_file(f)))

@@ -7,7 +7,7 @@ is p = (1 + #{pseudo-queries scoring ≤ it}) / (n + 1). Refusing when p ≤ α 
 queries drawn like the pseudo-queries (split conformal prediction: the bound needs exchangeability, no
 model and no fit), so ``admit(…,policy=conformal,threshold=0.05)`` carries a wrongful-refusal bound to any
 corpus, where a threshold on the raw confidence chosen on one corpus is a guess on the next. The bound
-holds for real questions only as far as they look to the policy like passages of the corpus; the README
+holds for real questions only as far as they look to the policy like passages of the corpus; docs/refusal.md
 reports how far that is on the shipped sets.
 """
 from __future__ import annotations

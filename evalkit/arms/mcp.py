@@ -1,7 +1,7 @@
 """mcp: a retrieval tool behind an MCP server, called directly per query and scored like every other arm.
 
 The server is started over stdio (command, arguments, environment) from a named definition in a TOML file
-(``mcp(config=examples/arms.toml,name=pdf-mcp-keyword)``; see README, "MCP servers"). Optionally a warm-up
+(``mcp(config=examples/arms.toml,name=pdf-mcp-keyword)``; see docs/mcp.md). Optionally a warm-up
 tool is called until it reports it is done; then every query calls one tool with templated arguments and
 the answer (``structuredContent``, else the JSON of its text content) is mapped by a small declarative
 :class:`Mapping` to ranked (document, page, score), a refusal, or an error.

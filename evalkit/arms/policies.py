@@ -6,7 +6,7 @@ evidence a person should see when the query is refused. :class:`~evalkit.arms.ad
 confidence with a threshold; the threshold is chosen afterwards on another query set (``evalkit refusal
 calibrate``), which is why every answer records its confidence.
 
-The built-ins, compared in the README's refusal section:
+The built-ins, compared in docs/refusal.md:
 
 - ``idf-mass``: the published lexical gate. Mean IDF of the query's terms over the corpus's pages, absent
   terms at the maximum IDF; familiar words give high confidence. The baseline to beat.
