@@ -10,7 +10,7 @@ export EVALKIT_MODEL_DIR ?= packaged
 
 CORPUS ?= latex
 
-.PHONY: test report bench refusal clean-venv
+.PHONY: test report bench refusal cli-reference docs-figures clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,17 @@ refusal: $(VENV)/.installed
 	$(BIN)/evalkit corpus fetch rmanuals
 	$(BIN)/python benchmarks/refusal.py
 	for d in latex rmanuals latex-held-out rmanuals-held-out; do $(BIN)/evalkit report results/refusal/$$d || exit 1; done
+
+# The CLI reference, rendered from evalkit.cli's parser (tests/test_clidoc.py fails when docs/cli.md is stale).
+cli-reference: $(VENV)/.installed
+	$(BIN)/python -m evalkit.clidoc docs/cli.md
+
+# Every measured table of the docs, docs/figures/<name>.md, written from the command named in its first line
+# (simulate, bench and robustness re-run here, minutes; hour-long or service-bound runs read from RESULTS, or
+# the figure names the command to run first), and the README's summary table between its markers.
+RESULTS ?= results
+docs-figures: cli-reference
+	$(BIN)/python benchmarks/docs_figures.py --results $(RESULTS)
 
 clean-venv:
 	rm -rf $(VENV)
