@@ -11,21 +11,23 @@ import argparse
 import re
 from collections.abc import Iterator
 
-from .escape import code, markdown
+from .escape import code
+from .escape import markdown_inline as markdown
 
 USAGE_WIDTH = 100  # fixed, so the page does not depend on the terminal it was rendered in
 REGENERATE = "make cli-reference"
 _CODE = re.compile(r"(`+)(.+?)\1")
 
 
-def text(value: object) -> str:
+def text(value: object, line_start: bool = False) -> str:
     """Help text as inert Markdown: its code spans kept as code, everywhere else HTML characters escaped and
-    Markdown's punctuation backslashed (:func:`evalkit.escape.markdown`)."""
+    what Markdown would read as markup backslashed (:func:`evalkit.escape.markdown_inline`; ``line_start``:
+    the text begins a paragraph)."""
     s, out, at = str(value), [], 0
     for m in _CODE.finditer(s):
-        out += [markdown(s[at:m.start()]), m.group(0)]
+        out += [markdown(s[at:m.start()], line_start and at == 0), m.group(0)]
         at = m.end()
-    return "".join(out + [markdown(s[at:])])
+    return "".join(out + [markdown(s[at:], line_start and at == 0)])
 
 
 def usage(p: argparse.ArgumentParser) -> str:
@@ -82,7 +84,7 @@ def section(p: argparse.ArgumentParser, about: str | None) -> list[str]:
     depth = len(p.prog.split())
     lines = [f"{'#' * min(depth + 1, 6)} {p.prog}", ""]
     for prose in dict.fromkeys(x for x in (about, p.description) if x):
-        lines += [text(" ".join(prose.split())), ""]
+        lines += [text(" ".join(prose.split()), line_start=True), ""]
     lines += ["```text", usage(p), "```", ""]
     shown = [a for a in p._actions if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
     lines += [argument(a) for a in shown] + ([""] if shown else [])

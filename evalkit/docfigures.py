@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import calibration, comparison, gating
-from . import escape as esc
+from .escape import markdown_inline as md
 from .results import Results
 
 GENERATOR = "make docs-figures"
@@ -34,28 +33,17 @@ class FigureMissing(Exception):
 
 # ---- Markdown ------------------------------------------------------------------------------------------
 
-_LIVE = re.compile(r"([\\`*_\[\]|$~])")
-
-
-def inline(s: object) -> str:
-    """Text from data on one line of a page or table cell, inert but readable in the raw file: HTML characters
-    as entities, and only what could start emphasis, code, a link, math or a new cell backslashed (a table
-    row or list item cannot turn into a heading, so ``#``, ``-`` and ``.`` stay as they are)."""
-    text = " ".join(esc.terminal(line) for line in str(s).splitlines())
-    return _LIVE.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
-
-
 def cell(v: object, digits: int = 3) -> str:
-    """One table cell: floats to ``digits`` decimals, NaN as n/a, anything else :func:`inline`."""
+    """One table cell: floats to ``digits`` decimals, NaN as n/a, anything else as inert Markdown."""
     if isinstance(v, float):
         return "n/a" if math.isnan(v) else f"{v:.{digits}f}"
-    return inline(v)
+    return md(v)
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 3, index: bool = True) -> str:
     """A pipe table of ``frame`` (its index as the first columns when ``index``)."""
     f = frame.reset_index() if index else frame
-    head = "| " + " | ".join(inline(c) for c in f.columns) + " |"
+    head = "| " + " | ".join(md(c) for c in f.columns) + " |"
     rule = "|" + "---|" * len(f.columns)
     rows = ["| " + " | ".join(cell(v, digits) for v in row) + " |" for row in f.itertuples(index=False)]
     return "\n".join([head, rule, *rows])
@@ -75,7 +63,7 @@ def _load(values: Sequence[float]) -> str:
 
 def machine_line(start: dict, end: dict) -> str:
     """The second line of a figure its command produced just now."""
-    return (f"Machine: {inline(start['cpu'])}, {start['cores']} cores; load average (1 / 5 / 15 min) "
+    return (f"Machine: {md(start['cpu'])}, {start['cores']} cores; load average (1 / 5 / 15 min) "
             f"{_load(start['load'])} at the start, {_load(end['load'])} at the end; {start['time'][:16].replace('T', ' ')} to "
             f"{end['time'][11:16]} UTC.")
 
@@ -99,7 +87,7 @@ def recorded_line(env: dict, when: str) -> str:
     elif not cal:
         load = "; no load average recorded (results from before evalkit recorded one)"
     stamp = f"{when[:16].replace('T', ' ')} UTC" if when[:4].isdigit() else when
-    return f"Measured {stamp} on {inline(machine_of(env))} (the results' environment record){load}."
+    return f"Measured {stamp} on {md(machine_of(env))} (the results' environment record){load}."
 
 
 def run_record(path: Path) -> tuple[dict, str]:
@@ -181,7 +169,7 @@ def summary_table(path: Path, by_class: bool = False, arms: Callable[[str], bool
             raise FigureMissing(f"{path} holds none of the arms this figure shows")
         table = table[table.index.get_level_values("arm").isin(keep)]
     m = res.manifest
-    title = f"{inline(m['corpus']['name'])} × {inline(m['qrels']['name'])} ({m['qrels']['queries']} queries)"
+    title = f"{md(m['corpus']['name'])} × {md(m['qrels']['name'])} ({m['qrels']['queries']} queries)"
     return f"{title}\n\n{markdown_table(table)}"
 
 
@@ -205,11 +193,11 @@ def verdict_table(v: gating.Verdict) -> str:
     for o in v.outcomes:
         rows.append({"verdict": gating.MARK.get(o.status, o.status), "rule": o.rule, "class": "", "numbers": o.summary})
         rows += [{"verdict": d.status, "rule": "", "class": d.label, "numbers": d.text} for d in o.details]
-    head = [f"Corpus {inline(v.corpus)}, query set {inline(v.query_set)}, {v.queries} queries; rules sha256 "
+    head = [f"Corpus {md(v.corpus)}, query set {md(v.query_set)}, {v.queries} queries; rules sha256 "
             f"{v.rules_sha256[:12]}.", ""]
-    head += [f"What the set can detect: {inline(d)}." for d in v.detectable]
+    head += [f"What the set can detect: {md(d)}." for d in v.detectable]
     return "\n".join([*head, "", markdown_table(pd.DataFrame(rows), index=False), "",
-                      f"**{inline(v.headline())}**"])
+                      f"**{md(v.headline())}**"])
 
 
 SIMULATION_COLUMNS = {  # summary.csv column -> heading
@@ -245,11 +233,11 @@ def bench_table(path: Path) -> str:
     from . import bench
 
     loaded = bench.load(need(path / "bench.csv", "evalkit bench").parent)
-    f = loaded["figures"]
+    f: pd.DataFrame = loaded["figures"]
     f = f[[c for c in BENCH_COLUMNS if c in f.columns]].rename(columns=BENCH_COLUMNS).astype(object).fillna("")
     f["figure"] = f["figure"].map(lambda v: f"{v:.4g}")
     f["per reference"] = f["per reference"].map(lambda v: "" if v == "" else f"{v:.3g}")
-    return f"{markdown_table(f, index=False)}\n\nCalibration: {inline(calibration.summary(loaded['environment']))}."
+    return f"{markdown_table(f, index=False)}\n\nCalibration: {md(calibration.summary(loaded['environment']))}."
 
 
 def cost_curve_table(path: Path, first: str) -> str:
@@ -258,7 +246,8 @@ def cost_curve_table(path: Path, first: str) -> str:
     from . import bench
 
     loaded = bench.load(need(path / "scale.csv", first).parent)
-    scale, fit = loaded["scale"], loaded["fit"]
+    scale: pd.DataFrame = loaded["scale"]
+    fit: pd.DataFrame = loaded["fit"]
     wide = scale.pivot_table(index=["documents", "pages"], columns="arm", values="median_ms", sort=False)
     idx = scale.drop_duplicates("documents").set_index(["documents", "pages"])
     wide["global index build (s)"] = idx["global_index_s"]
@@ -294,7 +283,7 @@ def refusal_tables(paths: dict[str, Path], first: str) -> str:
     parts = []
     for label, p in paths.items():
         t = refusal_report.table(Results.load(need(p / "manifest.json", first).parent))
-        parts.append(f"{inline(label)}:\n\n{markdown_table(t) if len(t) else 'no arm records a confidence'}")
+        parts.append(f"{md(label)}:\n\n{markdown_table(t) if len(t) else 'no arm records a confidence'}")
     return "\n\n".join(parts)
 
 
