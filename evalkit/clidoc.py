@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from .escape import code
 from .escape import markdown_inline as markdown
 
-USAGE_WIDTH = 100  # fixed, so the page does not depend on the terminal it was rendered in
+USAGE_WIDTH = 76  # fixed, so the page does not depend on the terminal; what fits the docs theme's code blocks
 REGENERATE = "make cli-reference"
 _CODE = re.compile(r"(`+)(.+?)\1")
 
@@ -62,7 +62,8 @@ def _names(action: argparse.Action) -> str:
 
 def _default(action: argparse.Action) -> str:
     d = action.default
-    if action.nargs == 0 or d in (None, "", []) or d is argparse.SUPPRESS or action.required:
+    said = "default" in (action.help or "")  # the help names it already, in words
+    if action.nargs == 0 or d in (None, "", []) or d is argparse.SUPPRESS or action.required or said:
         return ""
     return f" (default: {code(d)})"
 
