@@ -210,15 +210,20 @@ SIMULATION_COLUMNS = {  # summary.csv column -> heading
 }
 
 
+SIMULATION_FORMATS = (  # column prefix, format, what a missing value means there
+    ("pages to target", "{:,.0f}", "not reached"), ("share", "{:.0%}", "not reached"),
+    ("pages at knee", "{:,.0f}", "never"), ("tau_", "{:.3f}", "–"), ("gate_", "{:.0f}", "–"))
+
+
 def simulation_tables(out: Path) -> str:
     """``evalkit qrels simulate``'s summary (pages each strategy needs, knee stops) and leave-one-arm-out, from
     the ``summary.csv`` and ``loo.csv`` it wrote."""
     s = pd.read_csv(need(out / "summary.csv", "evalkit qrels simulate"), index_col="strategy")
-    s = s[[c for c in SIMULATION_COLUMNS if c in s.columns]].rename(columns=SIMULATION_COLUMNS)
-    for c in s.columns:
-        if c.startswith("pages") or c.startswith("knee") or c.startswith("gate") or c == "vs pool":
-            s[c] = s[c].map(lambda v: "not reached" if pd.isna(v) else f"{int(v):,}")
-    s["share of depth-10 pool"] = s["share of depth-10 pool"].map(lambda v: "n/a" if pd.isna(v) else f"{v:.0%}")
+    s = s[[c for c in SIMULATION_COLUMNS if c in s.columns]]
+    for col, fmt, absent in SIMULATION_FORMATS:
+        for c in [c for c in s.columns if c.startswith(col)]:
+            s[c] = s[c].map(lambda v: absent if pd.isna(v) else fmt.format(v))
+    s = s.rename(columns=SIMULATION_COLUMNS)
     loo = pd.read_csv(out / "loo.csv")
     return f"{markdown_table(s)}\n\nLeave one arm out:\n\n{markdown_table(loo, index=False)}"
 

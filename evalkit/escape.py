@@ -62,10 +62,11 @@ _MD_BLOCK = re.compile(r"^(?=[#>+*-]|\d+[.)])")
 
 def markdown_inline(s: object, line_start: bool = False) -> str:
     """``s`` as literal Markdown text on one line that stays readable in the raw file (generated pages, table
-    cells): HTML characters as entities; backslashed only what could open emphasis, code, a link, math or a
-    new cell, and, where the text starts a line (``line_start``), a heading, quote or list marker."""
+    cells): ``&`` and ``<`` as entities (no tag can open, so ``>`` stays), backslashed only what could open
+    emphasis, code, a link, math or a new cell, and, where the text starts a line (``line_start``), a heading,
+    quote or list marker."""
     text = " ".join(terminal(line) for line in str(s).splitlines())
-    text = _MD_INLINE.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    text = _MD_INLINE.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;"))
     return _MD_BLOCK.sub("\\\\", text) if line_start else text
 
 

@@ -35,7 +35,7 @@ def test_help_text_is_inert_markdown():
     p = argparse.ArgumentParser(prog="tool", description="does *this* | <b>that</b> with `code_span` kept")
     p.add_argument("--x", default="a`b", help="pick [one](http://x) of a_b")
     page = clidoc.render(p)
-    assert r"does \*this\* \| &lt;b&gt;that&lt;/b&gt; with `code_span` kept" in page
+    assert r"does \*this\* \| &lt;b>that&lt;/b> with `code_span` kept" in page
     assert r"pick \[one\](http://x) of a\_b" in page
     assert "(default: ``a`b``)" in page
     heading = argparse.ArgumentParser(prog="tool", description="# not a heading")

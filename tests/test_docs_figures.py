@@ -97,7 +97,7 @@ def test_compare_figure_holds_the_paired_statistics_evalkit_computes(results):
 
 def test_cells_from_data_cannot_split_a_row_or_become_markup():
     t = df.markdown_table(pd.DataFrame({"arm": ["a|b <script>*x*"], "v": [0.12345]}), index=False)
-    assert t.splitlines()[2] == r"| a\|b &lt;script&gt;\*x\* | 0.123 |"
+    assert t.splitlines()[2] == r"| a\|b &lt;script>\*x\* | 0.123 |"
 
 
 def test_robustness_table_reads_what_evalkit_robustness_writes(tmp_path):
@@ -132,10 +132,12 @@ def test_simulation_tables_read_what_evalkit_qrels_simulate_writes(tmp_path):
     pd.DataFrame([{"strategy": "maxmean", "pages to target (tau alone)": 312.0, "pages to target (vs full)": None,
                    "pages to target (vs pool)": 1454.0, "share of depth-10 pool (vs pool)": 0.9185,
                    "pages at knee": 1191.0, "tau_page at knee": 0.905, "tau_doc at knee": 0.905,
-                   "gate_vs_full at knee": 5.0, "gate_vs_pool at knee": 2.0}]).to_csv(tmp_path / "summary.csv", index=False)
+                   "gate_vs_full at knee": 5.0, "gate_vs_pool at knee": 2.0},
+                  {"strategy": "depth", "pages to target (tau alone)": 612.0}]).to_csv(tmp_path / "summary.csv", index=False)
     pd.DataFrame([{"arm": "keyword", "pages": 1549, "nDCG@10 bias": 0.0}]).to_csv(tmp_path / "loo.csv", index=False)
     t = df.simulation_tables(tmp_path)
     assert "| maxmean | 312 | not reached | 1,454 | 92% | 1,191 | 0.905 | 0.905 | 5 | 2 |" in t
+    assert "| depth | 612 | not reached | not reached | not reached | never | – | – | – | – |" in t
     assert "| keyword | 1549 | 0.000 |" in t
 
 
