@@ -166,7 +166,10 @@ def produce(fig: Figure, results: Path, out: Path) -> str:
 def retabled(fig: Figure, previous: str, results: Path, out: Path) -> str:
     """A ``run`` figure's table recomputed from what its commands wrote last time, under the file's own command
     and machine lines (after a change to a table's form only; the numbers are the same command's)."""
-    return "\n".join(previous.splitlines()[:2]) + f"\n\n{fig.table(results, out).rstrip()}\n"
+    command, when = [line for line in previous.splitlines() if line][:2]
+    if command != df.command_line(fig):
+        raise SystemExit(f"{fig.name}: its command changed since it ran; run it again without --tables-only")
+    return df.render(fig, fig.table(results, out), when)
 
 
 IMAGES = {"judging-less-latex": "sim-latex/simulation.png", "judging-less-rmanuals": "sim-rmanuals/simulation.png",
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         image = (out if fig.mode == "run" else results) / IMAGES.get(fig.name, "-")
         if fig.name in IMAGES and image.exists():
             shutil.copyfile(image, args.docs / f"{fig.name}.png")
-        print(f"  {text.splitlines()[1][:110]}  [{time.perf_counter() - t:.0f} s]", flush=True)
+        print(f"  {text.splitlines()[2][:110]}  [{time.perf_counter() - t:.0f} s]", flush=True)
         if fig.name == "summary-latex" and args.readme.exists():
             args.readme.write_text(df.splice(args.readme.read_text(), "docs/figures/summary-latex.md", text))
     print(f"docs-figures: {len(chosen)} figures in {time.perf_counter() - t0:.0f} s; "

@@ -129,13 +129,13 @@ def command_line(fig: Figure) -> str:
 
 
 def render(fig: Figure, table: str, when: str) -> str:
-    """A figure file: the command line, the machine/date line, a blank line, the table."""
-    return f"{command_line(fig)}\n{when}\n\n{table.rstrip()}\n"
+    """A figure file: the command line, the machine/date line and the table, each its own paragraph."""
+    return f"{command_line(fig)}\n\n{when}\n\n{table.rstrip()}\n"
 
 
 def missing(fig: Figure, why: str) -> str:
     """The file of a figure whose results are not there: which command to run first, in one line."""
-    return f"{command_line(fig)}\nNot measured yet: {why}; then `{GENERATOR}`.\n"
+    return f"{command_line(fig)}\n\nNot measured yet: {why}; then `{GENERATOR}`.\n"
 
 
 def need(path: Path, first: str = "") -> Path:
@@ -232,17 +232,38 @@ BENCH_COLUMNS = {"section": "section", "what": "what", "value": "figure", "unit"
                  "calibrated": "per reference", "calibrated_unit": "reference unit", "note": "note"}
 
 
+def _number(v: object, digits: int = 4) -> str:
+    return "" if pd.isna(v) else f"{v:.{digits}g}"
+
+
+def latency_frame(figures: pd.DataFrame) -> pd.DataFrame:
+    """``bench.csv``'s latency rows (``ARM, k=K, STATISTIC``) as one row per arm and k: wall median and p95,
+    CPU median, and the CPU median per reference (the figure that travels between machines)."""
+    lat = figures[figures["section"] == "latency"]
+    parts = lat["what"].str.rsplit(", ", n=2, expand=True)
+    wide = lat.assign(arm=parts[0], k=parts[1].str.removeprefix("k="), stat=parts[2]).pivot_table(
+        index=["arm", "k"], columns="stat", values=["value", "calibrated"], aggfunc="first", sort=False)
+    out = pd.DataFrame({"median (ms)": wide[("value", "median")], "p95 (ms)": wide[("value", "p95")],
+                        "CPU median (ms)": wide[("value", "CPU median")],
+                        "CPU median per reference": wide[("calibrated", "CPU median")]})
+    return out.map(_number)
+
+
 def bench_table(path: Path) -> str:
-    """``evalkit bench``'s figures: each median with its unit and per reference (the ratio that travels), and
-    the run's calibration line."""
+    """``evalkit bench``'s figures: latency per arm and k (:func:`latency_frame`), then every other figure with
+    its unit and per reference, and the run's calibration line."""
     from . import bench
 
     loaded = bench.load(need(path / "bench.csv", "evalkit bench").parent)
     f: pd.DataFrame = loaded["figures"]
-    f = f[[c for c in BENCH_COLUMNS if c in f.columns]].rename(columns=BENCH_COLUMNS).astype(object).fillna("")
-    f["figure"] = f["figure"].map(lambda v: f"{v:.4g}")
-    f["per reference"] = f["per reference"].map(lambda v: "" if v == "" else f"{v:.3g}")
-    return f"{markdown_table(f, index=False)}\n\nCalibration: {md(calibration.summary(loaded['environment']))}."
+    notes = f.loc[f["section"] == "latency", "note"].dropna().unique()
+    rest = f[f["section"] != "latency"]
+    rest = rest[[c for c in BENCH_COLUMNS if c in rest.columns]].rename(columns=BENCH_COLUMNS)
+    rest = rest.assign(**{"figure": rest["figure"].map(_number), "per reference": rest["per reference"].map(
+        lambda v: _number(v, 3))}).astype(object).fillna("")
+    return (f"Latency ({md('; '.join(notes))}):\n\n{markdown_table(latency_frame(f))}\n\n"
+            f"Extraction, embedding, measures and memory:\n\n{markdown_table(rest, index=False)}\n\n"
+            f"Calibration: {md(calibration.summary(loaded['environment']))}.")
 
 
 def cost_curve_table(path: Path, first: str) -> str:

@@ -42,11 +42,11 @@ def test_a_computed_figure_names_its_command_machine_load_and_evalkits_numbers(r
     fig = df.Figure("summary-latex", ("evalkit summary {results}/latex",),
                     lambda r, o: df.summary_table(r / "latex"), "compute")
     text = script().produce(fig, results, results)
-    first, second, blank, *rest = text.splitlines()
+    first, gap, second, blank, *rest = text.splitlines()
     assert first == "Command: `evalkit summary results/latex`; written by `make docs-figures`."
     assert re.fullmatch(r"Machine: .+, \d+ cores; load average \(1 / 5 / 15 min\) [\d.]+ / [\d.]+ / [\d.]+ at the start, "
                         r"[\d.]+ / [\d.]+ / [\d.]+ at the end; \d{4}-\d\d-\d\d \d\d:\d\d to \d\d:\d\d UTC\.", second)
-    assert blank == ""
+    assert gap == blank == ""
     table = Results.load(results / "latex").table()
     rows = [line for line in rest if line.startswith("| keyword") or line.startswith("| global-index")]
     assert [numbers(r)[:4] for r in rows] == [[f"{v:.3f}" for v in table.loc[arm].iloc[:4]] for arm in table.index]
@@ -60,7 +60,7 @@ def test_a_read_figure_says_when_and_on_what_the_results_were_measured(results):
     (results / "latex" / "manifest.json").write_text(json.dumps(m))
     fig = df.Figure("summary-latex", ("evalkit summary {results}/latex",), lambda r, o: df.summary_table(r / "latex"),
                     first="make report", record="latex")
-    second = script().produce(fig, results, results).splitlines()[1]
+    second = script().produce(fig, results, results).splitlines()[2]
     assert second == ("Measured 2026-11-30 09:15 UTC on Some CPU, 2 cores (Linux) (the results' environment record); "
                       "load average (1 / 5 / 15 min) 1.00 / 2.00 / 3.00 at the start, 4.00 / 5.00 / 6.00 at the end.")
 
@@ -77,11 +77,11 @@ def test_every_figure_without_its_results_names_the_command_to_run_first(tmp_pat
                 fig.table(tmp_path, tmp_path)
             continue
         lines = s.produce(fig, tmp_path, tmp_path).splitlines()
-        assert lines[0].startswith("Command: `") and len(lines) == 2, fig.name
+        assert lines[0].startswith("Command: `") and len(lines) == 3 and lines[1] == "", fig.name
         assert re.fullmatch(r"Not measured yet: run (`[^`]+`|the commands on the line above)"
-                            r"( \(.+\))?; then `make docs-figures`\.", lines[1]), lines[1]
+                            r"( \(.+\))?; then `make docs-figures`\.", lines[2]), lines[2]
     summary = next(f for f in s.figures() if f.name == "summary-latex")
-    assert s.produce(summary, tmp_path, tmp_path).splitlines()[1] == \
+    assert s.produce(summary, tmp_path, tmp_path).splitlines()[2] == \
         "Not measured yet: run `make report`; then `make docs-figures`."
 
 
@@ -114,7 +114,9 @@ def test_robustness_table_reads_what_evalkit_robustness_writes(tmp_path):
 def test_bench_and_cost_curve_tables_read_what_evalkit_bench_writes(tmp_path):
     from evalkit import bench
 
-    figures = [bench.Figure("latency", "keyword, k = 10: median", 0.42, "ms", reference="cpu", reference_ms=2.0)]
+    figures = [bench.Figure("latency", f"keyword, k=10, {stat}", value, "ms", 3, "148 queries", ref, 2.0)
+               for stat, value, ref in (("median", 0.42, "wall"), ("p95", 0.56, "wall"), ("CPU median", 0.4, "cpu"))]
+    figures.append(bench.Figure("memory", "peak resident memory", 1058.0, "MiB"))
     scale = pd.DataFrame([{"documents": n, "pages": 20 * n, "arm": "keyword", "median_ms": 0.1 * n ** 0.5,
                            "p95_ms": 1.0, "doc_index_s": 0.1, "doc_index_bytes": 10, "global_index_s": 0.01 * n,
                            "global_index_bytes": 2**20 * n} for n in (25, 100)])
@@ -122,7 +124,9 @@ def test_bench_and_cost_curve_tables_read_what_evalkit_bench_writes(tmp_path):
     scale.to_csv(tmp_path / "scale.csv", index=False)  # as bench.write does, without drawing scale.png
     bench.exponents(scale).to_csv(tmp_path / "scale_fit.csv", index=False)
     b = df.bench_table(tmp_path)
-    assert "| latency | keyword, k = 10: median | 0.42 | ms | 0.21 | x reference |" in b
+    assert "Latency (148 queries):" in b
+    assert "| keyword | 10 | 0.42 | 0.56 | 0.4 | 0.2 |" in b
+    assert "| memory | peak resident memory | 1058 | MiB |  |  |  |" in b
     c = df.cost_curve_table(tmp_path, "evalkit bench --scale 25,100")
     assert "| 100 | 2000 | 1.00 | 1.00 | 100.00 |" in c
     assert f"| keyword | {bench.exponents(scale).set_index('arm').loc['keyword', 'exponent']:.2f} | 2.00 |" in c
