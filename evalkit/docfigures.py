@@ -313,13 +313,18 @@ def refusal_tables(paths: dict[str, Path], first: str) -> str:
     return "\n\n".join(parts)
 
 
+def _arm(v: gating.Verdict, side: str) -> str:
+    """A verdict side's arm, without the results directory (a machine's path) its label starts with."""
+    return (v.computed_on.get(side) or {}).get("arm") or getattr(v, side)
+
+
 def tune_table(verdicts: dict[str, Path], first: str) -> str:
     """Per tuning direction, the held-out gate verdict ``evalkit tune`` recorded: what was chosen, the
     non-inferiority line, and the verdict's counts."""
     rows = []
     for label, p in verdicts.items():
         v = gating.read(need(p, first))
-        rows.append({"tuned → held out": label, "chosen": v.candidate, "baseline": v.baseline,
+        rows.append({"tuned → held out": label, "chosen": _arm(v, "candidate"), "baseline": _arm(v, "baseline"),
                      "first rule": f"{v.outcomes[0].rule}: {v.outcomes[0].summary}" if v.outcomes else "",
                      "gate": f"{'PASS' if v.passed else 'FAIL'} ({v.counts()})"})
     return markdown_table(pd.DataFrame(rows), index=False)
