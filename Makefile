@@ -10,7 +10,7 @@ export EVALKIT_MODEL_DIR ?= packaged
 
 CORPUS ?= latex
 
-.PHONY: venv test report bench refusal docs clean-venv
+.PHONY: venv test report bench refusal docs cli-reference docs-figures clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,17 @@ refusal: $(VENV)/.installed
 # The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link, anchor or include fails it.
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
+
+# The CLI reference, rendered from evalkit.cli's parser (tests/test_clidoc.py fails when docs/cli.md is stale).
+cli-reference: $(VENV)/.installed
+	$(BIN)/python -m evalkit.clidoc docs/cli.md
+
+# Every measured table of the docs, docs/figures/<name>.md, written from the command named in its first line
+# (simulate, bench and robustness re-run here, minutes; hour-long or service-bound runs read from RESULTS, or
+# the figure names the command to run first), and the README's summary table between its markers.
+RESULTS ?= results
+docs-figures: cli-reference
+	$(BIN)/python benchmarks/docs_figures.py --results $(RESULTS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -251,9 +251,9 @@ def latency(pair: Pair) -> dict:
 
 # ---- text ----------------------------------------------------------------------------------------------
 
-def _fmt_table(frame: pd.DataFrame) -> str:
+def formatted(frame: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`table` (with ``p_holm``) as the columns `evalkit compare` shows, each value formatted."""
     f = frame.copy()
-    f["class"] = f["class"].map(esc.terminal)  # one row per line, whatever a class is called
     f["Δ"] = f["delta"].map(lambda v: f"{v:+.3f}")
     f["95% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(f["low"], f["high"])]
     f["W/T/L"] = [f"{w}/{t}/{l}" for w, t, l in zip(f["wins"], f["ties"], f["losses"])]
@@ -263,7 +263,12 @@ def _fmt_table(frame: pd.DataFrame) -> str:
     for col in ("p", "p_holm"):
         f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.4f}")
     cols = ["measure", "class", "n", "base", "cand", "Δ", "95% CI", "p", "p_holm", "W/T/L", "mdd"]
-    return f[cols].rename(columns={"p_holm": "p(Holm)", "mdd": "MDD"}).to_string(index=False)
+    return f[cols].rename(columns={"p_holm": "p(Holm)", "mdd": "MDD"})
+
+
+def _fmt_table(frame: pd.DataFrame) -> str:
+    f = frame.assign(**{"class": frame["class"].map(esc.terminal)})  # one row per line, whatever a class is called
+    return formatted(f).to_string(index=False)
 
 
 def notes(pair: Pair) -> list[str]:

@@ -56,6 +56,20 @@ def markdown(s: object) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+_MD_INLINE = re.compile(r"([\\`*_\[\]|$~])")
+_MD_BLOCK = re.compile(r"^(?=[#>+*-]|\d+[.)])")
+
+
+def markdown_inline(s: object, line_start: bool = False) -> str:
+    """``s`` as literal Markdown text on one line that stays readable in the raw file (generated pages, table
+    cells): ``&`` and ``<`` as entities (no tag can open, so ``>`` stays), backslashed only what could open
+    emphasis, code, a link, math or a new cell, and, where the text starts a line (``line_start``), a heading,
+    quote or list marker."""
+    text = " ".join(terminal(line) for line in str(s).splitlines())
+    text = _MD_INLINE.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;"))
+    return _MD_BLOCK.sub("\\\\", text) if line_start else text
+
+
 def code(s: object) -> str:
     """``s`` as a Markdown code span on one line (literal in CommonMark, HTML included), fenced by more
     backticks than it holds in a row. Not for table cells (a pipe would split the cell): use :func:`markdown`."""

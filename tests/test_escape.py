@@ -96,6 +96,10 @@ def test_each_output_kind_has_its_escape():
     for name in ("a`b``c", "`x", " y ", "<b>"):
         assert markdown2html_mistune(escape.code(name)).strip() == f"<p><code>{escape.html(name).replace('&#x27;', chr(39)).replace('&quot;', chr(34))}</code></p>"
     assert markdown2html_mistune(escape.markdown("**x** <b>|")).strip() == "<p>**x** &lt;b&gt;|</p>"
+    inline = escape.markdown_inline("**x** <b>| [l](u) -0.2 a_b")
+    assert inline == r"\*\*x\*\* &lt;b>\| \[l\](u) -0.2 a\_b"  # readable: '-', '.', '(' stay as they are
+    assert markdown2html_mistune(inline).strip() == "<p>**x** &lt;b&gt;| [l](u) -0.2 a_b</p>"
+    assert markdown2html_mistune(escape.markdown_inline("# h", line_start=True)).strip() == "<p># h</p>"
 
 
 def test_figure_text_under_usetex_escapes_every_tex_special():

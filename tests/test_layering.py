@@ -13,7 +13,7 @@ import sys
 import pytest
 
 READERS = ("results", "rules", "completeness", "gating", "comparison", "reporting", "planning", "calibration",
-           "environment", "latency")
+           "environment", "latency", "docfigures")
 # the runner, the arms, the page store and the PDF library behind it
 FORBIDDEN = {"evalkit.runner", "evalkit.arms", "evalkit.pages", "evalkit.extraction", "fitz", "pymupdf"}
 

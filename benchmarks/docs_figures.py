@@ -1,0 +1,214 @@
+"""``make docs-figures``: write every measured table of the docs into docs/figures/<name>.md from its command.
+
+Commands that take minutes (``evalkit qrels simulate``, ``evalkit bench``, ``evalkit robustness``) are run here,
+each as a user would run it; compare and gate are computed here by the library calls behind them; what takes an
+hour or needs services (the pdf-mcp runs, ``evalkit tune`` sweeps, ``make refusal``, the cost curve's
+400-document embedding, the long-pages arms' own vectors) is read from its results directory when present, and
+otherwise the figure says which command to run first. The summary table also goes into README.md between its
+``<!-- BEGIN/END docs/figures/summary-latex.md -->`` markers when they are there.
+
+    python benchmarks/docs_figures.py [--results results] [--out DIR] [--only NAME,...]
+
+``--results`` is read only; commands write into ``--out`` (default: the same folder).
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from evalkit import docfigures as df
+from evalkit.docfigures import Figure, FigureMissing, need
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = "make report"
+SEVEN = "keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)"
+ROBUSTNESS_ARMS = ("keyword", "global-index", "hybrid(keyword=global-index)")
+CONFORMAL = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conformal,rare=1),threshold=0.04)"
+TODAYS = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.0766)"
+MCP = "mcp(config=examples/arms.toml,name=pdf-mcp-{mode})"
+YOUR_RETRIEVER = ".venv/bin/jupyter execute notebooks/your-retriever.ipynb --output=your-retriever-rmanuals"
+TUNE = ("evalkit tune --arm 'hybrid(keyword=global-index)' --grid profile=0.25,0.5,1 --grid profile_windows=1,3 "
+        "--tune-on {a}=qrels/{a}.toml --held-out {b}=qrels/{b}.toml --out {{results}}/tune-profile-on-{a}")
+
+
+def summary(where: str, first: str, by_class: bool = False):
+    return lambda results, out: df.summary_table(need(results / where / "manifest.json", first).parent, by_class)
+
+
+def your_retriever(results: Path, out: Path) -> str:
+    """The notebook's arms beside the two it runs them against (it writes into results/rmanuals)."""
+    shows = ("global-index", "hybrid(keyword=global-index)")
+    table = df.summary_table(need(results / "rmanuals" / "manifest.json", YOUR_RETRIEVER).parent,
+                             arms=lambda a: a in shows or a.startswith("bm25"))
+    if "bm25" not in table:
+        raise FigureMissing(f"run `{YOUR_RETRIEVER}` (results/rmanuals holds no bm25 arm yet)")
+    return table
+
+
+def compare(results: Path, out: Path) -> str:
+    latex = need(results / "latex" / "manifest.json", REPORT).parent
+    return df.compare_table(f"{latex}:keyword", f"{latex}:score-merge", ("nDCG@10(doc)", "GoldDoc@3"))
+
+
+def gate(results: Path, out: Path) -> str:
+    from evalkit import api  # the latency rule re-times both arms here, side by side
+
+    latex = need(results / "latex" / "manifest.json", REPORT).parent
+    return df.verdict_table(api.gate(latex, latex, ROOT / "evalkit" / "data" / "gate.toml", baseline_arm="keyword",
+                                     candidate_arm="score-merge", record=False))
+
+
+def robustness_commands() -> tuple[str, ...]:
+    return tuple(f"evalkit robustness --corpus latex --qrels qrels/latex.toml --arm '{a}' --permutations 5 --seed 0 "
+                 f"--out {{out}}/robustness-latex/{i}" for i, a in enumerate(ROBUSTNESS_ARMS))
+
+
+def refusal_sets(results: Path, out: Path) -> str:
+    sets = ("latex", "rmanuals", "latex-held-out", "rmanuals-held-out")
+    return df.refusal_tables({f"reported on {s}": results / "refusal" / s for s in sets}, "make refusal")
+
+
+def conformal_sets(results: Path, out: Path) -> str:
+    return df.refusal_tables({f"{c} (shipped)": results / f"selfcal-{c}" for c in ("latex", "rmanuals")}, "")
+
+
+def tune_directions(results: Path, out: Path) -> str:
+    pairs = (("rmanuals", "latex"), ("latex", "rmanuals"))
+    return df.tune_table({f"{a} → {b}": results / f"tune-profile-on-{a}" / f"held-out-{b}" / "gate.json"
+                          for a, b in pairs}, "")
+
+
+def simulation(corpus: str) -> Figure:
+    return Figure(f"judging-less-{corpus}",
+                  (f"evalkit qrels simulate qrels/{corpus}.toml --results {{results}}/{corpus} --out {{out}}/sim-{corpus}",),
+                  lambda results, out: df.simulation_tables(out / f"sim-{corpus}"), "run",
+                  REPORT if corpus == "latex" else f"CORPUS={corpus} {REPORT}")
+
+
+def mcp(mode: str, k: str, arms: str) -> Figure:
+    where = "latex-mcp" if mode == "keyword" else "latex-mcp-hybrid"
+    run = (f"evalkit run --corpus latex --qrels qrels/latex.toml{k} --out {{results}}/{where} "
+           f"--arms '{arms}'")
+    return Figure(f"mcp-{mode}", (run, f"evalkit summary {{results}}/{where} --by class"),
+                  summary(where, df.shown(run), by_class=True), record=where)
+
+
+def figures() -> list[Figure]:
+    """Every figure of docs/DOCS.md's list, in the order the docs read them."""
+    keyword_mcp = f"global-index,hybrid(keyword=global-index),{MCP.format(mode='keyword')}"
+    long_pages = ("evalkit run --corpus latex --qrels qrels/latex.toml --out {results}/latex-long-pages "
+                  "--arms 'semantic,semantic(window=0),semantic(max_tokens=512,window=0)'")
+    scale = "evalkit bench --corpus latex --out {results}/bench-latex --scale 25,50,100,200,400 --embed"
+    return [
+        Figure("summary-latex", ("evalkit summary {results}/latex",), summary("latex", REPORT), first=REPORT,
+               record="latex"),
+        Figure("summary-rmanuals", ("evalkit summary {results}/rmanuals",), summary("rmanuals", f"CORPUS=rmanuals {REPORT}"),
+               first=f"CORPUS=rmanuals {REPORT}", record="rmanuals"),
+        Figure("your-retriever", (YOUR_RETRIEVER, "evalkit summary {results}/rmanuals"), your_retriever, record="rmanuals"),
+        Figure("compare", ("evalkit compare {results}/latex:keyword {results}/latex:score-merge "
+                           "--measures 'nDCG@10(doc),GoldDoc@3'",), compare, "compute", REPORT),
+        Figure("gate", ("evalkit gate --baseline {results}/latex:keyword --candidate {results}/latex:score-merge "
+                        "--rules evalkit/data/gate.toml",), gate, "compute", REPORT),
+        simulation("latex"), simulation("rmanuals"),
+        Figure("bench", ("evalkit bench --corpus latex --out {out}/docs-bench",),
+               lambda results, out: df.bench_table(out / "docs-bench"), "run"),
+        Figure("cost-curve", (scale,), lambda results, out: df.cost_curve_table(results / "bench-latex", df.shown(scale)),
+               record="bench-latex"),
+        Figure("long-pages", (long_pages, "evalkit summary {results}/latex-long-pages --by class"),
+               summary("latex-long-pages", df.shown(long_pages), by_class=True), record="latex-long-pages"),
+        Figure("robustness", robustness_commands(),
+               lambda results, out: df.robustness_table([out / "robustness-latex" / str(i) for i in range(len(ROBUSTNESS_ARMS))]),
+               "run"),
+        Figure("refusal", ("make refusal",), refusal_sets, record="refusal/latex"),
+        Figure("conformal", tuple(f"evalkit run --corpus {c} --qrels qrels/{c}.toml --arms '{CONFORMAL},{TODAYS}' "
+                                  f"--out {{results}}/selfcal-{c}" for c in ("latex", "rmanuals")),
+               conformal_sets, record="selfcal-latex"),
+        Figure("tune", tuple(TUNE.format(a=a, b=b) for a, b in (("rmanuals", "latex"), ("latex", "rmanuals"))),
+               tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),
+        mcp("keyword", "", keyword_mcp),
+        mcp("hybrid", " -k 10", f"{keyword_mcp},{MCP.format(mode='hybrid')}"),
+    ]
+
+
+def execute(command: str, results: Path, out: Path) -> None:
+    """Run one figure command as a user would (``evalkit`` is this interpreter's), from the repository root."""
+    argv = shlex.split(command.format(results=results, out=out))
+    if argv[0] == "evalkit":
+        argv = [sys.executable, "-m", "evalkit", *argv[1:]]
+    print(f"  $ {df.shown(command)}", flush=True)
+    done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode not in (0, 1):  # 1: a gate that failed still wrote its figures
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise FigureMissing(f"`{df.shown(command)}` exited {done.returncode} ({last})")
+
+
+def produce(fig: Figure, results: Path, out: Path) -> str:
+    """The figure file's text: run its commands when it is a ``run`` figure, then its table with the line
+    saying where and when the numbers were measured; or, without its results, which command to run first."""
+    start = df.moment()
+    try:
+        if fig.mode == "run":
+            for command in fig.commands:
+                execute(command, results, out)
+        table = fig.table(results, out)
+    except FigureMissing as e:
+        return df.missing(fig, str(e))
+    if fig.mode == "read":
+        return df.render(fig, table, df.recorded_line(*df.run_record(results / fig.record)))
+    return df.render(fig, table, df.machine_line(start, df.moment()))
+
+
+def retabled(fig: Figure, previous: str, results: Path, out: Path) -> str:
+    """A ``run`` figure's table recomputed from what its commands wrote last time, under the file's own command
+    and machine lines (after a change to a table's form only; the numbers are the same command's)."""
+    command, when = [line for line in previous.splitlines() if line][:2]
+    if command != df.command_line(fig):
+        raise SystemExit(f"{fig.name}: its command changed since it ran; run it again without --tables-only")
+    return df.render(fig, fig.table(results, out), when)
+
+
+IMAGES = {"judging-less-latex": "sim-latex/simulation.png", "judging-less-rmanuals": "sim-rmanuals/simulation.png",
+          "cost-curve": "bench-latex/scale.png"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=Path("results"), help="results root the figures read")
+    ap.add_argument("--out", type=Path, help="where the re-run commands write (default: --results)")
+    ap.add_argument("--docs", type=Path, default=ROOT / "docs" / "figures")
+    ap.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    ap.add_argument("--only", help="comma-separated figure names")
+    ap.add_argument("--tables-only", action="store_true", help="do not re-run the run figures' commands: recompute "
+                    "their tables from what the commands wrote last time, keeping each file's machine line")
+    args = ap.parse_args(argv)
+    results, out = args.results.resolve(), (args.out or args.results).resolve()
+    args.docs.mkdir(parents=True, exist_ok=True)
+    chosen = [f for f in figures() if not args.only or f.name in args.only.split(",")]
+    t0, start = time.perf_counter(), df.moment()
+    for fig in chosen:
+        t = time.perf_counter()
+        print(f"{fig.name} ({fig.mode})", flush=True)
+        page = args.docs / f"{fig.name}.md"
+        if args.tables_only and fig.mode == "run" and page.exists():
+            text = retabled(fig, page.read_text(), results, out)
+        else:
+            text = produce(fig, results, out)
+        page.write_text(text)
+        image = (out if fig.mode == "run" else results) / IMAGES.get(fig.name, "-")
+        if fig.name in IMAGES and image.exists():
+            shutil.copyfile(image, args.docs / f"{fig.name}.png")
+        print(f"  {text.splitlines()[2][:110]}  [{time.perf_counter() - t:.0f} s]", flush=True)
+        if fig.name == "summary-latex" and args.readme.exists():
+            args.readme.write_text(df.splice(args.readme.read_text(), "docs/figures/summary-latex.md", text))
+    print(f"docs-figures: {len(chosen)} figures in {time.perf_counter() - t0:.0f} s; "
+          f"{df.machine_line(start, df.moment())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
