@@ -32,8 +32,13 @@ CONFORMAL = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conforma
 TODAYS = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.0766)"
 MCP = "mcp(config=examples/arms.toml,name=pdf-mcp-{mode})"
 YOUR_RETRIEVER = ".venv/bin/jupyter execute notebooks/your-retriever.ipynb --output=your-retriever-rmanuals"
+RECOMMENDED = "hybrid(keyword=global-index,profile=0.5,profile_windows=3)"  # docs/tuning.md's Recommended arm
 TUNE = ("evalkit tune --arm 'hybrid(keyword=global-index)' --grid profile=0.25,0.5,1 --grid profile_windows=1,3 "
         "--tune-on {a}=qrels/{a}.toml --held-out {b}=qrels/{b}.toml --out {{results}}/tune-profile-on-{a}")
+TUNE_RRF = (f"evalkit tune --arm '{RECOMMENDED}' --grid rrf_k=10,30,60,100 --grid weight=0.3,0.5,0.7 "
+            f"--baseline '{RECOMMENDED}' --tune-on {{a}}=qrels/{{a}}.toml --held-out {{b}}=qrels/{{b}}.toml "
+            "--out {{results}}/tune-rrf-on-{a}")
+DIRECTIONS = (("rmanuals", "latex"), ("latex", "rmanuals"))
 
 
 def summary(where: str, first: str, by_class: bool = False):
@@ -78,9 +83,8 @@ def conformal_sets(results: Path, out: Path) -> str:
 
 
 def tune_directions(results: Path, out: Path) -> str:
-    pairs = (("rmanuals", "latex"), ("latex", "rmanuals"))
-    return df.tune_table({f"{a} → {b}": results / f"tune-profile-on-{a}" / f"held-out-{b}" / "gate.json"
-                          for a, b in pairs}, "")
+    return df.tune_table({f"{what}: {a} → {b}": results / f"tune-{sweep}-on-{a}" / f"held-out-{b}" / "gate.json"
+                          for sweep, what in (("profile", "profile"), ("rrf", "RRF k × weight")) for a, b in DIRECTIONS}, "")
 
 
 def simulation(corpus: str) -> Figure:
@@ -90,12 +94,24 @@ def simulation(corpus: str) -> Figure:
                   REPORT if corpus == "latex" else f"CORPUS={corpus} {REPORT}")
 
 
-def mcp(mode: str, k: str, arms: str) -> Figure:
+def mcp(mode: str, k: str, arms: str, versus: str = "") -> Figure:
+    """pdf-mcp's ``mode`` beside evalkit's arms; with ``versus``, also the paired comparison of that arm
+    against pdf-mcp (Δ = versus − pdf-mcp)."""
     where = "latex-mcp" if mode == "keyword" else "latex-mcp-hybrid"
     run = (f"evalkit run --corpus latex --qrels qrels/latex.toml{k} --out {{results}}/{where} "
            f"--arms '{arms}'")
-    return Figure(f"mcp-{mode}", (run, f"evalkit summary {{results}}/{where} --by class"),
-                  summary(where, df.shown(run), by_class=True), record=where)
+    commands = (run, f"evalkit summary {{results}}/{where} --by class")
+    pdf_mcp = f"mcp(name=pdf-mcp-{mode})"
+    if versus:
+        commands += (f"evalkit compare '{{results}}/{where}:{pdf_mcp}' '{{results}}/{where}:{versus}' --by class",)
+
+    def table(results: Path, out: Path) -> str:
+        text = summary(where, df.shown(run), by_class=True)(results, out)
+        if not versus:
+            return text
+        d = results / where
+        return text + "\n\n" + df.compare_table(f"{d}:{pdf_mcp}", f"{d}:{versus}", ("nDCG@10(doc)", "nDCG@10", "GoldDoc@3"))
+    return Figure(f"mcp-{mode}", commands, table, record=where)
 
 
 def figures() -> list[Figure]:
@@ -128,10 +144,11 @@ def figures() -> list[Figure]:
         Figure("conformal", tuple(f"evalkit run --corpus {c} --qrels qrels/{c}.toml --arms '{CONFORMAL},{TODAYS}' "
                                   f"--out {{results}}/selfcal-{c}" for c in ("latex", "rmanuals")),
                conformal_sets, record="selfcal-latex"),
-        Figure("tune", tuple(TUNE.format(a=a, b=b) for a, b in (("rmanuals", "latex"), ("latex", "rmanuals"))),
+        Figure("tune", tuple(t.format(a=a, b=b) for t in (TUNE, TUNE_RRF) for a, b in DIRECTIONS),
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),
         mcp("keyword", "", keyword_mcp),
-        mcp("hybrid", " -k 10", f"{keyword_mcp},{MCP.format(mode='hybrid')}"),
+        mcp("hybrid", " -k 10", f"hybrid(keyword=global-index),{RECOMMENDED},{MCP.format(mode='hybrid')}",
+            versus=RECOMMENDED),
     ]
 
 
