@@ -512,6 +512,23 @@ def _described_lines(s: Session, q: Table, text: str) -> list[str]:
                    f"{qrels.DESCRIBED_MAX_OVERLAP:.0%} of them or a 4-word run"]
 
 
+def regrade_file(path: str | Path, docs: "OpenCorpus", out: str | Path, n: int = 20, seed: int = 0) -> Path:
+    """:func:`regrade` of the query file ``path`` (which must exist: a session would create it), for
+    ``evalkit qrels regrade``; refused when ``out`` exists or nothing in ``path`` is judged yet."""
+    path, out = Path(path), Path(out)
+    if not path.is_file():
+        raise JudgingError(f"{path}: no such query file")
+    if out.exists():
+        raise JudgingError(f"{out} exists (it may hold a second assessor's grades): choose another file")
+    session = Session(path, docs, arms=())
+    try:
+        if not any(session._judged(qid) for qid in session.ids()):
+            raise JudgingError(f"{path}: no judged page to regrade yet")
+        return regrade(session, out, n, seed)
+    finally:
+        session.close()
+
+
 def regrade(session: Session, out: str | Path, n: int = 20, seed: int = 0) -> Path:
     """A second assessor's file: a random sample of ``n`` judged pages, same queries, every grade blank
     (``pooled`` holds the sample), to be judged blind in its own workbench and compared with

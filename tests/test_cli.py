@@ -425,6 +425,29 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(tmp_path):
     assert p.returncode == 130 and p.stderr == "evalkit: interrupted\n", p.stderr
 
 
+def test_qrels_regrade_writes_a_blind_sample_and_refuses_one_line(tiny, capsys):
+    home, argv = tiny
+    docs, q, out = home / "docs", home / "tiny.toml", home / "second.toml"
+    before = q.read_bytes()
+    assert main(["qrels", "regrade", str(q), "--out", str(out), "--docs", str(docs), "-n", "5"]) == 0
+    assert f"qrels agree {q} {out}" in capsys.readouterr().out
+    second = qrels.load(out)
+    assert second.pooled == {"q1": (("a.pdf", 2),)} and not second["q1"].judgments  # grades blank: blind
+    assert q.read_bytes() == before and not (home / "tiny.toml.lock").exists()  # untouched, unlocked
+    assert main(["qrels", "regrade", str(q), "--out", str(out), "--docs", str(docs)]) == 2
+    one_line_error(capsys, str(out), "exists")
+    assert main(["qrels", "regrade", str(home / "none.toml"), "--out", str(home / "x.toml"), "--docs", str(docs)]) == 2
+    one_line_error(capsys, "none.toml")
+    unjudged = home / "unjudged.toml"
+    unjudged.write_text(TINY_QUERIES.replace('[{ doc = "a.pdf", page = 2, gain = 3 }]', "[]"))
+    assert main(["qrels", "regrade", str(unjudged), "--out", str(home / "y.toml"), "--docs", str(docs)]) == 2
+    one_line_error(capsys, "unjudged.toml", "no judged page")
+    assert not (home / "x.toml").exists() and not (home / "y.toml").exists()
+    with pytest.raises(SystemExit) as e:
+        main(["qrels", "regrade", str(q), "--out", str(home / "z.toml"), "--docs", str(docs), "-n", "0"])
+    assert e.value.code == 2
+
+
 def _kernels_of(pid: int) -> list[int]:
     """The notebook kernels that process ``pid`` started (ipykernel marks them with its parent's pid)."""
     found = []
