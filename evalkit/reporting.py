@@ -728,7 +728,8 @@ def _numbers(f: Finding, alpha: float) -> str:
     text = f"{r.mean_delta:+.3f} [{r.low:+.3f}, {r.high:+.3f}]"
     if f.p_holm < alpha:
         return text
-    return text + (f" (|Δ| below the {r.mdd:.3f} this set can detect)" if abs(r.mean_delta) < r.mdd
+    can_detect = stats.detectable(r.mdd) if r.sd_delta > 0 else math.nan  # not 0 from identical arms
+    return text + (f" (|Δ| below the {r.mdd:.3f} this set can detect)" if abs(r.mean_delta) < can_detect
                    else f" (p(Holm) = {f.p_holm:.2g})")
 
 
