@@ -114,6 +114,7 @@ def execute(source: Path, where: Path, name: str, title: str, out_html: str | Pa
     nb = inject_parameters(nbformat.read(source, as_version=4), **params)
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the kernel's inline backend
     env["PYTHONSAFEPATH"] = "1"  # the working directory is not put on sys.path
+    env["EVALKIT_WORKDIR"] = os.getcwd()  # where a manifest's relative paths (its query file) are looked up
     try:
         with tempfile.TemporaryDirectory(prefix="evalkit-kernel-") as clean:  # the kernel's working directory
             _interruptible(NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
