@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
-from matplotlib.transforms import offset_copy
+from matplotlib.transforms import ScaledTranslation
 from pandas.io.formats.style import Styler
 
 from . import calibration, comparison, dirs, notebooks, planning, resultsdir, stats
@@ -494,8 +494,8 @@ def _label_extremes(ax: Axes, delta: pd.Series, gains: int, losses: int) -> None
              (range(n - 1, n - losses - 1, -1), (n - losses - 2, delta.iloc[-1] if n else 0), "right", "bottom", 1))
     for bars, anchor, ha, va, step in sides:
         for k, i in enumerate(bars):
-            at = offset_copy(ax.transData, fig=ax.figure, x=20 if ha == "left" else -20, y=step * 10 * k,
-                             units="points")
+            shift = ((20 if ha == "left" else -20) / 72, step * 10 * k / 72)  # points, as inches
+            at = ax.transData + ScaledTranslation(*shift, ax.figure.dpi_scale_trans)
             ax.annotate(f"{esc.figure(delta.index[i])} {delta.iloc[i]:+.3f}", (i, delta.iloc[i]), xytext=anchor,
                         textcoords=at, ha=ha, va=va, fontsize=7, color="#333333", arrowprops=line, bbox=box)
 
