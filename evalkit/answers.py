@@ -16,7 +16,8 @@ import bisect
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from itertools import accumulate
 from typing import Any
 
@@ -71,38 +72,72 @@ def _pages_of_span(start: int, end: int, starts: Sequence[int], ends: Sequence[i
     return tuple(i + 1 for i in range(first, last) if starts[i] < end and start < ends[i] or starts[i] == ends[i] == start)
 
 
-def _span(chunk: Chunk, texts: Sequence[str]) -> tuple[int, ...]:
+@dataclass(frozen=True)
+class Layout:
+    """A document's pages as chunks are placed on them: where each page starts and ends in the document's
+    text and in its normalised text. Worked out once per document (:func:`layouts`) rather than once per
+    chunk: normalising a long manual for every text-only chunk made placement the slowest part of a run."""
+
+    texts: tuple[str, ...]
+
+    @cached_property
+    def span(self) -> tuple[list[int], list[int], int]:
+        """Page starts and ends in the text joined by :data:`PAGE_BREAK`, and its length."""
+        starts = page_starts(self.texts)
+        total = sum(map(len, self.texts)) + len(PAGE_BREAK) * (len(self.texts) - 1)
+        return starts, [s + len(t) for s, t in zip(starts, self.texts)], total
+
+    @cached_property
+    def normalised(self) -> tuple[str, list[int], list[int]]:
+        """The normalised page texts joined by spaces, with each page's start and end in it."""
+        pages = [normalize(t).replace("-", "") for t in self.texts]
+        starts = [0, *accumulate(len(p) + 1 for p in pages[:-1])]
+        return " ".join(pages), starts, [s + len(p) for s, p in zip(starts, pages)]
+
+
+def layouts(texts: Callable[[str], Sequence[str]]) -> Callable[[str], Layout]:
+    """``texts`` (a document's page texts by name) as each document's :class:`Layout`, made once."""
+    made: dict[str, Layout] = {}
+
+    def layout(doc: str) -> Layout:
+        if doc not in made:
+            made[doc] = Layout(tuple(texts(doc)))
+        return made[doc]
+    return layout
+
+
+def _span(chunk: Chunk, layout: Layout) -> tuple[int, ...]:
     start, end = chunk.start, chunk.end if chunk.end is not None else (chunk.start or 0) + max(len(chunk.text), 1)
-    total = sum(map(len, texts)) + len(PAGE_BREAK) * (len(texts) - 1)
+    starts, ends, total = layout.span
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= total):
         raise AnswerError(f"chunk of {chunk.doc!r}: span {start!r}..{end!r} is outside its text (0..{total})")
-    starts = page_starts(texts)
-    return _pages_of_span(start, end, starts, [s + len(t) for s, t in zip(starts, texts)])
+    return _pages_of_span(start, end, starts, ends)
 
 
-def _found(chunk: Chunk, texts: Sequence[str]) -> tuple[int, ...]:
+def _found(chunk: Chunk, layout: Layout) -> tuple[int, ...]:
     """The pages a chunk's text lies on, found after normalisation (ligatures, case, white space and
     hyphens folded, so another extractor's text of the same page is found)."""
-    pages = [normalize(t).replace("-", "") for t in texts]
+    joined, starts, ends = layout.normalised
     quote = normalize(chunk.text).replace("-", "")
-    joined = " ".join(pages)
     at = joined.find(quote)
     if not quote or at < 0:
         raise AnswerError(f"chunk of {chunk.doc!r} ({chunk.text[:60]!r}…) is not found on any of its "
-                          f"{len(texts)} pages: give its page or span")
-    starts = [0, *accumulate(len(p) + 1 for p in pages[:-1])]
-    return _pages_of_span(at, at + len(quote), starts, [s + len(p) for s, p in zip(starts, pages)])
+                          f"{len(layout.texts)} pages: give its page or span")
+    return _pages_of_span(at, at + len(quote), starts, ends)
 
 
-def place(chunk: Chunk, texts: Sequence[str]) -> tuple[int, ...]:
-    """The physical pages (1-based) of the document with page ``texts`` that ``chunk`` lies on."""
+def place(chunk: Chunk, texts: Sequence[str] | Layout) -> tuple[int, ...]:
+    """The physical pages (1-based) of the document with page ``texts`` (or their :class:`Layout`, kept
+    between chunks of one document) that ``chunk`` lies on."""
+    layout = texts if isinstance(texts, Layout) else Layout(tuple(texts))
+    texts = layout.texts
     if chunk.page is not None:
         if not isinstance(chunk.page, int) or isinstance(chunk.page, bool) or not 1 <= chunk.page <= len(texts):
             raise AnswerError(f"chunk of {chunk.doc!r}: page {chunk.page!r} is outside 1..{len(texts)}")
         return (chunk.page,)
     if chunk.start is not None:
-        return _span(chunk, texts)
-    return _found(chunk, texts)
+        return _span(chunk, layout)
+    return _found(chunk, layout)
 
 
 def collapse(chunks: Sequence[Chunk]) -> tuple[Hit, ...]:
@@ -151,11 +186,12 @@ def as_chunk(item: Any, convert: Callable[[Any], Chunk | None] | None = None) ->
     return chunk
 
 
-def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[str]], collapse_pages: bool = False,
+def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[str] | Layout], collapse_pages: bool = False,
                 convert: Callable[[Any], Chunk | None] | None = None) -> Result:
     """A retriever's answer as a :class:`Result`. Page hits (``Hit`` or ``(doc, page[, score])``) are kept in
     order, scoreless ones scoring ``n - rank + 1``; with ``collapse_pages`` a repeated page keeps its best
-    rank. Anything else is read as chunks, placed on the pages of ``texts(doc)`` and collapsed. Raises
+    rank. Anything else is read as chunks, placed on the pages of ``texts(doc)`` (page texts, or the
+    document's :class:`Layout` from :func:`layouts`, to place many chunks fast) and collapsed. Raises
     :class:`AnswerError` on what cannot be read or placed."""
     if isinstance(output, Result):
         return output
@@ -172,7 +208,7 @@ def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[
     return Result(collapse(chunks), chunks=chunks)
 
 
-def _placed(chunk: Chunk, texts: Callable[[str], Sequence[str]]) -> Chunk:
+def _placed(chunk: Chunk, texts: Callable[[str], Sequence[str] | Layout]) -> Chunk:
     try:
         pages = texts(chunk.doc)
     except KeyError:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
-from . import corpora, dirs, robustness, runner, simulate, validity
+from . import corpora, dirs, judging, robustness, runner, simulate, validity
 from . import escape as esc
 from .cache import CacheError, explain
 from .corpora import CorpusError
@@ -173,6 +173,15 @@ def cmd_qrels_plan(args) -> int:
         raise UsageError(f"--measure {args.measure!r} is not one of the run's measures: "
                          f"{', '.join(c for c in frame.columns if '@' in c or c.startswith('RR'))}")
     print(planning.text(planning.plan(frame, args.measure, args.delta), args.measure, args.delta))
+    return 0
+
+
+def cmd_qrels_regrade(args) -> int:
+    qs = qrels.load(args.file)
+    _qrels_corpus(args, qs)
+    out = judging.regrade_file(args.file, open_corpus(args, quiet=True), args.out, args.n, args.seed)
+    print(f"{out}: a blind sample of {sum(len(p) for p in qrels.load(out).pooled.values())} judged pages of "
+          f"{args.file} for a second assessor; then `evalkit qrels agree {args.file} {out}`")
     return 0
 
 
@@ -667,6 +676,14 @@ def parser() -> argparse.ArgumentParser:
     ag.add_argument("a", type=Path, help="the first assessor's query file")
     ag.add_argument("b", type=Path, help="the second assessor's query file (e.g. a regraded sample)")
     ag.set_defaults(func=cmd_qrels_agree)
+    rg = qp.add_parser("regrade", help="a second assessor's file: a blind random sample of the judged pages, "
+                                       "grades blank, to judge in its own workbench and compare with `qrels agree`")
+    rg.add_argument("file", type=Path)
+    rg.add_argument("--out", required=True, type=Path, help="the second assessor's query file (must not exist)")
+    rg.add_argument("-n", type=at_least_one, default=20, help="pages in the sample (default 20)")
+    rg.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
+    add_corpus_args(rg, required=False)
+    rg.set_defaults(func=cmd_qrels_regrade)
     ex = qp.add_parser("export", help="write TREC qrels (page and document level) and a topics file")
     ex.add_argument("file", type=Path)
     ex.add_argument("--format", choices=["trec"], default="trec")
@@ -876,7 +893,7 @@ def at_least_one(text: str) -> int:
 
 
 BAD_INPUT = (CorpusError, UsageError, config.ConfigError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
-             CacheError, comparison.CompareError, executor.ExecutorError)
+             CacheError, comparison.CompareError, executor.ExecutorError, judging.JudgingError)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

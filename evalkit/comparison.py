@@ -259,7 +259,7 @@ def formatted(frame: pd.DataFrame) -> pd.DataFrame:
     f["W/T/L"] = [f"{w}/{t}/{l}" for w, t, l in zip(f["wins"], f["ties"], f["losses"])]
     for col in ("base", "cand"):
         f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.3f}")
-    f["mdd"] = f["mdd"].map(lambda v: stats.mdd_text(v).removeprefix("MDD "))
+    f["mdd"] = [stats.mdd_text(v, sd).removeprefix("MDD ") for v, sd in zip(f["mdd"], f["sd_delta"])]
     for col in ("p", "p_holm"):
         f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.4f}")
     cols = ["measure", "class", "n", "base", "cand", "Δ", "95% CI", "p", "p_holm", "W/T/L", "mdd"]

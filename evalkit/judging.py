@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,8 @@ import tomlkit
 from tomlkit.items import AoT, Array, InlineTable, Table
 
 from . import pooling, qrels, validity
+from .atomic import write_atomic
+from .undo import Journal, UndoError
 from .qrels import Problem, QuerySet
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words, words
@@ -49,20 +50,6 @@ class JudgingError(Exception):
 
 
 # ---- the file: atomic writes and the lock ----------------------------------------------------------------
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so a reader (or a crash) sees the old file or the new one, never half."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
 
 def _alive(pid: int) -> bool:
     try:
@@ -176,7 +163,7 @@ class Session:
             fresh["set"] = {"name": self.path.stem, "corpus": docs.name}
             write_atomic(self.path, tomlkit.dumps(fresh))
         self.doc = self._read()
-        self.history: list[str] = []  # the file before each action of this session: what undo restores
+        self.journal = Journal(self.path)  # what undo restores, on disk: it outlives this session
         self.rankings: dict[str, dict[str, list[PageKey]]] = {}
         self._ranker: validity.Ranker | None = None
         self._vocab: frozenset[str] | None = None
@@ -196,22 +183,26 @@ class Session:
     # -- reading and writing the file --
 
     def _save(self) -> None:
-        """Write the document now; the text it replaces goes on the undo stack."""
+        """Write the document now; the text it replaces goes into the undo journal."""
         if self.closed:
             raise JudgingError(f"{self.path}: this workbench was closed; open the file again")
         before = self.path.read_text(encoding="utf-8")
         after = tomlkit.dumps(self.doc)
         if after != before:
             write_atomic(self.path, after)
-            self.history.append(before)
+            self.journal.record(before, after)
 
     def undo(self) -> bool:
-        """Restore the file as it was before this session's last action; False when there is none."""
-        if not self.history:
-            return False
-        write_atomic(self.path, self.history.pop())
+        """Restore the file as it was before the last action, of this session or an earlier one on the same
+        file; False when there is none. Refused when the file was changed since by anything else."""
+        if self.closed:
+            raise JudgingError(f"{self.path}: this workbench was closed; open the file again")
+        try:
+            done = self.journal.undo()
+        except UndoError as e:
+            raise JudgingError(str(e)) from None
         self.doc = self._read()
-        return True
+        return done
 
     def _entries(self) -> AoT | list:
         return self.doc.get("query", [])
@@ -526,6 +517,23 @@ def _described_lines(s: Session, q: Table, text: str) -> list[str]:
         out.append(f"described: shares the run {run!r} with pooled page {pid}")
     return out or [f"described: {len(words(text))} words, no pooled page shares more than "
                    f"{qrels.DESCRIBED_MAX_OVERLAP:.0%} of them or a 4-word run"]
+
+
+def regrade_file(path: str | Path, docs: "OpenCorpus", out: str | Path, n: int = 20, seed: int = 0) -> Path:
+    """:func:`regrade` of the query file ``path`` (which must exist: a session would create it), for
+    ``evalkit qrels regrade``; refused when ``out`` exists or nothing in ``path`` is judged yet."""
+    path, out = Path(path), Path(out)
+    if not path.is_file():
+        raise JudgingError(f"{path}: no such query file")
+    if out.exists():
+        raise JudgingError(f"{out} exists (it may hold a second assessor's grades): choose another file")
+    session = Session(path, docs, arms=())
+    try:
+        if not any(session._judged(qid) for qid in session.ids()):
+            raise JudgingError(f"{path}: no judged page to regrade yet")
+        return regrade(session, out, n, seed)
+    finally:
+        session.close()
 
 
 def regrade(session: Session, out: str | Path, n: int = 20, seed: int = 0) -> Path:

@@ -106,7 +106,7 @@ class Workbench(anywidget.AnyWidget):
         self.index = self._first_unjudged()
 
     def undo(self, msg: dict[str, Any]) -> None:
-        self.message = "undone" if self.session.undo() else "nothing to undo in this session"
+        self.message = "undone" if self.session.undo() else "nothing to undo"
         if self.qid not in self.session.ids():
             self.qid = next(iter(self.session.ids()), None)
         self.index = min(self.index, max(len(self.session.queue(self.qid)) - 1, 0)) if self.qid else 0

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import tempfile
+import threading
 from pathlib import Path
 
 # nbconvert's lab template with the blocks that load scripts from a CDN (require.js, MathJax, mermaid,
@@ -45,6 +47,59 @@ def inject_parameters(nb, **params):
     return nb
 
 
+class _Stopped(Exception):
+    """The notebook's execution was stopped because Ctrl-C was pressed."""
+
+
+def _interruptible(client, env: dict) -> None:
+    """Execute ``client``'s notebook with Ctrl-C left to the caller: one KeyboardInterrupt, the kernel gone.
+
+    nbclient, run in the main thread, replaces Python's SIGINT handler by an asyncio one for the whole
+    execution; that handler raises nothing and shuts the kernel down while the cell that runs still talks to
+    it, so Ctrl-C ended evalkit with a CancelledError, an AssertionError or a ZMQError (or by the signal
+    itself), at times leaving the kernel running in its own session. In a worker thread nbclient cannot
+    install it; the main thread keeps Python's handler and, on Ctrl-C, kills the kernel's process group (or
+    stops the next cell, before the kernel is up), waits for nbclient to clean up, and raises
+    KeyboardInterrupt."""
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def refuse_after_ctrl_c(**_):
+        if stop.is_set():
+            raise _Stopped()
+
+    def work():
+        try:
+            client.execute(env=env)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            failure.append(e)
+
+    client.on_notebook_start = client.on_cell_start = refuse_after_ctrl_c
+    worker = threading.Thread(target=work, name="evalkit-notebook")
+    worker.start()
+    try:
+        worker.join()
+    except KeyboardInterrupt:
+        stop.set()
+        _kill_kernel(client)
+        worker.join()
+        raise
+    if failure:
+        raise failure[0]
+
+
+def _kill_kernel(client) -> None:
+    """SIGKILL the kernel's process group if it has been started (its own session: the terminal's Ctrl-C
+    never reaches it)."""
+    provisioner = getattr(getattr(client, "km", None), "provisioner", None)
+    pgid = getattr(provisioner, "pgid", None)
+    if pgid:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def execute(source: Path, where: Path, name: str, title: str, out_html: str | Path | None = None,
             timeout: int = 600, kernel_name: str = "python3", **params) -> Path:
     """Execute ``source`` with ``params`` in ``where`` and write ``<where>/<name>.ipynb`` and the HTML page
@@ -59,11 +114,12 @@ def execute(source: Path, where: Path, name: str, title: str, out_html: str | Pa
     nb = inject_parameters(nbformat.read(source, as_version=4), **params)
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the kernel's inline backend
     env["PYTHONSAFEPATH"] = "1"  # the working directory is not put on sys.path
+    env["EVALKIT_WORKDIR"] = os.getcwd()  # where a manifest's relative paths (its query file) are looked up
     try:
         with tempfile.TemporaryDirectory(prefix="evalkit-kernel-") as clean:  # the kernel's working directory
-            NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
-                           extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP warning
-                           resources={"metadata": {"path": clean}}).execute(env=env)
+            _interruptible(NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+                                          extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP warning
+                                          resources={"metadata": {"path": clean}}), env)
     except CellExecutionError as e:
         index, cell = next(((i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code" and any(
             o.get("output_type") == "error" for o in c.get("outputs", []))), (None, None))

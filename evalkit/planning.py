@@ -5,7 +5,8 @@ number of queries it would need to see a chosen Δ at the target power. The spre
 comes from the arms' recorded answers rescored with the current judgments (the median over every pair of
 arms, so no pair is picked to flatter the set). Every ranking measure lies in [0, 1]: an MDD beyond that
 range says nothing, so it is reported as "n too small" (:func:`evalkit.stats.mdd_text`), as is a class with
-fewer than two queries.
+fewer than two queries; a class whose paired differences do not vary at all (arms alike on its queries) has
+no spread to plan with: "no variance", and no count of queries needed.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def plan(frame: pd.DataFrame, measure: str = "nDCG@10(doc)", delta: float = 0.05
         mdd = stats.mdd(sd, len(wide), alpha, target) if pairs else math.nan
         rows.append({"class": cls, "queries": len(wide), "pairs": pairs, "sd": sd,
                      "mdd": stats.detectable(mdd),
-                     "needed": stats.queries_needed(delta, sd, alpha, target) if pairs else math.nan})
+                     "needed": stats.queries_needed(delta, sd, alpha, target) if sd > 0 else math.nan})
     return pd.DataFrame(rows).set_index("class")
 
 
@@ -53,7 +54,7 @@ def text(table: pd.DataFrame, measure: str, delta: float, target: float = stats.
     lines = [f"{measure}: what the set can detect now, and the queries needed to see Δ = {delta:g} at "
              f"{target:.0%} power (sd of paired differences: median over {int(table['pairs'].max())} arm pair(s))"]
     for cls, r in table.iterrows():
-        mdd = stats.mdd_text(r["mdd"])
+        mdd = stats.mdd_text(r["mdd"], r["sd"])
         needed = "n/a" if math.isnan(r["needed"]) else f"{int(r['needed'])} queries"
         lines.append(f"  {cls:<10} {int(r['queries']):>4} queries  {mdd:<15} needs {needed}")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
+from matplotlib.transforms import ScaledTranslation
 from pandas.io.formats.style import Styler
 
 from . import calibration, comparison, dirs, notebooks, planning, resultsdir, stats
@@ -106,12 +108,14 @@ def save(fig: Figure, name: str, figures: str | Path | None) -> Path | None:
 
 def qrels_file(results: Results) -> Path | None:
     """The query file the run names (``manifest["qrels"]["path"]``), looked up as given, then relative to the
-    working directory and to the results directory (never to the installation); None if it is not found."""
+    working directory (the caller's, ``EVALKIT_WORKDIR``, inside the report's kernel) and to the results
+    directory (never to the installation); None if it is not found."""
     name = results.manifest.get("qrels", {}).get("path") or ""
     if not name or "\0" in name:  # no file has a NUL in its name
         return None
     p = Path(name)
-    for cand in ([p] if p.is_absolute() else [Path.cwd() / p, results.path / p]):
+    here = Path(os.environ.get("EVALKIT_WORKDIR") or Path.cwd())  # the report's kernel runs in a clean folder
+    for cand in ([p] if p.is_absolute() else [here / p, results.path / p]):
         if cand.is_file():
             return cand
     return None
@@ -290,6 +294,18 @@ def biggest_changes(results: Results, pair: Sequence[str], measure: str = "nDCG@
     return pd.concat({"better": up, "worse": down}, names=["change", "query"])
 
 
+def biggest_changes_styled(results: Results, pair: Sequence[str], measure: str = "nDCG@10", n: int = 5) -> Styler:
+    """:func:`biggest_changes` for the page: arms under their short labels (the full ones made the columns
+    wider than the page), Δ signed, the query text wrapped within a column of its own width; every value
+    from data escaped."""
+    table = biggest_changes(results, pair, measure, n).rename(columns={**short_labels(results.arms), "delta": "Δ"})
+    st = table.style.format("{:.3f}", subset=[short_labels(results.arms)[a] for a in pair])
+    st = st.format("{:+.3f}", subset=["Δ"]).format(escape="html", subset=[c for c in ("class", "text") if c in table])
+    wrap = [{"selector": "td", "props": "white-space: nowrap"},
+            {"selector": "td.col-text, td:last-child", "props": "white-space: normal; min-width: 20em; max-width: 36em; text-align: left"}]
+    return styled(st.set_table_styles(wrap))
+
+
 def refusal_counts(results: Results) -> pd.DataFrame:
     """Query counts per arm (rows, manifest order) and refusal outcome (columns)."""
     pq = results.per_query
@@ -460,14 +476,28 @@ def plot_deltas(results: Results, pair: Sequence[str], measure: str = "nDCG@10",
         ax.spines[side].set_visible(False)
     ax.grid(axis="y", color="#dddddd", linewidth=0.8)
     ax.set_axisbelow(True)
-    for i in [*range(min(label, better)), *range(len(d) - min(label, worse), len(d))]:
-        v = d["delta"].iloc[i]
-        ax.annotate(esc.figure(d.index[i]), (i, v), xytext=(0, 3 if v > 0 else -3), textcoords="offset points",
-                    ha="center", va="bottom" if v > 0 else "top", fontsize=7, rotation=90, color="#333333")
+    _label_extremes(ax, d["delta"], min(label, better), min(label, worse))
     present = [c for c in CLASS_COLOURS if c in set(d["class"])]
     ax.legend(handles=[Patch(color=CLASS_COLOURS[c], label=esc.figure(c)) for c in present], title="class", fontsize=8,
               title_fontsize=8, loc="upper right", frameon=False)
     return ax
+
+
+def _label_extremes(ax: Axes, delta: pd.Series, gains: int, losses: int) -> None:
+    """Name the ``gains`` largest gains and ``losses`` largest losses: their ids (and Δ) stacked one under
+    the other beside those bars, each joined to its bar by a thin line. Written along the bars, as they
+    were, the labels of adjacent bars of nearly equal height lay on top of each other and ran off the axes."""
+    n = len(delta)
+    line = {"arrowstyle": "-", "color": "#888888", "linewidth": 0.6, "shrinkA": 0, "shrinkB": 1}
+    box = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
+    sides = ((range(gains), (gains + 1, delta.iloc[0] if n else 0), "left", "top", -1),
+             (range(n - 1, n - losses - 1, -1), (n - losses - 2, delta.iloc[-1] if n else 0), "right", "bottom", 1))
+    for bars, anchor, ha, va, step in sides:
+        for k, i in enumerate(bars):
+            shift = ((20 if ha == "left" else -20) / 72, step * 10 * k / 72)  # points, as inches
+            at = ax.transData + ScaledTranslation(*shift, ax.figure.dpi_scale_trans)
+            ax.annotate(f"{esc.figure(delta.index[i])} {delta.iloc[i]:+.3f}", (i, delta.iloc[i]), xytext=anchor,
+                        textcoords=at, ha=ha, va=va, fontsize=7, color="#333333", arrowprops=line, bbox=box)
 
 
 def fig_deltas(results: Results, pair: Sequence[str], measures: Sequence[str] = ("nDCG@10", "nDCG@10(doc)")) -> Figure:
@@ -728,7 +758,8 @@ def _numbers(f: Finding, alpha: float) -> str:
     text = f"{r.mean_delta:+.3f} [{r.low:+.3f}, {r.high:+.3f}]"
     if f.p_holm < alpha:
         return text
-    return text + (f" (|Δ| below the {r.mdd:.3f} this set can detect)" if abs(r.mean_delta) < r.mdd
+    can_detect = stats.detectable(r.mdd) if r.sd_delta > 0 else math.nan  # not 0 from identical arms
+    return text + (f" (|Δ| below the {r.mdd:.3f} this set can detect)" if abs(r.mean_delta) < can_detect
                    else f" (p(Holm) = {f.p_holm:.2g})")
 
 

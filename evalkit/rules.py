@@ -215,7 +215,7 @@ class ClassDrop(Rule):
                 st = "pass"
             else:
                 st = "underpowered"
-            details.append(Detail(c, st, f"{_ci(r)}, n {int(r['n'])}, p(Holm) {ph:.4f}, {stats.mdd_text(r['mdd'])}, "
+            details.append(Detail(c, st, f"{_ci(r)}, n {int(r['n'])}, p(Holm) {ph:.4f}, {stats.mdd_text(r['mdd'], r['sd_delta'])}, "
                                          f"power at {self.max_drop:g} {pw:.0%}"))
             per_class[c] = {"n": int(r["n"]), "delta": r["delta"], "low": r["low"], "high": r["high"],
                             "p": r["p"], "p_holm": ph, "mdd": r["mdd"], "power": pw, "status": st}
@@ -528,7 +528,7 @@ def detectable(rules: Rules, ctx: Context) -> tuple[str, ...]:
     mean Δ (non-inferiority, class-drop), the MDD and n of all answerable queries and of each class."""
     lines = []
     for m in dict.fromkeys(r.measure for r in rules.rules if isinstance(r, (NonInferiority, ClassDrop))):
-        parts = [f"{cls} {stats.mdd_text(r['mdd'])} (n {int(r['n'])})" for cls, r in ctx.table(m).iterrows()]
+        parts = [f"{cls} {stats.mdd_text(r['mdd'], r['sd_delta'])} (n {int(r['n'])})" for cls, r in ctx.table(m).iterrows()]
         lines.append(f"{m} at {ctx.settings.power:.0%} power: {'; '.join(parts)}")
     return tuple(lines)
 

@@ -21,6 +21,7 @@ Verdict = Literal["better", "worse", "not distinguishable"]
 ALPHA, POWER, RESAMPLES = 0.05, 0.8, 10_000
 RANGE = 1.0  # the largest difference a ranking measure (nDCG, RR, Recall, GoldDoc, ...) can show
 TOO_SMALL = "n too small"
+NO_VARIANCE = "no variance"  # the paired differences are all alike: no spread to size an MDD from
 
 
 def _values(values: Sequence[float] | np.ndarray, what: str = "values") -> np.ndarray:
@@ -140,8 +141,12 @@ def detectable(value: float) -> float:
     return value if value <= RANGE else math.nan
 
 
-def mdd_text(value: float) -> str:
-    """``MDD 0.123``, or :data:`TOO_SMALL` where :func:`detectable` is NaN."""
+def mdd_text(value: float, sd: float = math.nan) -> str:
+    """``MDD 0.123``; :data:`NO_VARIANCE` when ``sd``, the spread of the paired differences it came from, is
+    0 (two identical arms on a handful of queries: :func:`mdd` is 0, which no set can honestly claim), or
+    :data:`TOO_SMALL` where :func:`detectable` is NaN."""
+    if sd == 0 and not math.isnan(value):
+        return NO_VARIANCE
     return TOO_SMALL if math.isnan(detectable(value)) else f"MDD {value:.3f}"
 
 

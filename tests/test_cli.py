@@ -425,6 +425,80 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(tmp_path):
     assert p.returncode == 130 and p.stderr == "evalkit: interrupted\n", p.stderr
 
 
+def test_qrels_regrade_writes_a_blind_sample_and_refuses_one_line(tiny, capsys):
+    home, argv = tiny
+    docs, q, out = home / "docs", home / "tiny.toml", home / "second.toml"
+    before = q.read_bytes()
+    assert main(["qrels", "regrade", str(q), "--out", str(out), "--docs", str(docs), "-n", "5"]) == 0
+    assert f"qrels agree {q} {out}" in capsys.readouterr().out
+    second = qrels.load(out)
+    assert second.pooled == {"q1": (("a.pdf", 2),)} and not second["q1"].judgments  # grades blank: blind
+    assert q.read_bytes() == before and not (home / "tiny.toml.lock").exists()  # untouched, unlocked
+    assert main(["qrels", "regrade", str(q), "--out", str(out), "--docs", str(docs)]) == 2
+    one_line_error(capsys, str(out), "exists")
+    assert main(["qrels", "regrade", str(home / "none.toml"), "--out", str(home / "x.toml"), "--docs", str(docs)]) == 2
+    one_line_error(capsys, "none.toml")
+    unjudged = home / "unjudged.toml"
+    unjudged.write_text(TINY_QUERIES.replace('[{ doc = "a.pdf", page = 2, gain = 3 }]', "[]"))
+    assert main(["qrels", "regrade", str(unjudged), "--out", str(home / "y.toml"), "--docs", str(docs)]) == 2
+    one_line_error(capsys, "unjudged.toml", "no judged page")
+    assert not (home / "x.toml").exists() and not (home / "y.toml").exists()
+    with pytest.raises(SystemExit) as e:
+        main(["qrels", "regrade", str(q), "--out", str(home / "z.toml"), "--docs", str(docs), "-n", "0"])
+    assert e.value.code == 2
+
+
+def _kernels_of(pid: int) -> list[int]:
+    """The notebook kernels that process ``pid`` started (ipykernel marks them with its parent's pid)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd, env = (proc / "cmdline").read_bytes(), (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"ipykernel" in cmd and f"\0JPY_PARENT_PID={pid}\0".encode() in b"\0" + env:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", ["before the kernel", "while the kernel starts", "while a cell runs"])
+def test_ctrl_c_during_report_is_one_line_exit_130_and_leaves_no_kernel(tiny, tmp_path, moment):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) at moments the test sees happen rather
+    than after a delay: a module interrupted while it loads right before the kernel starts; the kernel's
+    process appearing; the first figure written by a cell (later cells still to run)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    home, argv = tiny
+    assert main(argv) == 0
+    env = dict(os.environ)
+    if moment == "before the kernel":  # the report imports nbclient just before it starts the kernel
+        (tmp_path / "shadow" / "nbclient").mkdir(parents=True)
+        (tmp_path / "shadow" / "nbclient" / "__init__.py").write_text("raise KeyboardInterrupt\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "shadow"), env.get("PYTHONPATH", "")])
+    p = subprocess.Popen([sys.executable, "-m", "evalkit", "report", str(home / "res")], env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    reached = {"before the kernel": lambda: False, "while the kernel starts": lambda: _kernels_of(p.pid),
+               "while a cell runs": lambda: any((home / "res" / "figures").glob("*.png"))}[moment]
+    deadline = time.monotonic() + 300  # a loaded machine is slow to get there, never early
+    while p.poll() is None and not reached() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if moment != "before the kernel":
+        assert p.poll() is None and reached(), "the report ended before the moment"
+        os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 130 and err.strip().splitlines() == ["evalkit: interrupted"], (p.returncode, err)
+    deadline = time.monotonic() + 10
+    while _kernels_of(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _kernels_of(p.pid), "a kernel was left running"
+    assert not (home / "res" / "report.html").exists()
+
+
 def test_corpus_add_then_run_by_name_says_which_cache_it_used_and_what_it_reused(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("EVALKIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("EVALKIT_LOCK", raising=False)

@@ -137,6 +137,15 @@ def test_render_names_the_family_and_every_candidate(two_arms):
     assert np.isfinite(comparison.latency(comparison.pair(base, base))["ratio"])
 
 
+def test_identical_arms_in_a_class_say_no_variance_not_an_mdd_of_zero(tmp_path):
+    scores = {"base": {"nDCG@10": [0.2, 0.5, 0.5, 0.5, 0.1, 0.9]}, "cand": {"nDCG@10": [0.2, 0.5, 0.5, 0.1, 0.9, 0.2]}}
+    res = write_results(tmp_path / "r", scores, ["needle"] * 3 + ["trap"] * 3)
+    text = comparison.render([comparison.pair(comparison.side(f"{res}:base"), comparison.side(f"{res}:cand"))],
+                             ("nDCG@10",))
+    needle = next(line for line in text.splitlines() if " needle " in line)
+    assert needle.rstrip().endswith("no variance") and "0.000" not in needle.split("]")[-1]
+
+
 def test_the_table_says_n_too_small_where_the_mdd_would_exceed_the_range(two_per_class):
     pair = comparison.pair(comparison.side(f"{two_per_class}:base"), comparison.side(f"{two_per_class}:cand"))
     t = comparison.table(pair, ("nDCG@10",)).set_index("class")

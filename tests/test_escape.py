@@ -144,7 +144,7 @@ def test_hostile_results_are_inert_in_every_report_output(tmp_path_factory, h):
     res = Results.load(d)
     pair = reporting.resolve_pair(res)
     styled = [reporting.headline(res), reporting.styled(reporting.tie_table(res).style),
-              reporting.styled(completeness.judged_table(res).style)]
+              reporting.styled(completeness.judged_table(res).style), reporting.biggest_changes_styled(res, pair)]
     frames = [reporting.class_ci_table(res), reporting.biggest_changes(res, pair), reporting.refusal_counts(res),
               report_servers.servers(res), report_servers.errors(res), *reporting.provenance(res).values()]
     for page in [s.to_html() for s in styled] + [f.to_html() for f in frames] + [res._repr_html_()]:

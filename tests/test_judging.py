@@ -105,6 +105,24 @@ def test_undo_restores_the_file_byte_for_byte(session):
     assert session.path.read_bytes() == before
 
 
+def test_undo_survives_a_restart_and_keeps_an_edit_by_hand(session, docs):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    pooled = session.path.read_bytes()
+    session.grade("q1", "walrus.pdf", 2, 3)
+    session.close()  # the kernel restarts: a new session on the same file
+    again = Session(session.path, docs, ARMS)
+    assert again.undo() and again.path.read_bytes() == pooled
+    assert not qrels.load(again.path)["q1"].judgments
+    again.grade("q1", "walrus.pdf", 2, 3)
+    assert [(j.doc, j.page, j.gain) for j in qrels.load(again.path)["q1"].judgments] == [("walrus.pdf", 2, 3)]
+    again.path.write_text(again.path.read_text() + "# a note by hand\n")
+    with pytest.raises(JudgingError, match="changed since"):
+        again.undo()
+    assert again.path.read_text().endswith("# a note by hand\n")
+    again.close()
+
+
 def test_a_second_workbench_is_refused_and_a_dead_owner_taken_over(session, docs):
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:

@@ -37,6 +37,15 @@ def test_small_classes_are_told_honestly():
     assert "trap" in out and "n too small" in out and "MDD 4." not in out
 
 
+def test_a_class_where_the_arms_agree_everywhere_has_no_variance_and_no_count():
+    classes = ["needle"] * 3 + ["trap"] * 4
+    values = {"a": [0.2, 0.5, 0.9, 0.1, 0.4, 0.8, 0.3], "b": [0.2, 0.5, 0.9, 0.6, 0.1, 0.2, 0.9]}
+    table = planning.plan(frame(values, classes))
+    assert table.loc["needle", "sd"] == 0 and math.isnan(table.loc["needle", "needed"])
+    line = next(x for x in planning.text(table, "nDCG@10(doc)", 0.05).splitlines() if "needle" in x)
+    assert "no variance" in line and "0.000" not in line and "needs n/a" in line
+
+
 def test_qrels_plan_rescores_recorded_answers_with_the_current_judgments(small_results, tmp_path, capsys):
     q = tmp_path / "q.toml"
     q.write_text(SMALL_QUERIES.replace('{ doc = "ctable.pdf", page = 5, gain = 1 }',

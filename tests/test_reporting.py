@@ -607,3 +607,48 @@ def test_a_gated_run_reports_its_verdict_and_its_baseline_first(results_dir, tmp
     html = reporting.render(copy).read_text()
     first = html[:html.index('id="Headline"')]
     assert "Conclusion" in first and ("PASS" if verdict.passed else "FAIL") in first
+
+
+def test_the_largest_changes_are_named_without_overlapping_inside_the_figure(tmp_path):
+    """120 queries whose three largest gains and losses are adjacent bars of nearly equal height: their
+    labels must neither overlap one another nor leave the figure."""
+    from matplotlib.text import Text
+
+    from .conftest import write_results
+
+    n = 120
+    base = [0.5] * n
+    cand = [0.5 + 0.45 - 0.001 * i if i < 10 else 0.5 - 0.45 + 0.001 * (n - i) if i >= n - 10 else 0.5 + (i % 7 - 3) / 100
+            for i in range(n)]
+    res = Results.load(write_results(tmp_path / "r", {"a": {"nDCG@10": base}, "b": {"nDCG@10": cand}}, ["needle"] * n))
+    fig = reporting.fig_deltas(res, ("a", "b"))
+    fig.canvas.draw()
+    renderer, frame = fig.canvas.get_renderer(), fig.bbox
+    for ax in fig.axes:
+        labels = [Text.get_window_extent(t, renderer) for t in ax.texts  # the text, not its leader line
+                  if re.match(r"q\d{3} [+-]", t.get_text())]
+        assert len(labels) == 6
+        for i, box in enumerate(labels):
+            assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            assert not any(box.overlaps(other) for other in labels[i + 1:])
+    plt.close(fig)
+
+
+def test_the_biggest_changes_table_uses_short_labels_signed_deltas_and_the_query_texts(tmp_path, monkeypatch):
+    from .conftest import write_results
+
+    d = write_results(tmp_path / "r", {"keyword": {"nDCG@10": [0.2, 0.9, 0.5]},
+                                       "semantic(model=sentence-transformers/all-MiniLM-L6-v2)": {"nDCG@10": [0.7, 0.1, 0.5]}},
+                      ["needle"] * 3)
+    manifest = json.loads((d / "manifest.json").read_text())
+    (tmp_path / "work" / "qrels").mkdir(parents=True)
+    q = tmp_path / "work" / "qrels" / "fixture.toml"
+    q.write_text('[set]\nname = "fixture-set"\n' + "".join(
+        f'[[query]]\nid = "q{i:03d}"\nclass = "needle"\ntext = "query <b>{i}</b>"\njudgments = []\n' for i in range(3)))
+    manifest["qrels"]["digest"] = qrels.load(q).digest
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setenv("EVALKIT_WORKDIR", str(tmp_path / "work"))  # as `evalkit report` tells its kernel
+    res = Results.load(d)
+    html = reporting.biggest_changes_styled(res, list(res.arms)).to_html()
+    assert "semantic</th>" in html and "sentence-transformers" not in html  # the short label
+    assert "+0.500" in html and "-0.800" in html and "query &lt;b&gt;1&lt;/b&gt;" in html and "<b>1" not in html

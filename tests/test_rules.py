@@ -225,6 +225,15 @@ def test_finite_turns_nan_into_null():
     assert rules.finite({"a": [1.0, float("nan")], "b": (float("inf"), "x")}) == {"a": [1.0, None], "b": [None, "x"]}
 
 
+def test_the_gate_says_no_variance_for_a_class_where_the_arms_are_identical(tmp_path):
+    scores = {"base": {"nDCG@10": [0.2, 0.5, 0.5, 0.5, 0.1, 0.9]}, "cand": {"nDCG@10": [0.2, 0.5, 0.5, 0.1, 0.9, 0.2]}}
+    res = write_results(tmp_path / "r", scores, ["needle"] * 3 + ["trap"] * 3)
+    pair = comparison.pair(comparison.side(f"{res}:base"), comparison.side(f"{res}:cand"))
+    (o,) = evaluate(tmp_path, '[[rule]]\ntype = "class-drop"\n', pair)
+    needle = next(d for d in o.details if d.label == "needle")
+    assert "no variance" in needle.text and "MDD 0.000" not in needle.text
+
+
 def test_class_drop_says_n_too_small_instead_of_an_mdd_beyond_the_range(tmp_path, two_per_class):
     pair = comparison.pair(comparison.side(f"{two_per_class}:base"), comparison.side(f"{two_per_class}:cand"))
     (o,) = evaluate(tmp_path, '[[rule]]\ntype = "class-drop"\n', pair)

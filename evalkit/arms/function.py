@@ -74,7 +74,8 @@ class FunctionArm(Arm):
 
     def search(self, query: str, k: int) -> Result:
         output = self.adapter.ask(self.target, query, k, self.params)
-        return answers.from_output(output, self.page_texts, self.collapse, lambda item: self.adapter.convert(item, self))
+        layout = self.__dict__.setdefault("_layouts", answers.layouts(self.page_texts))  # once per document
+        return answers.from_output(output, layout, self.collapse, lambda item: self.adapter.convert(item, self))
 
     def page_texts(self, doc: str) -> list[str]:
         """A document's page texts (KeyError: not in the corpus), read once per arm."""

@@ -73,3 +73,23 @@ def test_classes_without_source_files_differ_by_their_methods():
     exec("class Mine:\n    def search(self, query, k):\n        return [('a.pdf', 1)]\n", two)
     assert digest(one["Mine"](), {}) != digest(two["Mine"](), {})
     assert digest(one["Mine"](), {}) == digest(one["Mine"](), {})
+
+
+def test_chunks_placed_by_their_text_normalise_each_document_once_per_arm(small, monkeypatch):
+    """Ten text-only chunks per query from one manual: its pages are normalised once for the arm, not once
+    per chunk (placement had been the slowest part of a chunk retriever's run)."""
+    from evalkit import answers
+
+    c, store = small
+    pages = store.texts(c.document("booktabs.pdf"))
+    quotes = [p.strip()[:40] for p in pages if len(p.strip()) > 40][:10]
+
+    def chunks(query, k):
+        return [{"doc": "booktabs.pdf", "text": q} for q in quotes][:k]
+
+    arm = arms.make(register(chunks, "chunks"), c, store)
+    calls = []
+    monkeypatch.setattr(answers, "normalize", lambda t, real=answers.normalize: calls.append(t) or real(t))
+    for query in ("one", "two", "three"):
+        assert len(arm.search(query, 10).chunks) == len(quotes) == 10
+    assert len(calls) == len(pages) + 3 * len(quotes)  # the pages once, then each chunk's own text

@@ -1,0 +1,99 @@
+"""The workbench's undo history, kept on disk beside the query file so that it survives a kernel restart.
+
+The journal ``.<file>.undo`` holds one JSON line per action: the line-level patch that turns the file as
+the action left it back into the file before it, with the sha256 of both. A patch, not a copy: a grade in
+a 500 kB query file is a few lines. Undo applies the last patch only while the file is still byte for byte
+what that action wrote, so an edit made by hand in between is never thrown away; the journal keeps the
+last :data:`LIMIT` actions and is removed when nothing is left to undo.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from difflib import SequenceMatcher
+from pathlib import Path
+
+from .atomic import write_atomic
+
+LIMIT = 200  # actions kept; older ones cannot be undone
+Patch = list[tuple[int, int, str]]
+
+
+class UndoError(Exception):
+    """Undo refused: the file is no longer what the last action wrote."""
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def reverse_patch(before: str, after: str) -> Patch:
+    """The line ranges of ``after`` to replace, and by what, to get ``before`` back."""
+    a, b = after.splitlines(keepends=True), before.splitlines(keepends=True)
+    head = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    tail = next((i for i, (x, y) in enumerate(zip(reversed(a[head:]), reversed(b[head:]))) if x != y),
+                min(len(a), len(b)) - head)  # lines alike at both ends are left out of the (slow) matcher
+    a, b = a[head:len(a) - tail], b[head:len(b) - tail]
+    return [(head + i1, head + i2, "".join(b[j1:j2])) for tag, i1, i2, j1, j2 in
+            SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if tag != "equal"]
+
+
+def apply_patch(after: str, patch: Patch) -> str:
+    lines = after.splitlines(keepends=True)
+    for i1, i2, text in reversed(patch):  # from the end, so earlier line numbers still hold
+        lines[i1:i2] = [text]
+    return "".join(lines)
+
+
+def journal_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.undo")
+
+
+class Journal:
+    """The undo history of the query file ``path``, on disk."""
+
+    def __init__(self, path: Path):
+        self.path, self.file = path, journal_path(path)
+
+    def _entries(self) -> list[dict]:
+        try:
+            lines = self.file.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        entries = []
+        for line in lines:  # a line that does not parse (a file damaged by hand) cannot be undone: left out
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue
+        return entries
+
+    def _write(self, entries: list[dict]) -> None:
+        if entries:
+            write_atomic(self.file, "".join(json.dumps(e) + "\n" for e in entries[-LIMIT:]))
+        else:
+            self.file.unlink(missing_ok=True)
+
+    def record(self, before: str, after: str) -> None:
+        """Note an action that replaced ``before`` by ``after`` (call it once the file holds ``after``)."""
+        entry = {"before": digest(before), "after": digest(after), "patch": reverse_patch(before, after)}
+        self._write([*self._entries(), entry])
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def undo(self) -> bool:
+        """Put the file back as it was before the last action; False when there is none."""
+        entries = self._entries()
+        if not entries:
+            return False
+        last, now = entries[-1], self.path.read_text(encoding="utf-8")
+        if digest(now) == last["before"]:  # undone already, the journal not yet told (a crash in between)
+            self._write(entries[:-1])
+            return self.undo()
+        if digest(now) != last["after"]:
+            raise UndoError(f"{self.path} changed since the workbench's last action (edited by hand?): "
+                            f"nothing undone, so that change is kept")
+        write_atomic(self.path, apply_patch(now, last["patch"]))
+        self._write(entries[:-1])
+        return True
