@@ -33,11 +33,19 @@ TODAYS = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),thr
 MCP = "mcp(config=examples/arms.toml,name=pdf-mcp-{mode})"
 YOUR_RETRIEVER = ".venv/bin/jupyter execute notebooks/your-retriever.ipynb --output=your-retriever-rmanuals"
 RECOMMENDED = "hybrid(keyword=global-index,profile=0.5,profile_windows=3)"  # docs/tuning.md's Recommended arm
-TUNE = ("evalkit tune --arm 'hybrid(keyword=global-index)' --grid profile=0.25,0.5,1 --grid profile_windows=1,3 "
-        "--tune-on {a}=qrels/{a}.toml --held-out {b}=qrels/{b}.toml --out {{results}}/tune-profile-on-{a}")
-TUNE_RRF = (f"evalkit tune --arm '{RECOMMENDED}' --grid rrf_k=10,30,60,100 --grid weight=0.3,0.5,0.7 "
-            f"--baseline '{RECOMMENDED}' --tune-on {{a}}=qrels/{{a}}.toml --held-out {{b}}=qrels/{{b}}.toml "
-            "--out {{results}}/tune-rrf-on-{a}")
+HELD = "--tune-on {a}=qrels/{a}.toml --held-out {b}=qrels/{b}.toml --out {{results}}/tune-%s-on-{a}"
+TUNES = {  # each sweep of docs/tuning.md: (what the table calls it, its evalkit tune command)
+    "profile": ("document profile", "evalkit tune --arm 'hybrid(keyword=global-index)' --grid profile=0.25,0.5,1 "
+                "--grid profile_windows=1,3 " + HELD % "profile"),
+    "rrf": ("RRF k × weight", f"evalkit tune --arm '{RECOMMENDED}' --grid rrf_k=10,30,60,100 --grid weight=0.3,0.5,0.7 "
+            f"--baseline '{RECOMMENDED}' " + HELD % "rrf"),
+    "feedback": ("RM3 feedback", "evalkit tune --arm global-index --grid prf=5,10,20 --grid prf_terms=10,20 "
+                 "--baseline global-index " + HELD % "feedback"),
+    "convex": ("convex fusion", "evalkit tune --arm 'hybrid(keyword=global-index,fusion=convex)' --grid weight=0.3,0.5,0.7 "
+               "--grid norm=minmax,zscore,tmm " + HELD % "convex"),
+    "learned": ("learned fusion", "evalkit tune --arm \"$(evalkit learn --corpus {a} --qrels qrels/{a}.toml --seed 0)\" "
+                + HELD % "learned"),
+}
 DIRECTIONS = (("rmanuals", "latex"), ("latex", "rmanuals"))
 
 
@@ -84,7 +92,7 @@ def conformal_sets(results: Path, out: Path) -> str:
 
 def tune_directions(results: Path, out: Path) -> str:
     return df.tune_table({f"{what}: {a} → {b}": results / f"tune-{sweep}-on-{a}" / f"held-out-{b}" / "gate.json"
-                          for sweep, what in (("profile", "profile"), ("rrf", "RRF k × weight")) for a, b in DIRECTIONS}, "")
+                          for sweep, (what, _) in TUNES.items() for a, b in DIRECTIONS}, "")
 
 
 def simulation(corpus: str) -> Figure:
@@ -144,7 +152,7 @@ def figures() -> list[Figure]:
         Figure("conformal", tuple(f"evalkit run --corpus {c} --qrels qrels/{c}.toml --arms '{CONFORMAL},{TODAYS}' "
                                   f"--out {{results}}/selfcal-{c}" for c in ("latex", "rmanuals")),
                conformal_sets, record="selfcal-latex"),
-        Figure("tune", tuple(t.format(a=a, b=b) for t in (TUNE, TUNE_RRF) for a, b in DIRECTIONS),
+        Figure("tune", tuple(t.format(a=a, b=b) for _, t in TUNES.values() for a, b in DIRECTIONS),
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),
         mcp("keyword", "", keyword_mcp),
         mcp("hybrid", " -k 10", f"hybrid(keyword=global-index),{RECOMMENDED},{MCP.format(mode='hybrid')}",
