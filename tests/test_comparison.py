@@ -138,8 +138,9 @@ def test_render_names_the_family_and_every_candidate(two_arms):
 
 
 def test_identical_arms_in_a_class_say_no_variance_not_an_mdd_of_zero(tmp_path):
-    scores = {"base": {"nDCG@10": [0.2, 0.5, 0.5, 0.5, 0.1, 0.9]}, "cand": {"nDCG@10": [0.2, 0.5, 0.5, 0.1, 0.9, 0.2]}}
-    res = write_results(tmp_path / "r", scores, ["needle"] * 3 + ["trap"] * 3)
+    same = [0.2, 0.5, 0.5, 0.3, 0.7, 0.4]  # six queries: enough for the sign-flip test to decide at all
+    scores = {"base": {"nDCG@10": same + [0.5, 0.1, 0.9]}, "cand": {"nDCG@10": same + [0.1, 0.9, 0.2]}}
+    res = write_results(tmp_path / "r", scores, ["needle"] * 6 + ["trap"] * 3)
     text = comparison.render([comparison.pair(comparison.side(f"{res}:base"), comparison.side(f"{res}:cand"))],
                              ("nDCG@10",))
     needle = next(line for line in text.splitlines() if " needle " in line)

@@ -38,8 +38,9 @@ def test_small_classes_are_told_honestly():
 
 
 def test_a_class_where_the_arms_agree_everywhere_has_no_variance_and_no_count():
-    classes = ["needle"] * 3 + ["trap"] * 4
-    values = {"a": [0.2, 0.5, 0.9, 0.1, 0.4, 0.8, 0.3], "b": [0.2, 0.5, 0.9, 0.6, 0.1, 0.2, 0.9]}
+    classes = ["needle"] * 6 + ["trap"] * 4  # six: enough for the sign-flip test to decide at all
+    same = [0.2, 0.5, 0.9, 0.3, 0.7, 0.4]
+    values = {"a": same + [0.1, 0.4, 0.8, 0.3], "b": same + [0.6, 0.1, 0.2, 0.9]}
     table = planning.plan(frame(values, classes))
     assert table.loc["needle", "sd"] == 0 and math.isnan(table.loc["needle", "needed"])
     line = next(x for x in planning.text(table, "nDCG@10(doc)", 0.05).splitlines() if "needle" in x)

@@ -226,8 +226,9 @@ def test_finite_turns_nan_into_null():
 
 
 def test_the_gate_says_no_variance_for_a_class_where_the_arms_are_identical(tmp_path):
-    scores = {"base": {"nDCG@10": [0.2, 0.5, 0.5, 0.5, 0.1, 0.9]}, "cand": {"nDCG@10": [0.2, 0.5, 0.5, 0.1, 0.9, 0.2]}}
-    res = write_results(tmp_path / "r", scores, ["needle"] * 3 + ["trap"] * 3)
+    same = [0.2, 0.5, 0.5, 0.3, 0.7, 0.4]  # six queries: enough for the sign-flip test to decide at all
+    scores = {"base": {"nDCG@10": same + [0.5, 0.1, 0.9]}, "cand": {"nDCG@10": same + [0.1, 0.9, 0.2]}}
+    res = write_results(tmp_path / "r", scores, ["needle"] * 6 + ["trap"] * 3)
     pair = comparison.pair(comparison.side(f"{res}:base"), comparison.side(f"{res}:cand"))
     (o,) = evaluate(tmp_path, '[[rule]]\ntype = "class-drop"\n', pair)
     needle = next(d for d in o.details if d.label == "needle")

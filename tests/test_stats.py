@@ -191,7 +191,7 @@ def test_paired_compare_counts_wins_ties_losses_and_reports_the_mdd():
 def test_identical_arms_have_no_variance_not_an_mdd_of_zero():
     from evalkit.stats import mdd_text
 
-    c = paired_compare([0.2, 0.5, 0.5], [0.2, 0.5, 0.5])
+    c = paired_compare([0.2, 0.5, 0.5, 0.3, 0.7, 0.4], [0.2, 0.5, 0.5, 0.3, 0.7, 0.4])  # six: decidable
     assert c.sd_delta == 0 and c.mdd == 0.0  # the formula's zero, which no set can honestly claim
     assert mdd_text(c.mdd, c.sd_delta) == "no variance" and mdd_text(0.25, 0.1) == "MDD 0.250"
     assert mdd_text(math.nan, math.nan) == "n too small"
