@@ -20,7 +20,7 @@ Interface (what `evalkit qrels pool`, `evalkit qrels simulate` and the judging w
     replay(strategy, rankings, assess, budget=None) -> tuple[tuple[PageKey, int], ...]
                                                         # judging simulated with an oracle `assess(page) -> gain`
 
-    Prior.from_judged(pairs, depth) -> Prior            # per-stratum rates pooled over a query set
+    Prior.from_judged(pairs, depth) -> Prior            # a model of a page's gain given its covariates
     estimate(rankings, judged, depth=10, prior=None, tol=0.05) -> Estimate    # one query
     set_estimate(queries, depth=10, tol=0.02) -> SetEstimate   # queries: {qid: (rankings, judged)}
     knee(judged_by_query, ratio=6.0) -> Knee            # stopping for prioritised reading (mtf, maxmean)
@@ -29,18 +29,21 @@ Strategies (each follows a published method; see its docstring): ``depth`` (fixe
 ``mtf`` (move-to-front, Cormack, Palmer & Clarke, SIGIR 1998) and ``maxmean`` (the Bayesian bandit of
 Losada, Parapar & Barreiro, SAC 2016 / IP&M 2017). Adaptive strategies read the same pool as ``depth`` with
 the same ``k`` (the union of every arm's top ``k``), in a different order: their saving comes from
-stopping early. Two stopping rules: the stopping estimate (:func:`estimate`, :func:`set_estimate`), which
-assumes reading in random order within a stratum (true of ``depth``'s hash order; under ``mtf`` and
-``maxmean`` it overestimates what is left, so it stops late), and the knee method (:func:`knee`), made for
-prioritised reading. `evalkit qrels simulate` measures both against the recorded judgments.
+stopping early. Two stopping rules: the stopping estimate (:func:`estimate`, :func:`set_estimate`), a model
+of a page's gain given what an adaptive strategy chooses on (the arms' precision so far, how many arms list
+the page and how high), fitted on the pages read, and the knee method (:func:`knee`), made for prioritised
+reading. `evalkit qrels simulate` measures both against the recorded judgments.
 """
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
+
+import numpy as np
 
 from .arms import Configurable, lookup
 from .measures import measure
@@ -82,7 +85,7 @@ class Strategy(Configurable):
 
     def top(self, rankings: Rankings) -> dict[str, list[PageKey]]:
         """Each arm's first ``depth`` pages (an arm's repeats collapsed: a page is read once)."""
-        return {arm: list(dict.fromkeys(key(p) for p in r))[: self.depth] for arm, r in rankings.items()}
+        return listed(rankings, self.depth)
 
     def pool(self, rankings: Rankings) -> list[PageKey]:
         """Every page the strategy may propose: the union of every arm's top ``depth``, in blind order."""
@@ -233,64 +236,96 @@ def replay(strat: Strategy, rankings: Rankings, assess: Callable[[PageKey], int]
 
 # ---- stopping ------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Rates:
-    """One stratum's judged pages: how many, how many of gain >= 1 and >= 2, and their summed gain."""
-
-    n: float = 0.0
-    rel: float = 0.0
-    gold: float = 0.0
-    gain: float = 0.0
-
-    def __add__(self, other: Rates) -> Rates:
-        return Rates(self.n + other.n, self.rel + other.rel, self.gold + other.gold, self.gain + other.gain)
-
-    @classmethod
-    def of(cls, gain: int) -> Rates:
-        return cls(1.0, float(gain >= RELEVANT), float(gain >= GOLD), float(gain))
+def listed(rankings: Rankings, depth: int) -> dict[str, list[PageKey]]:
+    """Each arm's first ``depth`` distinct pages."""
+    return {arm: list(dict.fromkeys(key(x) for x in r))[:depth] for arm, r in rankings.items()}
 
 
-Stratum = tuple[int, int]  # (band of how many arms list the page, band of its best rank)
-VOTE_BANDS = (1, 2, 3, 5)      # 1, 2, 3-4, 5 or more arms
-RANK_BANDS = (1, 3, 6, 11)     # best rank 1-2, 3-5, 6-10, 11 or deeper
+def votes(rankings: Rankings, depth: int) -> dict[PageKey, int]:
+    """Every page of the pool (the union of the arms' top ``depth``) with how many arms list it there."""
+    out: dict[PageKey, int] = {}
+    for r in listed(rankings, depth).values():
+        for p in r:
+            out[p] = out.get(p, 0) + 1
+    return out
 
 
-def _band(value: int, edges: tuple[int, ...]) -> int:
-    return sum(value >= e for e in edges)
+def _logit_mean(rel: float, n: float) -> float:
+    """The log-odds of a Beta(1, 1) posterior mean, (1 + rel) / (2 + n): MaxMean's score of an arm."""
+    return math.log((1.0 + rel) / (1.0 + n - rel))
 
 
-def strata(rankings: Rankings, depth: int) -> dict[PageKey, Stratum]:
-    """Every page of the pool with its stratum: how many arms list it in their top ``depth`` and how high
-    the best of them ranks it, both in bands. An adaptive strategy reads the likeliest pages first, so
-    within a query the unread pages sit lower in the rankings than the read ones; comparing a page only
-    with pages ranked alike keeps that from inflating the estimate."""
+def covariates(rankings: Rankings, gains: Mapping[PageKey, int], depth: int) -> dict[PageKey, tuple[float, ...]]:
+    """Every pool page's covariates, all observed, the state an adaptive strategy chooses on: (1, log of
+    how many arms list it, log of its best rank, the log-odds of MaxMean's posterior mean over the judged
+    pages the listing arms rank above it, the same over the judged pages of the arms that do not list
+    it). A page read is described as it stood before it was read: its own judgment enters neither."""
+    top = listed(rankings, depth)
     best: dict[PageKey, int] = {}
-    for r in rankings.values():
-        for rank, p in enumerate(list(dict.fromkeys(key(x) for x in r))[:depth], 1):
+    above: dict[PageKey, list[int]] = {}  # judged, relevant above the page, summed over the listing arms
+    arms: dict[PageKey, set[str]] = {}
+    whole: dict[str, tuple[int, int]] = {}
+    for a, r in top.items():
+        n = rel = 0
+        for rank, p in enumerate(r, 1):
             best[p] = min(best.get(p, rank), rank)
-    return {p: (_band(v, VOTE_BANDS), _band(best[p], RANK_BANDS)) for p, v in votes(rankings, depth).items()}
+            acc = above.setdefault(p, [0, 0])
+            acc[0], acc[1] = acc[0] + n, acc[1] + rel
+            arms.setdefault(p, set()).add(a)
+            n, rel = n + (p in gains), rel + (gains.get(p, 0) >= RELEVANT)
+        whole[a] = (n, rel)
+    out: dict[PageKey, tuple[float, ...]] = {}
+    for p, (n, rel) in above.items():
+        others = [whole[a] for a in top if a not in arms[p]]
+        out[p] = (1.0, math.log(len(arms[p])), math.log(best[p]), _logit_mean(rel, n),
+                  _logit_mean(sum(x[1] for x in others), sum(x[0] for x in others)))
+    return out
+
+
+L2 = 1.0  # ridge penalty on every coefficient: with nothing judged, every chance is 1/2
+
+
+def _logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Ridge-penalised logistic regression by Newton's method (IRLS); the coefficients."""
+    w = np.zeros(x.shape[1])
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-x @ w))
+        step = np.linalg.solve((x.T * (p * (1 - p))) @ x + L2 * np.eye(len(w)), x.T @ (p - y) + L2 * w)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
 
 
 @dataclass(frozen=True)
 class Prior:
-    """Per-stratum rates pooled over a query set (:func:`strata`): what a page of a stratum this query has
-    not yet sampled is expected to hold."""
+    """A continuation-ratio logistic model (Agresti, *Categorical Data Analysis*) of a page's gain given
+    its :func:`covariates`, fitted on the judged pages of a query set: ``weights[g - 1]`` gives the chance
+    of gain >= g among pages of gain >= g - 1, for g = 1 up to the largest gain judged (at least ``GOLD``)."""
 
-    strata: dict[Stratum, Rates] = field(default_factory=dict)
+    weights: tuple[tuple[float, ...], ...] = ()
 
     @classmethod
     def from_judged(cls, queries: Sequence[tuple[Rankings, Judged]], depth: int = 10) -> Prior:
-        out: dict[Stratum, Rates] = {}
+        rows, gains = [], []
         for rankings, judged in queries:
-            stratum = strata(rankings, depth)
-            for page, gain in judged:
-                if (s := stratum.get(key(page))) is not None:
-                    out[s] = out.get(s, Rates()) + Rates.of(gain)
-        return cls(out)
+            known = {key(p): gain for p, gain in judged}
+            for p, c in covariates(rankings, known, depth).items():
+                if p in known:
+                    rows.append(c)
+                    gains.append(known[p])
+        x, y = np.array(rows, dtype=float).reshape(-1, 5), np.array(gains, dtype=int)
+        top = max(GOLD, int(y.max(initial=0)))
+        return cls(tuple(tuple(float(w) for w in _logistic(x[y >= g - 1], (y[y >= g - 1] >= g).astype(float)))
+                         for g in range(1, top + 1)))
 
-
-PSEUDO = 2.0  # weight, in pages, of the prior against one query's own judgments in a stratum
-HALF = Rates(1.0, 0.5, 0.25, 1.0)  # one imaginary page, relevant with chance 1/2 (Jeffreys), gold 1/4
+    def chances(self, x: tuple[float, ...]) -> list[float]:
+        """P(gain >= g) for g = 1, 2, ...: the product of the continuation chances up to g."""
+        out, p = [], 1.0
+        for w in self.weights:
+            p *= 1.0 / (1.0 + math.exp(-sum(a * b for a, b in zip(w, x))))
+            out.append(p)
+        return out
 
 
 @dataclass(frozen=True)
@@ -313,50 +348,31 @@ class Estimate:
     then: dict[str, tuple[float, float]] = field(default_factory=dict, hash=False, compare=False)
 
 
-def votes(rankings: Rankings, depth: int) -> dict[PageKey, int]:
-    """Every page of the pool (the union of the arms' top ``depth``) with how many arms list it there."""
-    out: dict[PageKey, int] = {}
-    for r in rankings.values():
-        for p in list(dict.fromkeys(key(x) for x in r))[:depth]:
-            out[p] = out.get(p, 0) + 1
-    return out
-
-
-def _rate(own: Rates, prior: Rates | None, fallback: Rates) -> Rates:
-    """What one unread page of a stratum is expected to hold (``n`` = 1): the query's own pages there,
-    shrunk towards the set's stratum rate (or, with no set prior, towards the query's rate over all its
-    judged pages plus :data:`HALF`, so a query with nothing judged is never declared empty)."""
-    base = prior if prior is not None and prior.n else fallback
-    scale = PSEUDO / base.n if base.n else 0.0
-    n = own.n + PSEUDO
-    return Rates(1.0, (own.rel + base.rel * scale) / n, (own.gold + base.gold * scale) / n,
-                 (own.gain + base.gain * scale) / n)
-
-
 def estimate(rankings: Rankings, judged: Judged, depth: int = 10, prior: Prior | None = None,
              tol: float = 0.05) -> Estimate:
-    """Estimate what the unread pages of one query's pool hold. A page's chance of being relevant is taken
-    to depend on its stratum (:func:`strata`: how many arms list it, how high); within a stratum it is the
-    query's judged share, shrunk towards the set's share for the stratum (``prior``) by ``PSEUDO`` pages.
-    Relevant pages no arm ranks within ``depth`` are beyond every pool and are not estimated."""
-    stratum = strata(rankings, depth)
+    """Estimate what the unread pages of one query's pool hold. An adaptive strategy reads what the arms'
+    rankings and the judgments so far make likely, so the unread pages of a stratum are the unlikely ones:
+    but the choice depends on observed data only, so the unread pages' gains are missing at random given
+    the covariates the strategy chooses on (Rubin, "Inference and missing data", Biometrika 1976), and a
+    model of the gain given those covariates, fitted on the pages read, applies to the unread ones. The
+    covariates (:func:`covariates`) are how many arms list a page and how high, and the precision so far
+    of the arms that list it (MaxMean's Beta(1, 1) posterior mean) and of the query; the model, ``prior``,
+    is fitted on the whole set (:func:`set_estimate`), else on this query alone. The strategies here are
+    deterministic, so no selection probability exists for an inverse-probability-weighted estimate (the
+    route of sampling-based pools: Aslam, Pavlu & Yilmaz, SIGIR 2006). Relevant pages no arm ranks within
+    ``depth`` are beyond every pool and are not estimated."""
     gains = {key(p): g for p, g in judged}
-    own: dict[Stratum, Rates] = {}
-    for p, g in gains.items():
-        if p in stratum:
-            own[stratum[p]] = own.get(stratum[p], Rates()) + Rates.of(g)
-    fallback = sum(own.values(), Rates()) + HALF
-    unread = [p for p in stratum if p not in gains]
-    rates = {v: _rate(own.get(v, Rates()), (prior.strata.get(v) if prior else None), fallback)
-             for v in {stratum[p] for p in unread}}
-    expected = {p: rates[stratum[p]].gain for p in unread}
+    x = covariates(rankings, gains, depth)
+    model = prior if prior is not None else Prior.from_judged([(rankings, judged)], depth)
+    chances = {p: model.chances(c) for p, c in x.items() if p not in gains}
+    expected = {p: sum(c) for p, c in chances.items()}
     now, then = arm_scores(rankings, dict(gains)), arm_scores(rankings, {**gains, **expected})
     shift = max((abs(a - b) for arm in now for a, b in zip(now[arm], then[arm])), default=0.0)
-    return Estimate(read=len(gains), unread=len(unread),
+    return Estimate(read=len(gains), unread=len(chances),
                     found_rel=sum(g >= RELEVANT for g in gains.values()),
                     found_gold=sum(g >= GOLD for g in gains.values()),
-                    missing_rel=sum(rates[stratum[p]].rel for p in unread),
-                    missing_gold=sum(rates[stratum[p]].gold for p in unread),
+                    missing_rel=sum(c[RELEVANT - 1] for c in chances.values()),
+                    missing_gold=sum(c[GOLD - 1] for c in chances.values()),
                     shift=shift, stable=shift <= tol, expected=expected, now=now, then=then)
 
 
