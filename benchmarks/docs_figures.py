@@ -87,7 +87,8 @@ def refusal_sets(results: Path, out: Path) -> str:
 
 
 def conformal_sets(results: Path, out: Path) -> str:
-    return df.refusal_tables({f"{c} (shipped)": results / f"selfcal-{c}" for c in ("latex", "rmanuals")}, "")
+    return df.refusal_tables({**{f"{c} (shipped)": results / f"selfcal-{c}" for c in ("latex", "rmanuals")},
+                              **{f"{c} (blind abstain set)": results / f"blind-{c}" for c in ("latex", "rmanuals")}}, "")
 
 
 def tune_directions(results: Path, out: Path) -> str:
@@ -149,8 +150,10 @@ def figures() -> list[Figure]:
                lambda results, out: df.robustness_table([out / "robustness-latex" / str(i) for i in range(len(ROBUSTNESS_ARMS))]),
                "run"),
         Figure("refusal", ("make refusal",), refusal_sets, record="refusal/latex"),
-        Figure("conformal", tuple(f"evalkit run --corpus {c} --qrels qrels/{c}.toml --arms '{CONFORMAL},{TODAYS}' "
-                                  f"--out {{results}}/selfcal-{c}" for c in ("latex", "rmanuals")),
+        Figure("conformal", tuple(f"evalkit run --corpus {c} --qrels {q.format(c=c)} --arms '{CONFORMAL},{TODAYS}' "
+                                  f"--out {{results}}/{d}-{c}" for d, q in (("selfcal", "qrels/{c}.toml"),
+                                                                         ("blind", "qrels/held-out/blind/{c}.toml"))
+                                  for c in ("latex", "rmanuals")),
                conformal_sets, record="selfcal-latex"),
         Figure("tune", tuple(t.format(a=a, b=b) for _, t in TUNES.values() for a, b in DIRECTIONS),
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),
