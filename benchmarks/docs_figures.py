@@ -158,7 +158,7 @@ def figures() -> list[Figure]:
         Figure("tune", tuple(t.format(a=a, b=b) for _, t in TUNES.values() for a, b in DIRECTIONS),
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),
         mcp("keyword", "", keyword_mcp),
-        mcp("hybrid", " -k 10", f"hybrid(keyword=global-index),{RECOMMENDED},{MCP.format(mode='hybrid')}",
+        mcp("hybrid", " -k 10", f"semantic,hybrid(keyword=global-index),{RECOMMENDED},{MCP.format(mode='hybrid')}",
             versus=RECOMMENDED),
     ]
 
