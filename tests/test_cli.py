@@ -480,8 +480,11 @@ def test_ctrl_c_during_report_is_one_line_exit_130_and_leaves_no_kernel(tiny, tm
         (tmp_path / "shadow" / "nbclient").mkdir(parents=True)
         (tmp_path / "shadow" / "nbclient" / "__init__.py").write_text("raise KeyboardInterrupt\n")
         env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "shadow"), env.get("PYTHONPATH", "")])
+    # SIGINT as a terminal's process has it: a suite started in the background (`cmd &`) ignores it, and a
+    # child inherits that
     p = subprocess.Popen([sys.executable, "-m", "evalkit", "report", str(home / "res")], env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     reached = {"before the kernel": lambda: False, "while the kernel starts": lambda: _kernels_of(p.pid),
                "while a cell runs": lambda: any((home / "res" / "figures").glob("*.png"))}[moment]
     deadline = time.monotonic() + 300  # a loaded machine is slow to get there, never early
