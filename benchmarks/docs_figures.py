@@ -31,6 +31,7 @@ ROBUSTNESS_ARMS = ("keyword", "global-index", "hybrid(keyword=global-index)")
 CONFORMAL = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conformal,rare=1),threshold=0.04)"
 TODAYS = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.0766)"
 MCP = "mcp(config=examples/arms.toml,name=pdf-mcp-{mode})"
+MCP_MEASURES = ("nDCG@10(doc)", "nDCG@10", "GoldDoc@3")
 YOUR_RETRIEVER = ".venv/bin/jupyter execute notebooks/your-retriever.ipynb --output=your-retriever-rmanuals"
 RECOMMENDED = "hybrid(keyword=global-index,profile=0.5,profile_windows=3)"  # docs/tuning.md's Recommended arm
 HELD = "--tune-on {a}=qrels/{a}.toml --held-out {b}=qrels/{b}.toml --out {{results}}/tune-%s-on-{a}"
@@ -112,14 +113,15 @@ def mcp(mode: str, k: str, arms: str, versus: str = "") -> Figure:
     commands = (run, f"evalkit summary {{results}}/{where} --by class")
     pdf_mcp = f"mcp(name=pdf-mcp-{mode})"
     if versus:
-        commands += (f"evalkit compare '{{results}}/{where}:{pdf_mcp}' '{{results}}/{where}:{versus}' --by class",)
+        commands += (f"evalkit compare '{{results}}/{where}:{pdf_mcp}' '{{results}}/{where}:{versus}' "
+                     f"--measures '{','.join(MCP_MEASURES)}'",)
 
     def table(results: Path, out: Path) -> str:
         text = summary(where, df.shown(run), by_class=True)(results, out)
         if not versus:
             return text
         d = results / where
-        return text + "\n\n" + df.compare_table(f"{d}:{pdf_mcp}", f"{d}:{versus}", ("nDCG@10(doc)", "nDCG@10", "GoldDoc@3"))
+        return text + "\n\n" + df.compare_table(f"{d}:{pdf_mcp}", f"{d}:{versus}", MCP_MEASURES)
     return Figure(f"mcp-{mode}", commands, table, record=where)
 
 
