@@ -55,12 +55,12 @@ def summary(where: str, first: str, by_class: bool = False):
 
 
 def your_retriever(results: Path, out: Path) -> str:
-    """The notebook's arms beside the two it runs them against (it writes into results/rmanuals)."""
+    """The notebook's arms beside the two it runs them against (it writes results/your-retriever)."""
     shows = ("global-index", "hybrid(keyword=global-index)")
-    table = df.summary_table(need(results / "rmanuals" / "manifest.json", YOUR_RETRIEVER).parent,
+    table = df.summary_table(need(results / "your-retriever" / "manifest.json", YOUR_RETRIEVER).parent,
                              arms=lambda a: a in shows or a.startswith("bm25"))
     if "bm25" not in table:
-        raise FigureMissing(f"run `{YOUR_RETRIEVER}` (results/rmanuals holds no bm25 arm yet)")
+        raise FigureMissing(f"run `{YOUR_RETRIEVER}` (results/your-retriever holds no bm25 arm yet)")
     return table
 
 
@@ -136,7 +136,8 @@ def figures() -> list[Figure]:
                record="latex"),
         Figure("summary-rmanuals", ("evalkit summary {results}/rmanuals",), summary("rmanuals", f"CORPUS=rmanuals {REPORT}"),
                first=f"CORPUS=rmanuals {REPORT}", record="rmanuals"),
-        Figure("your-retriever", (YOUR_RETRIEVER, "evalkit summary {results}/rmanuals"), your_retriever, record="rmanuals"),
+        Figure("your-retriever", (YOUR_RETRIEVER, "evalkit summary {results}/your-retriever"), your_retriever,
+               record="your-retriever"),
         Figure("compare", ("evalkit compare {results}/latex:keyword {results}/latex:score-merge "
                            "--measures 'nDCG@10(doc),GoldDoc@3'",), compare, "compute", REPORT),
         Figure("gate", ("evalkit gate --baseline {results}/latex:keyword --candidate {results}/latex:score-merge "
