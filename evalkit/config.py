@@ -14,6 +14,8 @@ from pathlib import Path
 
 import tomli_w
 
+from .atomic import write_atomic
+
 ENV = {"name": "EVALKIT_MODEL", "dir": "EVALKIT_MODEL_DIR"}
 
 
@@ -54,7 +56,5 @@ def use_model(name: str, model_dir: str = "") -> Path:
     data["model"] = {"name": name, **({"dir": model_dir} if model_dir else {})}
     target = path()
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(tomli_w.dumps(data))
-    os.replace(tmp, target)
+    write_atomic(target, tomli_w.dumps(data))
     return target

@@ -21,6 +21,7 @@ from pathlib import Path
 import tomli_w
 
 from . import dirs, ids
+from .atomic import write_atomic
 from .records import Document
 
 
@@ -100,7 +101,7 @@ def write_lock(entries: dict[str, dict], path: Path | None = None) -> None:
     text = ("# Pinned corpora: every document's sha256, size, pages and source (paths relative to this file).\n"
             "# Written by `evalkit corpus lock` or `evalkit corpus add`.\n")
     text += tomli_w.dumps({"corpus": {k: entries[k] for k in sorted(entries)}})
-    _atomic_write(path, text.encode())
+    write_atomic(path, text)
 
 
 def locate(name: str, path: Path | None = None) -> tuple[dict, Path]:
@@ -301,12 +302,6 @@ def _install(src: Path, dest: Path, doc: Document) -> None:
         tmp.unlink()
         raise CorpusError(f"{doc.name}: sha256 mismatch (lock {doc.sha256[:12]}…, fetched {got[:12]}…)")
     os.replace(tmp, dest)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 # ---- lock from a folder -----------------------------------------------------------------------------------
