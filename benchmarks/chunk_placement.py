@@ -4,7 +4,7 @@ case: the chunk is found in the normalised pages) and by their character span.
 
     python benchmarks/chunk_placement.py
 
-Each document's layout (page starts, normalised text) is worked out once per arm (:func:`evalkit.answers.layouts`),
+Each document's layout (:class:`evalkit.answers.Layout`: page starts, normalised text) is worked out once,
 as :class:`evalkit.arms.function.FunctionArm` does. The load average is printed beside the times: on a shared
 machine they move with it.
 """
@@ -37,7 +37,7 @@ def main() -> None:
     rng = random.Random(0)
     for by_span in (False, True):
         queries = [[chunk_of(texts, rng.choice(longest), rng, by_span) for _ in range(PER_QUERY)] for _ in range(QUERIES)]
-        layout = answers.layouts(texts.__getitem__)
+        layout = {name: answers.Layout(tuple(t)) for name, t in texts.items()}.__getitem__
         t0 = time.perf_counter()
         for chunks in queries:
             answers.from_output(chunks, layout)

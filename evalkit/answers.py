@@ -74,18 +74,23 @@ def _pages_of_span(start: int, end: int, starts: Sequence[int], ends: Sequence[i
 
 @dataclass(frozen=True)
 class Layout:
-    """A document's pages as chunks are placed on them: where each page starts and ends in the document's
-    text and in its normalised text. Worked out once per document (:func:`layouts`) rather than once per
-    chunk: normalising a long manual for every text-only chunk made placement the slowest part of a run."""
+    """A document's pages as chunks are placed on them: its text, and where each page starts and ends in it
+    and in its normalised text. Kept per document by whoever places many chunks (an arm keeps one per
+    document) rather than worked out per chunk: normalising a long manual for every text-only chunk made
+    placement the slowest part of a run."""
 
     texts: tuple[str, ...]
+
+    @cached_property
+    def text(self) -> str:
+        """The page texts joined by :data:`PAGE_BREAK`: the text chunk spans index."""
+        return PAGE_BREAK.join(self.texts)
 
     @cached_property
     def span(self) -> tuple[list[int], list[int], int]:
         """Page starts and ends in the text joined by :data:`PAGE_BREAK`, and its length."""
         starts = page_starts(self.texts)
-        total = sum(map(len, self.texts)) + len(PAGE_BREAK) * (len(self.texts) - 1)
-        return starts, [s + len(t) for s, t in zip(starts, self.texts)], total
+        return starts, [s + len(t) for s, t in zip(starts, self.texts)], len(self.text)
 
     @cached_property
     def normalised(self) -> tuple[str, list[int], list[int]]:
@@ -93,17 +98,6 @@ class Layout:
         pages = [normalize(t).replace("-", "") for t in self.texts]
         starts = [0, *accumulate(len(p) + 1 for p in pages[:-1])]
         return " ".join(pages), starts, [s + len(p) for s, p in zip(starts, pages)]
-
-
-def layouts(texts: Callable[[str], Sequence[str]]) -> Callable[[str], Layout]:
-    """``texts`` (a document's page texts by name) as each document's :class:`Layout`, made once."""
-    made: dict[str, Layout] = {}
-
-    def layout(doc: str) -> Layout:
-        if doc not in made:
-            made[doc] = Layout(tuple(texts(doc)))
-        return made[doc]
-    return layout
 
 
 def _span(chunk: Chunk, layout: Layout) -> tuple[int, ...]:
@@ -191,7 +185,7 @@ def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[
     """A retriever's answer as a :class:`Result`. Page hits (``Hit`` or ``(doc, page[, score])``) are kept in
     order, scoreless ones scoring ``n - rank + 1``; with ``collapse_pages`` a repeated page keeps its best
     rank. Anything else is read as chunks, placed on the pages of ``texts(doc)`` (page texts, or the
-    document's :class:`Layout` from :func:`layouts`, to place many chunks fast) and collapsed. Raises
+    document's :class:`Layout`, kept to place many chunks fast) and collapsed. Raises
     :class:`AnswerError` on what cannot be read or placed."""
     if isinstance(output, Result):
         return output

@@ -74,22 +74,22 @@ class FunctionArm(Arm):
 
     def search(self, query: str, k: int) -> Result:
         output = self.adapter.ask(self.target, query, k, self.params)
-        layout = self.__dict__.setdefault("_layouts", answers.layouts(self.page_texts))  # once per document
-        return answers.from_output(output, layout, self.collapse, lambda item: self.adapter.convert(item, self))
+        return answers.from_output(output, self.layout, self.collapse, lambda item: self.adapter.convert(item, self))
 
-    def page_texts(self, doc: str) -> list[str]:
-        """A document's page texts (KeyError: not in the corpus), read once per arm."""
-        cache = self.__dict__.setdefault("_pages", {})
+    def layout(self, doc: str) -> answers.Layout:
+        """A document's pages as chunks are placed on them (KeyError: not in the corpus), read once per arm."""
+        cache = self.__dict__.setdefault("_layouts", {})
         if doc not in cache:
-            cache[doc] = self.store.texts(self.corpus.document(doc))
+            cache[doc] = answers.Layout(tuple(self.store.texts(self.corpus.document(doc))))
         return cache[doc]
+
+    def page_texts(self, doc: str) -> tuple[str, ...]:
+        """A document's page texts (KeyError: not in the corpus)."""
+        return self.layout(doc).texts
 
     def document_text(self, doc: str) -> str:
-        """A document's whole text, its page texts joined as chunk spans index it, joined once per arm."""
-        cache = self.__dict__.setdefault("_documents", {})
-        if doc not in cache:
-            cache[doc] = answers.PAGE_BREAK.join(self.page_texts(doc))
-        return cache[doc]
+        """A document's whole text, its page texts joined as chunk spans index it."""
+        return self.layout(doc).text
 
     def describe(self) -> dict:
         t = self.target
