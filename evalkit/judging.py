@@ -521,12 +521,11 @@ def _described_lines(s: Session, q: Table, text: str) -> list[str]:
 
 def regrade_file(path: str | Path, docs: "OpenCorpus", out: str | Path, n: int = 20, seed: int = 0) -> Path:
     """:func:`regrade` of the query file ``path`` (which must exist: a session would create it), for
-    ``evalkit qrels regrade``; refused when ``out`` exists or nothing in ``path`` is judged yet."""
+    ``evalkit qrels regrade``; refused when nothing in ``path`` is judged yet (and, by :func:`regrade`, when
+    ``out`` exists)."""
     path, out = Path(path), Path(out)
     if not path.is_file():
         raise JudgingError(f"{path}: no such query file")
-    if out.exists():
-        raise JudgingError(f"{out} exists (it may hold a second assessor's grades): choose another file")
     session = Session(path, docs, arms=())
     try:
         if not any(session._judged(qid) for qid in session.ids()):
