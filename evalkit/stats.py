@@ -101,7 +101,12 @@ def decidable(n: int, alpha: float = ALPHA) -> bool:
     """Whether the exact sign-flip test (:func:`sign_flip_p`) can reject at ``alpha`` over ``n`` queries at
     all: its smallest two-sided p-value is 2 / 2^n, so 5 queries (1/16) never reach 0.05. Below that no
     difference is detectable, however closely two or three differences happen to agree."""
-    return n >= 2 and 2.0 ** (1 - n) <= alpha
+    return n >= fewest_decidable(alpha)
+
+
+def fewest_decidable(alpha: float = ALPHA) -> int:
+    """The fewest queries at which :func:`decidable` holds: 2 / 2^n <= alpha, i.e. n >= 1 - log2(alpha)."""
+    return max(2, math.ceil(1 - math.log2(alpha)))
 
 
 def power(delta: float, sd: float, n: int, alpha: float = ALPHA) -> float:
@@ -155,7 +160,7 @@ def queries_needed(delta: float, sd: float, alpha: float = ALPHA, target: float 
     probability ``target`` when per-query differences have standard deviation ``sd`` (inverts :func:`power`
     in ``n``, which it increases; ``most`` + 1 when even ``most`` queries would not do)."""
     if not delta or not sd > 0:
-        return max(2, math.ceil(1 - math.log2(alpha))) if sd == 0 and delta else most + 1  # fewest decidable
+        return fewest_decidable(alpha) if sd == 0 and delta else most + 1
     low, high = 2, 2
     while power(delta, sd, high, alpha) < target:
         if high > most:
