@@ -185,6 +185,17 @@ def cmd_qrels_regrade(args) -> int:
     return 0
 
 
+def cmd_qrels_split(args) -> int:
+    a, b = qrels.write_split(args.file, tuple(args.out), args.seed)
+    for out, half in zip(args.out, (a, b)):
+        counts = ", ".join(f"{len(qs)} {c}" for c, qs in half.by_class().items() if qs)
+        print(f"{out}: {len(half.queries)} queries of {args.file} ({counts})")
+    corpus = a.corpus or "CORPUS"
+    print(f"tune on one half, gate on the other, then the reverse: evalkit tune ... --tune-on {corpus}={args.out[0]} "
+          f"--held-out {corpus}={args.out[1]}")
+    return 0
+
+
 def cmd_qrels_agree(args) -> int:
     a, b = qrels.load(args.a), qrels.load(args.b)
     ids_a, ids_b = {q.id for q in a.queries}, {q.id for q in b.queries}
@@ -550,7 +561,7 @@ def cmd_tune(args) -> int:
     runner.check_arms(candidates, args.k)
     try:
         tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
-                     args.measure, args.baseline, args.rules, args.k)
+                     args.measure, args.baseline, args.rules, args.k, keep=dict.fromkeys(args.keep, args.keep_margin))
     except TuneError as e:
         raise UsageError(str(e)) from None
     print(tuned.text())
@@ -684,6 +695,13 @@ def parser() -> argparse.ArgumentParser:
     rg.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
     add_corpus_args(rg, required=False)
     rg.set_defaults(func=cmd_qrels_regrade)
+    sp = qp.add_parser("split", help="two disjoint halves of a query set, stratified by class, to tune on one and "
+                                     "gate on the other (`evalkit tune`) when there is one set")
+    sp.add_argument("file", type=Path)
+    sp.add_argument("--out", nargs=2, required=True, type=Path, metavar=("A", "B"),
+                    help="the two halves' query files (must not exist)")
+    sp.add_argument("--seed", type=int, default=0, help="the split's random seed (default 0)")
+    sp.set_defaults(func=cmd_qrels_split)
     ex = qp.add_parser("export", help="write TREC qrels (page and document level) and a topics file")
     ex.add_argument("file", type=Path)
     ex.add_argument("--format", choices=["trec"], default="trec")
@@ -844,6 +862,11 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--held-out", required=True, metavar="CORPUS=QRELS", help="where the chosen arm is gated")
     tu.add_argument("--measure", default="nDCG@10(doc)", help="what the choice maximises (mean over answerable queries)")
     tu.add_argument("--baseline", default="hybrid(keyword=global-index)", help="the arm the chosen one is gated against")
+    tu.add_argument("--keep", action="append", default=[], metavar="MEASURE",
+                    help="choose only among arms whose mean of MEASURE on the tuning set is at least the baseline's "
+                         "minus --keep-margin (e.g. choose by nDCG@10(doc) keeping nDCG@10); repeat for more")
+    tu.add_argument("--keep-margin", type=float, default=0.02, help="how far below the baseline a kept measure may "
+                                                                    "fall (default 0.02, the shipped gate's margin)")
     tu.add_argument("--rules", type=Path, help="rules file (default: ./gate.toml, else the rules shipped with evalkit)")
     tu.add_argument("--out", type=Path, default=Path("results/tune"), help="results directories go here")
     tu.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")

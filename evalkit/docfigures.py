@@ -318,13 +318,25 @@ def _arm(v: gating.Verdict, side: str) -> str:
     return (v.computed_on.get(side) or {}).get("arm") or getattr(v, side)
 
 
+def _delta(mean: float, low: float, high: float) -> str:
+    return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
 def tune_table(verdicts: dict[str, Path], first: str) -> str:
-    """Per tuning direction, the held-out gate verdict ``evalkit tune`` recorded: what was chosen, the
-    non-inferiority line, and the verdict's counts."""
+    """Per tuning direction, the held-out gate verdict ``evalkit tune`` recorded: the Δ and CI of the gate's
+    first rule (non-inferiority on nDCG@10(doc) in the shipped rules), the verdict's counts, what the gate
+    does not rule on (page-level nDCG@10 on the same held-out run, chosen − baseline), then what was chosen
+    and against what. Numbers first: the arm specs are long, and a wide table scrolls."""
     rows = []
     for label, p in verdicts.items():
         v = gating.read(need(p, first))
-        rows.append({"tuned → held out": label, "chosen": _arm(v, "candidate"), "baseline": _arm(v, "baseline"),
-                     "first rule": f"{v.outcomes[0].rule}: {v.outcomes[0].summary}" if v.outcomes else "",
-                     "gate": f"{'PASS' if v.passed else 'FAIL'} ({v.counts()})"})
+        chosen, baseline = _arm(v, "candidate"), _arm(v, "baseline")
+        page = Results.load(p.parent).compare(baseline, chosen, "nDCG@10")
+        rule = v.outcomes[0] if v.outcomes else None
+        ruled = rule.numbers if rule and {"delta", "low", "high"} <= set(rule.numbers) else None
+        rows.append({"tuned → held out": label,
+                     "Δ of the gate's first rule [95% CI]": _delta(ruled["delta"], ruled["low"], ruled["high"]) if ruled else "",
+                     "gate": f"{'PASS' if v.passed else 'FAIL'} ({v.counts()})",
+                     "Δ nDCG@10 (page) [95% CI]": _delta(page.mean_delta, page.low, page.high),
+                     "chosen": chosen, "baseline": baseline, "gate's first rule": rule.rule if rule else ""})
     return markdown_table(pd.DataFrame(rows), index=False)

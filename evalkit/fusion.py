@@ -107,3 +107,21 @@ def convex(scores: Sequence[Mapping[T, float]], weights: Sequence[float], norm: 
         for item, v in zip(items, n.tolist()):
             above[item] = above.get(item, 0.0) + w * (v - floor)
     return {item: base + v for item, v in above.items()}
+
+
+def diversify(order: Sequence[tuple[str, T]], head: int) -> list[tuple[str, T]]:
+    """``order`` (pairs of a document and one of its items, best first) with its first ``head`` items kept
+    in place and, after them, every document not yet listed brought forward: its best item comes before any
+    further item of a document already listed, each group keeping its order. A list cut at 10 then reaches
+    more documents without moving what is on top (host crowding, as web search limits results per site).
+    ``head`` 0 leaves ``order`` as it is."""
+    if head <= 0:
+        return list(order)
+    top = list(order[:head])
+    seen = {doc for doc, _ in top}
+    new: list[tuple[str, T]] = []
+    again: list[tuple[str, T]] = []
+    for doc, item in order[head:]:
+        (again if doc in seen else new).append((doc, item))
+        seen.add(doc)
+    return top + new + again

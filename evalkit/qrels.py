@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import tomllib
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import ids
@@ -316,3 +316,45 @@ def to_toml(qs: QuerySet) -> str:
         d.update({key: v for key in ("notes", "distractor", "kind") if (v := getattr(q, key))})
         queries.append(d)
     return tomli_w.dumps({"set": header, "query": queries})
+
+
+def split(qs: QuerySet, seed: int = 0) -> tuple[QuerySet, QuerySet]:
+    """Two disjoint halves of a query set, to tune on one and gate on the other when there is one set
+    (``evalkit tune --tune-on C=A.toml --held-out C=B.toml``, then the reverse: two-fold cross-validation).
+    Stratified by class, so each half has every class in proportion: within a class, queries are shuffled
+    (seeded, from their ids, so the split does not depend on file order) and dealt out, a class's odd one
+    going to the half that is smaller so far. Queries of the same text stay together (``tune`` refuses a
+    held-out set sharing a query text with the tuning set)."""
+    import numpy as np
+
+    groups: dict[str, list[Query]] = {}
+    for q in qs.queries:
+        groups.setdefault(" ".join(q.text.split()).lower(), []).append(q)
+    halves: tuple[list[Query], list[Query]] = ([], [])
+    rng = np.random.default_rng(seed)
+    for cls in CLASSES:
+        mine = sorted((g for g in groups.values() if g[0].cls == cls), key=lambda g: g[0].id)
+        start = 0 if len(halves[0]) <= len(halves[1]) else 1  # the smaller half so far gets a class's odd one
+        for i, j in enumerate(rng.permutation(len(mine)).tolist()):
+            halves[(start + i) % 2].extend(mine[j])
+    position = {q.id: i for i, q in enumerate(qs.queries)}  # each half in the file's own order
+    a, b = (tuple(sorted(h, key=lambda q: position[q.id])) for h in halves)
+    return (replace(qs, name=f"{qs.name}-a", queries=a, digest="", path=None, pooled={}),
+            replace(qs, name=f"{qs.name}-b", queries=b, digest="", path=None, pooled={}))
+
+
+def write_split(path: Path, outs: tuple[Path, Path], seed: int = 0) -> tuple[QuerySet, QuerySet]:
+    """:func:`split` of the query file ``path`` written to ``outs`` (neither may exist: a file is never
+    replaced); the source file is only read."""
+    from .atomic import write_atomic
+
+    for out in outs:
+        if out.exists():
+            raise QrelsError(f"{out}: already exists; give another --out (a query file is never overwritten)")
+    if outs[0].resolve() == outs[1].resolve():
+        raise QrelsError(f"{outs[0]}: the two halves need two files")
+    halves = split(load(path), seed)
+    for out, half in zip(outs, halves):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(out, to_toml(half))
+    return halves

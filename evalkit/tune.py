@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import arms, gating, measures
+from . import arms, gating, measures, timing
 from .comparison import side
 from .corpora import Corpus
 from .pages import PageStore
@@ -70,23 +70,37 @@ def check_held_out(tuned: QuerySetOn, held_out: QuerySetOn) -> None:
                         "gate on another query set")
 
 
+def choose(table: pd.DataFrame, measure: str, keep: dict[str, float], baseline: str) -> str:
+    """The arm (row) of ``table`` (arms × measures, tuning-set means) with the highest ``measure`` among those
+    whose every kept measure is at least the baseline's minus its margin (``keep``: measure -> margin); the
+    first in row order on a tie; the baseline when no other arm keeps them. Pure, so the rule is testable."""
+    ok = table.index != baseline
+    for m, margin in keep.items():
+        ok &= table[m] >= table.loc[baseline, m] - margin
+    return str(table.loc[ok, measure].idxmax()) if ok.any() else baseline
+
+
 @dataclass(frozen=True)
 class Tuned:
-    """A sweep and its held-out verdict. ``sweep`` holds in-sample figures only (the tuning set's)."""
+    """A sweep and its held-out verdict. ``sweep`` holds in-sample figures only (the tuning set's): the
+    choice's measure, then each kept measure."""
 
     measure: str
     tuned_on: str
     held_out_on: str
-    sweep: pd.Series
+    sweep: pd.DataFrame
     chosen: str
     baseline: str
     verdict: gating.Verdict | None  # None when the sweep chose the baseline itself: nothing to gate
     sweep_dir: Path
     held_out_dir: Path
+    keep: dict[str, float]
 
     def text(self) -> str:
-        lines = [f"tuned on {self.tuned_on}: {self.measure}, IN-SAMPLE (chosen on these queries; not a result)"]
-        lines += [f"  {'*' if arm == self.chosen else ' '} {value:.3f}  {arm}" for arm, value in self.sweep.items()]
+        kept = "".join(f"; keeping {m} within {margin} of the baseline's" for m, margin in self.keep.items())
+        lines = [f"tuned on {self.tuned_on}: {self.measure}{kept}, IN-SAMPLE (chosen on these queries; not a result)"]
+        lines += [f"  {'*' if arm == self.chosen else ' '} {'  '.join(f'{v:.3f}' for v in row)}  {arm}"
+                  + ("   (baseline)" if arm == self.baseline else "") for arm, row in self.sweep.iterrows()]
         lines.append(f"chosen: {self.chosen}   (results: {self.sweep_dir})")
         lines.append(f"held out on {self.held_out_on}: gate of the chosen arm against {self.baseline} "
                      f"(results: {self.held_out_dir})")
@@ -98,28 +112,40 @@ class Tuned:
         return self.verdict.exit_code if self.verdict else 0
 
 
+def check_measure(measure: str) -> None:
+    if measure not in measures.DEFAULT or measure == "Judged@10":
+        raise TuneError(f"tune: cannot choose by or keep {measure!r}; a results directory holds "
+                        f"{', '.join(m for m in measures.DEFAULT if m != 'Judged@10')}")
+
+
 def tune(candidates: list[str], tuned: QuerySetOn, held_out: QuerySetOn, out: Path, measure: str = "nDCG@10(doc)",
          baseline: str = "hybrid(keyword=global-index)", rules: Path | str | None = None, k: int = 100,
-         progress: bool = True) -> Tuned:
-    """Run ``candidates`` on ``tuned`` (``out/tuned-<corpus>``), choose the best by ``measure``, then run it and
-    ``baseline`` on ``held_out`` (``out/held-out-<corpus>``) and gate it there with ``rules``. Directories
-    that hold these runs already are resumed, so nothing is asked twice."""
+         progress: bool = True, keep: dict[str, float] | None = None) -> Tuned:
+    """Run ``candidates`` on ``tuned`` (``out/tuned-<corpus>``), choose the best by ``measure`` (with ``keep``,
+    among those that keep each kept measure within its margin of the baseline's there: :func:`choose`), then
+    run it and ``baseline`` on ``held_out`` (``out/held-out-<corpus>``) and gate it there with ``rules``.
+    Directories that hold these runs already are resumed, so nothing is asked twice."""
     check_held_out(tuned, held_out)
-    if measure not in measures.DEFAULT or measure == "Judged@10":
-        raise TuneError(f"tune: cannot choose by {measure!r}; a results directory holds "
-                        f"{', '.join(m for m in measures.DEFAULT if m != 'Judged@10')}")
+    keep = keep or {}
+    for m in (measure, *keep):
+        check_measure(m)
     if not candidates:
         raise TuneError("tune: no candidate arm to sweep")
-    sweep_dir = run(tuned.corpus, tuned.store, tuned.queries, candidates, out / f"tuned-{tuned.corpus.name}", k,
-                    resume=True, progress=progress)
-    table = means(Results.load(sweep_dir), measure)
-    chosen = str(table.idxmax())
     base_label = arms.make(baseline, tuned.corpus, tuned.store).label
+    swept = candidates + ([baseline] if keep and base_label not in {arms.make(c, tuned.corpus, tuned.store).label
+                                                                    for c in candidates} else [])
+    sweep_dir = run(tuned.corpus, tuned.store, tuned.queries, swept, out / f"tuned-{tuned.corpus.name}", k,
+                    resume=True, progress=progress)
+    results = Results.load(sweep_dir)
+    table = pd.concat([means(results, m) for m in dict.fromkeys([measure, *keep])], axis=1)
+    chosen = choose(table, measure, keep, base_label) if keep else str(table[measure].idxmax())
     specs = [baseline] if chosen == base_label else [baseline, chosen]
     held_dir = run(held_out.corpus, held_out.store, held_out.queries, specs, out / f"held-out-{held_out.corpus.name}",
                    k, resume=True, progress=progress)
     verdict = None
-    if chosen != base_label:
-        verdict = gating.evaluate(side(held_dir, base_label), side(held_dir, chosen), rules)
+    if chosen != base_label:  # the latency rule re-times both arms side by side, as `evalkit gate` does
+        base_side, cand_side = side(held_dir, base_label), side(held_dir, chosen)
+        timed = timing.for_gate(base_side, cand_side, rules, held_out.store.path)
+        verdict = gating.evaluate(base_side, cand_side, rules, timing=timed)
         (held_dir / gating.GATE_FILE).write_text(verdict.to_json())
-    return Tuned(measure, tuned.name, held_out.name, table, chosen, base_label, verdict, sweep_dir, held_dir)
+    return Tuned(measure, tuned.name, held_out.name, table, chosen, base_label, verdict, sweep_dir, held_dir, keep)

@@ -3,7 +3,7 @@ from hypothesis import strategies as st
 
 import numpy as np
 
-from evalkit.fusion import fuse, fuse_disjoint, round_robin_depth, rrf_scores
+from evalkit.fusion import diversify, fuse, fuse_disjoint, round_robin_depth, rrf_scores
 from evalkit.measures import ties_at
 
 
@@ -119,3 +119,24 @@ def test_convex_rejects_an_unknown_normalisation():
     import pytest
     with pytest.raises(ValueError, match="unknown normalisation 'rank'"):
         convex([{"a": 1.0}], [1.0], "rank")
+
+
+def test_diversify_by_hand_keeps_the_head_and_brings_new_documents_forward():
+    order = [("a", 1), ("a", 2), ("b", 1), ("a", 3), ("c", 4), ("b", 2), ("a", 4), ("d", 1)]
+    # head 2: a1 a2 stay; then the first page of each document not yet listed (b, c, d), then the rest in order
+    assert diversify(order, 2) == [("a", 1), ("a", 2), ("b", 1), ("c", 4), ("d", 1), ("a", 3), ("b", 2), ("a", 4)]
+    # head 3 lists b already: only c and d come forward
+    assert diversify(order, 3) == [("a", 1), ("a", 2), ("b", 1), ("c", 4), ("d", 1), ("a", 3), ("b", 2), ("a", 4)]
+    assert diversify(order, 0) == order and diversify(order, 99) == order
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcde"), st.integers(1, 30)), unique=True, max_size=40),
+       st.integers(0, 12))
+def test_diversify_is_a_permutation_whose_prefixes_do_not_depend_on_the_cut(order, head):
+    out = diversify(order, head)
+    assert sorted(out) == sorted(order) and out[:head] == order[:head]
+    # every document's own pages keep their order, and no cut at k reaches fewer documents than the input's
+    for doc in "abcde":
+        assert [p for d, p in out if d == doc] == [p for d, p in order if d == doc]
+    for k in range(head, len(order) + 1):
+        assert len({d for d, _ in out[:k]}) >= len({d for d, _ in order[:k]})

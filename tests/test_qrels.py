@@ -261,3 +261,49 @@ def test_strict_check_reports_pooled_pages_not_judged_and_a_bad_pool_record(tmp_
     assert not [p for p in qrels.check(qs, None) if p.field == "pooled"]  # only strict asks
     with pytest.raises(qrels.QrelsError, match="query 'q1': field 'pooled' is not a list of page ids"):
         qrels.parse(text.replace('pooled = ["a.pdf#2", "b%23c.pdf#1"]', "pooled = 3").encode(), tmp_path / "s.toml")
+
+
+def _many(n_per_class=5, same_text=()):
+    from evalkit.records import Judgment, Query
+
+    queries = []
+    for cls in ("needle", "spread", "trap", "described", "abstain"):
+        for i in range(n_per_class):
+            qid = f"{cls[0]}{i}"
+            text = "one need asked twice" if qid in same_text else f"{cls} question {i}"
+            judged = () if cls == "abstain" else (Judgment("a.pdf", i + 1, 3),)
+            queries.append(Query(qid, cls, text, judged))
+    return qrels.QuerySet("set", "c", tuple(queries))
+
+
+def test_split_is_two_disjoint_halves_stratified_by_class_and_seeded():
+    qs = _many()
+    a, b = qrels.split(qs, seed=3)
+    ids_a, ids_b = [q.id for q in a.queries], [q.id for q in b.queries]
+    assert not set(ids_a) & set(ids_b) and sorted(ids_a + ids_b) == sorted(q.id for q in qs.queries)
+    assert abs(len(ids_a) - len(ids_b)) <= 1
+    for cls, mine in a.by_class().items():  # 5 a class: 2 or 3 in each half
+        assert len(mine) in (2, 3) and len(mine) + len(b.by_class()[cls]) == 5
+    assert (a.name, b.name) == ("set-a", "set-b") and a.queries[0].judgments == qs[a.queries[0].id].judgments
+    again = qrels.split(qrels.QuerySet("set", "c", tuple(reversed(qs.queries))), seed=3)  # file order plays no part
+    assert [q.id for q in again[0].queries] == list(reversed(ids_a))
+    assert [q.id for q in qrels.split(qs, seed=4)[0].queries] != ids_a
+
+
+def test_split_keeps_queries_of_the_same_text_together():
+    qs = _many(same_text=("n1", "n2"))
+    for seed in range(10):
+        a, _ = qrels.split(qs, seed)
+        assert ("n1" in {q.id for q in a.queries}) == ("n2" in {q.id for q in a.queries})
+
+
+def test_cli_split_writes_two_files_and_never_overwrites(tmp_path, capsys):
+    src = tmp_path / "set.toml"
+    src.write_text(qrels.to_toml(_many()))
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert main(["qrels", "split", str(src), "--out", str(a), str(b)]) == 0
+    assert len(qrels.load(a).queries) + len(qrels.load(b).queries) == 25
+    before = a.read_bytes()
+    assert main(["qrels", "split", str(src), "--out", str(a), str(tmp_path / "c.toml")]) == 2
+    assert "a.toml: already exists" in capsys.readouterr().err
+    assert a.read_bytes() == before and not (tmp_path / "c.toml").exists()

@@ -1,8 +1,9 @@
+import pandas as pd
 import pytest
 
 from evalkit import dirs, qrels
 from evalkit.cli import main
-from evalkit.tune import QuerySetOn, TuneError, check_held_out, grid, means, tune
+from evalkit.tune import QuerySetOn, TuneError, check_held_out, choose, grid, means, tune
 
 from .conftest import SMALL_QUERIES, one_line_error
 
@@ -66,8 +67,9 @@ def test_tune_chooses_on_one_set_and_gates_on_the_other(sets, tmp_path):
     t = tune(["keyword", "global-index"], a, b, tmp_path / "t", measure="nDCG@10", baseline="keyword",
              rules=dirs.shipped("gate.toml"), progress=False)
     # the choice is the sweep's best on the tuning set, and its figures are those of the tuning run
-    assert list(t.sweep.index) == ["keyword", "global-index"]
-    assert t.chosen == t.sweep.idxmax() and t.sweep.equals(means(__import__("evalkit").results.Results.load(t.sweep_dir), "nDCG@10"))
+    assert list(t.sweep.index) == ["keyword", "global-index"] and list(t.sweep.columns) == ["nDCG@10"]
+    assert t.chosen == t.sweep["nDCG@10"].idxmax()
+    assert t.sweep["nDCG@10"].equals(means(__import__("evalkit").results.Results.load(t.sweep_dir), "nDCG@10"))
     text = t.text()
     assert "tuned on small × small-set: nDCG@10, IN-SAMPLE" in text and "held out on small × small-other" in text
     if t.chosen == "keyword":
@@ -86,3 +88,33 @@ def test_cli_tune_refuses_gating_on_the_tuning_set(sets, capsys, monkeypatch):
     one_line_error(capsys, "in-sample, not held out")
     assert main(["tune", "--arm", "global-index", "--grid", "weight", "--tune-on", where, "--held-out", where]) == 2
     one_line_error(capsys, "--grid wants NAME=V1,V2")
+
+
+def test_choose_keeps_a_measure_within_the_margin_of_the_baselines():
+    table = pd.DataFrame({"doc": [0.70, 0.80, 0.78, 0.75], "page": [0.50, 0.40, 0.485, 0.49]},
+                         index=["base", "greedy", "kept", "also"])
+    assert choose(table, "doc", {}, "base") == "greedy"  # nothing kept: the best by the measure (not the baseline)
+    assert choose(table, "doc", {"page": 0.02}, "base") == "kept"  # greedy gives up 0.10 of page
+    assert choose(table, "doc", {"page": 0.01}, "base") == "also"  # 0.485 < 0.49: kept is out
+    assert choose(table, "doc", {"page": 0.0}, "base") == "base"  # none keeps it: the baseline stays
+
+
+def test_tune_with_keep_sweeps_the_baseline_too_and_chooses_within_the_margin(sets, tmp_path):
+    a, b, _ = sets
+    t = tune(["global-index", "score-merge"], a, b, tmp_path / "t", measure="nDCG@10(doc)", baseline="keyword",
+             rules=dirs.shipped("gate.toml"), progress=False, keep={"nDCG@10": 0.02})
+    assert list(t.sweep.index) == ["global-index", "score-merge", "keyword"]
+    assert list(t.sweep.columns) == ["nDCG@10(doc)", "nDCG@10"]
+    assert t.chosen == choose(t.sweep, "nDCG@10(doc)", {"nDCG@10": 0.02}, "keyword")
+    assert "keeping nDCG@10 within 0.02 of the baseline's" in t.text() and "(baseline)" in t.text()
+    with pytest.raises(TuneError, match="cannot choose by or keep 'Judged@10'"):
+        tune(["global-index"], a, b, tmp_path / "u", baseline="keyword", keep={"Judged@10": 0.02}, progress=False)
+
+
+def test_tune_re_times_both_arms_side_by_side_for_the_latency_rule(sets, tmp_path):
+    a, b, _ = sets
+    t = tune(["global-index"], a, b, tmp_path / "t", baseline="keyword", rules=dirs.shipped("gate.toml"),
+             progress=False)
+    latency = next(o for o in t.verdict.outcomes if o.type == "latency")
+    assert latency.status != "skipped", latency.summary
+    assert latency.numbers  # the paired timing it decided on

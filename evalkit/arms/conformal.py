@@ -9,6 +9,12 @@ model and no fit), so ``admit(…,policy=conformal,threshold=0.05)`` carries a w
 corpus, where a threshold on the raw confidence chosen on one corpus is a guess on the next. The bound
 holds for real questions only as far as they look to the policy like passages of the corpus; docs/refusal.md
 reports how far that is on the shipped sets.
+
+``words=0`` compares each query with passages of its own length (whitespace words): Mondrian conformal
+prediction, one calibration set per length, drawn when a query of that length first comes. A query's
+spread depends on its length, and questions are longer than the default 12-word passages: calibrated on
+those, the bound is far looser than promised for real questions (docs/refusal.md). Each new length costs
+``n`` pseudo-queries' confidences (embeddings), once per arm.
 """
 from __future__ import annotations
 
@@ -48,7 +54,7 @@ class ConformalPolicy(Policy):
 
     name = "conformal"
     defaults = {"policy": "spread", "n": 200, "words": 12, "seed": 0}
-    minimum = {"n": 19, "words": 1}  # 19: the least n at which p can reach 0.05
+    minimum = {"n": 19, "words": 0}  # 19: the least n at which p can reach 0.05; words 0: the query's length
 
     @classmethod
     def resolve(cls, params):
@@ -63,14 +69,29 @@ class ConformalPolicy(Policy):
             raise ArmError(f"policy 'conformal': policy={self.base.label} reads the arm's ranking; "
                            "a pseudo-query has none (use a policy that reads the corpus: spread, semantic, idf-mass)")
         self.params["policy"] = self.base.label
-        p = self.params
-        pages = [t for d in sorted(corpus.documents, key=lambda d: d.sha256) for t in store.texts(d)]
-        self.calibration = np.sort([self.base.assess(q, Result()).confidence
-                                    for q in pseudo_queries(pages, p["n"], p["words"], p["seed"])])
-        if not len(self.calibration):
-            raise ArmError(f"policy 'conformal': no page of {corpus.name} has {p['words']} words to draw a pseudo-query from")
+        self.corpus_name = corpus.name
+        self.pages = [t for d in sorted(corpus.documents, key=lambda d: d.sha256) for t in store.texts(d)]
+        self.by_length = {}  # words -> sorted confidences of that many words' passages
+        if self.params["words"]:  # drawn now, so a corpus too short for them fails when the arm is built
+            self.passages(self.params["words"])
+
+    def passages(self, words: int) -> np.ndarray:
+        """The base policy's confidences on ``n`` pseudo-queries of ``words`` words, sorted (cached)."""
+        if words not in self.by_length:
+            p = self.params
+            got = np.sort([self.base.assess(q, Result()).confidence
+                           for q in pseudo_queries(self.pages, p["n"], words, p["seed"])])
+            if not len(got):
+                raise ArmError(f"policy 'conformal': no page of {self.corpus_name} has {words} words to draw a "
+                               "pseudo-query from")
+            self.by_length[words] = got
+        return self.by_length[words]
 
     def assess(self, query: str, result: Result) -> Verdict:
         v = self.base.assess(query, result)
-        p = p_value(self.calibration, v.confidence) if v.confidence > -math.inf else -math.inf  # a veto stays one
-        return Verdict(p, f"p-value of {v.measure} among {len(self.calibration)} passages of the corpus", v.evidence)
+        if v.confidence == -math.inf:  # a veto stays one
+            return Verdict(-math.inf, v.measure, v.evidence)
+        words = self.params["words"] or max(1, len(query.split()))
+        calibration = self.passages(words)
+        among = f"among {len(calibration)} {words}-word passages of the corpus"
+        return Verdict(p_value(calibration, v.confidence), f"p-value of {v.measure} {among}", v.evidence)

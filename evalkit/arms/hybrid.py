@@ -21,36 +21,40 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from ..fusion import NORMS, convex, weighted_rrf
+from ..fusion import NORMS, convex, diversify, weighted_rrf
 from ..records import Hit, Result
 from . import Arm, ArmError, make
 from .lexical import GlobalIndex, query_terms
-from .profile import DocumentProfile
+from .profile import DocumentCentroid, DocumentProfile
 
-LOWER = {"keyword": 0.0, "semantic": -1.0, "profile": -1.0}  # least scores: BM25 and RRF, a cosine
+LOWER = {"keyword": 0.0, "semantic": -1.0, "profile": -1.0, "centroid": -1.0}  # least: BM25 and RRF, a cosine
+PRIORS = ("profile", "centroid")  # the inputs that rank documents, not pages
 
 
 class HybridArm(Arm):
     name = "hybrid"
     # the semantic input embeds the query on one core while the keyword input runs on the other
     defaults = {"keyword": "keyword", "semantic": "semantic(query_threads=1)", "depth": 100, "rrf_k": 60,
-                "fusion": "rrf", "weight": 0.5, "norm": "minmax", "profile": 0.0, "profile_windows": 1}
+                "fusion": "rrf", "weight": 0.5, "norm": "minmax", "profile": 0.0, "profile_windows": 1,
+                "centroid": 0.0, "diversify": 0}
     choices = {"fusion": ("rrf", "convex"), "norm": NORMS}
-    minimum = {"depth": 1, "rrf_k": 0, "profile_windows": 1}
+    minimum = {"depth": 1, "rrf_k": 0, "profile_windows": 1, "diversify": 0}
 
     @classmethod
     def resolve(cls, params):
         resolved = super().resolve(params)
-        if not 0.0 <= resolved["weight"] <= 1.0 or resolved["profile"] < 0:
-            raise ArmError("arm 'hybrid': weight is the semantic share, in [0, 1], and profile a weight >= 0")
+        if not 0.0 <= resolved["weight"] <= 1.0 or min(resolved[p] for p in PRIORS) < 0:
+            raise ArmError("arm 'hybrid': weight is the semantic share, in [0, 1], and profile and centroid "
+                           "weights >= 0")
         return resolved
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
         self.keyword = make(self.params["keyword"], corpus, store)
         self.semantic = make(self.params["semantic"], corpus, store)
-        self.profile = (DocumentProfile(self.semantic, self.params["profile_windows"])
-                        if self.params["profile"] > 0 else None)
+        made = {"profile": lambda: DocumentProfile(self.semantic, self.params["profile_windows"]),
+                "centroid": lambda: DocumentCentroid(self.semantic)}
+        self.priors = {p: made[p]() for p in PRIORS if self.params[p] > 0}
         self.index = getattr(self.keyword, "global_index", None) or GlobalIndex(store, corpus)
         self.sha = {d.name: d.sha256 for d in corpus.documents}
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="hybrid")
@@ -64,35 +68,37 @@ class HybridArm(Arm):
         self.semantic.close()
 
     def inputs(self, query: str) -> dict[str, dict[tuple[str, int], float]]:
-        """Each input's (doc, page) -> score, in rank order: keyword, semantic, and the document profile
-        (every candidate page scored as its document, documents' best pages added)."""
+        """Each input's (doc, page) -> score, in rank order: keyword, semantic, and the document priors
+        (every candidate page scored as its document; each prior's best documents' best pages added)."""
         depth = self.params["depth"]
         semantic = self.worker.submit(self.semantic.search, query, depth)
         lists = {"keyword": self.keyword.search(query, depth), "semantic": semantic.result()}
         out = {name: {(h.doc, h.page): h.score for h in r.hits} for name, r in lists.items()}
-        if self.profile is not None:
-            by_doc, best = self.profile.scores(query)
-            top = sorted(by_doc, key=lambda d: (-by_doc[d], self.sha[d]))[:depth]
-            pages = [*out["keyword"], *out["semantic"], *((d, best[d]) for d in top)]
-            order = sorted(set(pages), key=lambda p: (-by_doc[p[0]], self.sha[p[0]], p[1]))  # no hash order
-            out["profile"] = {p: by_doc[p[0]] for p in order}
+        scored = {name: prior.scores(query) for name, prior in self.priors.items()}
+        added = [(d, best[d]) for by_doc, best in scored.values()
+                 for d in sorted(by_doc, key=lambda d: (-by_doc[d], self.sha[d]))[:depth]]
+        pages = set(out["keyword"]) | set(out["semantic"]) | set(added)
+        for name, (by_doc, _) in scored.items():
+            order = sorted(pages, key=lambda p: (-by_doc[p[0]], self.sha[p[0]], p[1]))  # no hash order
+            out[name] = {p: by_doc[p[0]] for p in order}
         return out
 
     def fused(self, inputs: dict[str, dict[tuple[str, int], float]]) -> dict[tuple[str, int], float]:
         w = self.params["weight"]
-        weights = {"keyword": 1.0 - w, "semantic": w, "profile": self.params["profile"]}
+        weights = {"keyword": 1.0 - w, "semantic": w, **{p: self.params[p] for p in PRIORS}}
         names = list(inputs)
         if self.params["fusion"] == "convex":
             return convex([inputs[n] for n in names], [weights[n] for n in names], self.params["norm"],
                           [LOWER[n] for n in names])
-        return weighted_rrf([ranks(inputs[n], by_doc=n == "profile") for n in names],
-                            [weights[n] * (1 if n == "profile" else 2) for n in names], self.params["rrf_k"])
+        return weighted_rrf([ranks(inputs[n], by_doc=n in PRIORS) for n in names],
+                            [weights[n] * (1 if n in PRIORS else 2) for n in names], self.params["rrf_k"])
 
     def search(self, query: str, k: int) -> Result:
         fused = self.fused(self.inputs(query))
         content = self.index.content_scores(query_terms(query))
-        order = sorted(fused.items(), key=lambda kv: (-kv[1], -content.get(kv[0][0], 0.0), self.sha[kv[0][0]], kv[0][1]))
-        return Result(tuple(Hit(doc, page, score) for (doc, page), score in order[:k]))
+        order = sorted(fused, key=lambda p: (-fused[p], -content.get(p[0], 0.0), self.sha[p[0]], p[1]))
+        shown = diversify(order, self.params["diversify"])[:k]
+        return Result(tuple(Hit(doc, page, fused[doc, page]) for doc, page in shown))
 
 
 def ranks(scores: dict[tuple[str, int], float], by_doc: bool = False) -> dict[tuple[str, int], int]:

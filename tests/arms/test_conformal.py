@@ -39,16 +39,31 @@ def test_pseudo_queries_are_seeded_passages_of_the_pages():
 def test_conformal_policy_gives_the_p_value_of_its_base_policy(small):
     c, store = small
     pol = make_policy("conformal(n=40,seed=3)", c, store)
-    assert pol.label == "conformal(n=40,seed=3)" and len(pol.calibration) == 40
+    calibration = pol.passages(12)
+    assert pol.label == "conformal(n=40,seed=3)" and len(calibration) == 40
     base = make_policy("spread", c, store)
     q = "How do I put extra space between rows of a table?"
     v = pol.assess(q, Result())
-    assert v.confidence == p_value(pol.calibration, base.assess(q, Result()).confidence)
+    assert v.confidence == p_value(calibration, base.assess(q, Result()).confidence)
     assert 0 < v.confidence <= 1 and "p-value of spread" in v.measure
     # the calibration is the base policy's confidence on the pseudo-queries themselves
     pages = [t for d in sorted(c.documents, key=lambda d: d.sha256) for t in store.texts(d)]
     first = pseudo_queries(pages, 40, 12, 3)[0]
-    assert base.assess(first, Result()).confidence in pol.calibration
+    assert base.assess(first, Result()).confidence in calibration
+
+
+def test_words_0_compares_each_query_with_passages_of_its_own_length(small):
+    c, store = small
+    pol = make_policy("conformal(n=30,words=0)", c, store)
+    base = make_policy("spread", c, store)
+    assert pol.by_length == {}  # nothing is drawn until a query comes
+    pages = [t for d in sorted(c.documents, key=lambda d: d.sha256) for t in store.texts(d)]
+    for q in ("space between rows of a table", "How do I put extra space between the rows of a long table?"):
+        n = len(q.split())
+        v = pol.assess(q, Result())
+        own = np.sort([base.assess(p, Result()).confidence for p in pseudo_queries(pages, 30, n, 0)])
+        assert v.confidence == p_value(own, base.assess(q, Result()).confidence) and f"{n}-word passages" in v.measure
+    assert sorted(pol.by_length) == [6, 13]
 
 
 def test_conformal_refuses_a_policy_that_reads_a_ranking(small):

@@ -61,6 +61,7 @@ def test_a_pages_score_is_its_best_window(small):
 
 @pytest.mark.parametrize("spec", ["keyword", "hybrid", "hybrid(keyword=global-index)", "semantic", "global-index",
                                   "hybrid(keyword=global-index,profile=0.5,profile_windows=3)",
+                                  "hybrid(centroid=2,diversify=5,keyword=global-index,profile=0.5,profile_windows=3)",
                                   "hybrid(keyword=global-index,fusion=convex,norm=zscore)", "global-index(prf=5)"])
 def test_renaming_every_document_changes_nothing_but_the_names(small, renamed, spec):
     c, store = small
