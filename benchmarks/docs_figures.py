@@ -29,25 +29,39 @@ REPORT = "make report"
 SEVEN = "keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)"
 ROBUSTNESS_ARMS = ("keyword", "global-index", "hybrid(keyword=global-index)")
 CONFORMAL = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conformal,rare=1),threshold=0.04)"
+BY_LENGTH = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conformal(words=0),rare=1),threshold=0.05)"
 TODAYS = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.0766)"
 MCP = "mcp(config=examples/arms.toml,name=pdf-mcp-{mode})"
 MCP_MEASURES = ("nDCG@10(doc)", "nDCG@10", "GoldDoc@3")
 YOUR_RETRIEVER = ".venv/bin/jupyter execute notebooks/your-retriever.ipynb --output=your-retriever-rmanuals"
-RECOMMENDED = "hybrid(keyword=global-index,profile=0.5,profile_windows=3)"  # docs/tuning.md's Recommended arm
+PROFILE = "hybrid(keyword=global-index,profile=0.5,profile_windows=3)"  # recommended before the centroid; swept around
+RECOMMENDED = "hybrid(centroid=2.0,keyword=global-index,profile=0.5,profile_windows=3)"  # docs/tuning.md's Recommended arm
+# chosen by both halves of latex (two-fold cross-validation with --keep nDCG@10, docs/tuning.md): held-out figures
+CROSS_VALIDATED = "hybrid(centroid=2.0,diversify=5,keyword=global-index,profile=0.5,profile_windows=3)"
+DIVERSIFY = (f"evalkit tune --arm '{PROFILE}' --grid centroid=0,1,2 --grid diversify=0,3,5,7 "
+             "--baseline 'hybrid(keyword=global-index)' -k 10 ")
 HELD = "--tune-on {a}=qrels/{a}.toml --held-out {b}=qrels/{b}.toml --out {{results}}/tune-%s-on-{a}"
 TUNES = {  # each sweep of docs/tuning.md: (what the table calls it, its evalkit tune command)
     "profile": ("document profile", "evalkit tune --arm 'hybrid(keyword=global-index)' --grid profile=0.25,0.5,1 "
                 "--grid profile_windows=1,3 " + HELD % "profile"),
-    "rrf": ("RRF k × weight", f"evalkit tune --arm '{RECOMMENDED}' --grid rrf_k=10,30,60,100 --grid weight=0.3,0.5,0.7 "
-            f"--baseline '{RECOMMENDED}' " + HELD % "rrf"),
+    "rrf": ("RRF k × weight", f"evalkit tune --arm '{PROFILE}' --grid rrf_k=10,30,60,100 --grid weight=0.3,0.5,0.7 "
+            f"--baseline '{PROFILE}' " + HELD % "rrf"),
     "feedback": ("RM3 feedback", "evalkit tune --arm global-index --grid prf=5,10,20 --grid prf_terms=10,20 "
                  "--baseline global-index " + HELD % "feedback"),
     "convex": ("convex fusion", "evalkit tune --arm 'hybrid(keyword=global-index,fusion=convex)' --grid weight=0.3,0.5,0.7 "
                "--grid norm=minmax,zscore,tmm " + HELD % "convex"),
     "learned": ("learned fusion", "evalkit tune --arm \"$(evalkit learn --corpus {a} --qrels qrels/{a}.toml --seed 0)\" "
                 + HELD % "learned"),
+    "diversify": ("centroid × diversify, k = 10", DIVERSIFY + HELD % "diversify"),
+    "keep": ("centroid × diversify keeping nDCG@10, k = 10", DIVERSIFY + "--keep nDCG@10 " + HELD % "keep"),
 }
 DIRECTIONS = (("rmanuals", "latex"), ("latex", "rmanuals"))
+# two-fold cross-validation on latex alone: the keep sweep tuned on one half of its queries, gated on the other
+HALVES = ("evalkit qrels split qrels/latex.toml --seed 0 --out {results}/latex-halves/a.toml {results}/latex-halves/b.toml",
+          *(DIVERSIFY.replace("{", "{{").replace("}", "}}") + f"--keep nDCG@10 --tune-on latex={{results}}/latex-halves/{a}.toml "
+            f"--held-out latex={{results}}/latex-halves/{b}.toml --out {{results}}/tune-keep-on-latex-{a}"
+            for a, b in (("a", "b"), ("b", "a"))))
+DOC_RANKING = "python benchmarks/doc_ranking.py --reach {results}/latex-mcp-hybrid --out {out}/doc-ranking.md"
 
 
 def summary(where: str, first: str, by_class: bool = False):
@@ -93,8 +107,10 @@ def conformal_sets(results: Path, out: Path) -> str:
 
 
 def tune_directions(results: Path, out: Path) -> str:
-    return df.tune_table({f"{what}: {a} → {b}": results / f"tune-{sweep}-on-{a}" / f"held-out-{b}" / "gate.json"
-                          for sweep, (what, _) in TUNES.items() for a, b in DIRECTIONS}, "")
+    halves = {f"{TUNES['keep'][0]}: latex half {a} → half {b}":
+              results / f"tune-keep-on-latex-{a}" / "held-out-latex" / "gate.json" for a, b in (("a", "b"), ("b", "a"))}
+    return df.tune_table({**{f"{what}: {a} → {b}": results / f"tune-{sweep}-on-{a}" / f"held-out-{b}" / "gate.json"
+                             for sweep, (what, _) in TUNES.items() for a, b in DIRECTIONS}, **halves}, "")
 
 
 def simulation(corpus: str) -> Figure:
@@ -104,24 +120,22 @@ def simulation(corpus: str) -> Figure:
                   REPORT if corpus == "latex" else f"CORPUS={corpus} {REPORT}")
 
 
-def mcp(mode: str, k: str, arms: str, versus: str = "") -> Figure:
-    """pdf-mcp's ``mode`` beside evalkit's arms; with ``versus``, also the paired comparison of that arm
-    against pdf-mcp (Δ = versus − pdf-mcp)."""
+def mcp(mode: str, k: str, arms: str, versus: tuple[str, ...] = ()) -> Figure:
+    """pdf-mcp's ``mode`` beside evalkit's arms; with ``versus``, also the paired comparison of each of those
+    arms against pdf-mcp (Δ = arm − pdf-mcp)."""
     where = "latex-mcp" if mode == "keyword" else "latex-mcp-hybrid"
     run = (f"evalkit run --corpus latex --qrels qrels/latex.toml{k} --out {{results}}/{where} "
            f"--arms '{arms}'")
     commands = (run, f"evalkit summary {{results}}/{where} --by class")
     pdf_mcp = f"mcp(name=pdf-mcp-{mode})"
-    if versus:
-        commands += (f"evalkit compare '{{results}}/{where}:{pdf_mcp}' '{{results}}/{where}:{versus}' "
-                     f"--measures '{','.join(MCP_MEASURES)}'",)
+    commands += tuple(f"evalkit compare '{{results}}/{where}:{pdf_mcp}' '{{results}}/{where}:{arm}' "
+                      f"--measures '{','.join(MCP_MEASURES)}'" for arm in versus)
 
     def table(results: Path, out: Path) -> str:
-        text = summary(where, df.shown(run), by_class=True)(results, out)
-        if not versus:
-            return text
         d = results / where
-        return text + "\n\n" + df.compare_table(f"{d}:{pdf_mcp}", f"{d}:{versus}", MCP_MEASURES)
+        return "\n\n".join([summary(where, df.shown(run), by_class=True)(results, out),
+                             *(f"`{arm}` against pdf-mcp:\n\n" + df.compare_table(f"{d}:{pdf_mcp}", f"{d}:{arm}", MCP_MEASURES)
+                               for arm in versus)])
     return Figure(f"mcp-{mode}", commands, table, record=where)
 
 
@@ -153,24 +167,27 @@ def figures() -> list[Figure]:
                lambda results, out: df.robustness_table([out / "robustness-latex" / str(i) for i in range(len(ROBUSTNESS_ARMS))]),
                "run"),
         Figure("refusal", ("make refusal",), refusal_sets, record="refusal/latex"),
-        Figure("conformal", tuple(f"evalkit run --corpus {c} --qrels {q.format(c=c)} --arms '{CONFORMAL},{TODAYS}' "
+        Figure("conformal", tuple(f"evalkit run --corpus {c} --qrels {q.format(c=c)} --arms '{CONFORMAL},{BY_LENGTH},{TODAYS}' "
                                   f"--out {{results}}/{d}-{c}" for d, q in (("selfcal", "qrels/{c}.toml"),
                                                                          ("blind", "qrels/held-out/blind/{c}.toml"))
                                   for c in ("latex", "rmanuals")),
                conformal_sets, record="selfcal-latex"),
-        Figure("tune", tuple(t.format(a=a, b=b) for _, t in TUNES.values() for a, b in DIRECTIONS),
+        Figure("tune", (*(t.format(a=a, b=b) for _, t in TUNES.values() for a, b in DIRECTIONS),
+                        *(h.format(results="{results}") for h in HALVES)),
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),
         mcp("keyword", "", keyword_mcp),
-        mcp("hybrid", " -k 10", f"semantic,hybrid(keyword=global-index),{RECOMMENDED},{MCP.format(mode='hybrid')}",
-            versus=RECOMMENDED),
+        mcp("hybrid", " -k 10", f"semantic,hybrid(keyword=global-index),{PROFILE},{RECOMMENDED},{CROSS_VALIDATED},"
+            f"{MCP.format(mode='hybrid')}", versus=(RECOMMENDED, CROSS_VALIDATED)),
+        Figure("doc-ranking", (DOC_RANKING,),
+               lambda results, out: need(out / "doc-ranking.md", df.shown(DOC_RANKING)).read_text().strip(), "run"),
     ]
 
 
 def execute(command: str, results: Path, out: Path) -> None:
     """Run one figure command as a user would (``evalkit`` is this interpreter's), from the repository root."""
     argv = shlex.split(command.format(results=results, out=out))
-    if argv[0] == "evalkit":
-        argv = [sys.executable, "-m", "evalkit", *argv[1:]]
+    if argv[0] in ("evalkit", "python"):  # this interpreter's, as `make docs-figures` runs in the venv
+        argv = [sys.executable, *(["-m", "evalkit"] if argv[0] == "evalkit" else []), *argv[1:]]
     print(f"  $ {df.shown(command)}", flush=True)
     done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode not in (0, 1):  # 1: a gate that failed still wrote its figures
