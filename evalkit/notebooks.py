@@ -10,6 +10,7 @@ next to the results is never imported or read; the notebook gets absolute paths 
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import signal
@@ -83,6 +84,11 @@ def _interruptible(client, env: dict) -> None:
         stop.set()
         _kill_kernel(client)
         worker.join()
+        # nbclient registers an atexit cleanup before it starts the kernel and unregisters it only once the
+        # kernel is up; interrupted in between, that cleanup would run at exit against a manager whose start
+        # already failed and print a traceback ("Exception ignored in atexit callback") after our one line.
+        # The kernel's process group is gone: there is nothing left for it to clean.
+        atexit.unregister(client._cleanup_kernel)
         raise
     if failure:
         raise failure[0]
