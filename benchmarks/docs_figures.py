@@ -4,8 +4,9 @@ Commands that take minutes (``evalkit qrels simulate``, ``evalkit bench``, ``eva
 each as a user would run it; compare and gate are computed here by the library calls behind them; what takes an
 hour or needs services (the pdf-mcp runs, ``evalkit tune`` sweeps, ``make refusal``, the cost curve's
 400-document embedding, the long-pages arms' own vectors) is read from its results directory when present, and
-otherwise the figure says which command to run first. The summary table also goes into README.md between its
-``<!-- BEGIN/END docs/figures/summary-latex.md -->`` markers when they are there.
+otherwise the figure says which command to run first. A figure also goes into README.md between its
+``<!-- BEGIN/END docs/figures/<name>.md -->`` markers when they are there (the summary table, and how the
+recommended arm was chosen).
 
     python benchmarks/docs_figures.py [--results results] [--out DIR] [--only NAME,...]
 
@@ -106,11 +107,17 @@ def conformal_sets(results: Path, out: Path) -> str:
                               **{f"{c} (blind abstain set)": results / f"blind-{c}" for c in ("latex", "rmanuals")}}, "")
 
 
+def keep_rows(results: Path) -> dict[str, Path]:
+    """The sweep the recommended arm came from: both directions, and latex's two halves."""
+    what = TUNES["keep"][0]
+    return {**{f"{what}: {a} → {b}": results / f"tune-keep-on-{a}" / f"held-out-{b}" / "gate.json" for a, b in DIRECTIONS},
+            **{f"{what}: latex half {a} → half {b}": results / f"tune-keep-on-latex-{a}" / "held-out-latex" / "gate.json"
+               for a, b in (("a", "b"), ("b", "a"))}}
+
+
 def tune_directions(results: Path, out: Path) -> str:
-    halves = {f"{TUNES['keep'][0]}: latex half {a} → half {b}":
-              results / f"tune-keep-on-latex-{a}" / "held-out-latex" / "gate.json" for a, b in (("a", "b"), ("b", "a"))}
     return df.tune_table({**{f"{what}: {a} → {b}": results / f"tune-{sweep}-on-{a}" / f"held-out-{b}" / "gate.json"
-                             for sweep, (what, _) in TUNES.items() for a, b in DIRECTIONS}, **halves}, "")
+                             for sweep, (what, _) in TUNES.items() for a, b in DIRECTIONS}, **keep_rows(results)}, "")
 
 
 def simulation(corpus: str) -> Figure:
@@ -175,6 +182,9 @@ def figures() -> list[Figure]:
         Figure("tune", (*(t.format(a=a, b=b) for _, t in TUNES.values() for a, b in DIRECTIONS),
                         *(h.format(results="{results}") for h in HALVES)),
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),
+        Figure("tune-recommended", (*(TUNES["keep"][1].format(a=a, b=b) for a, b in DIRECTIONS),
+                                    *(h.format(results="{results}") for h in HALVES)),
+               lambda results, out: df.tune_table(keep_rows(results), ""), record="tune-keep-on-rmanuals/held-out-latex"),
         mcp("keyword", "", keyword_mcp),
         mcp("hybrid", " -k 10", f"semantic,hybrid(keyword=global-index),{PROFILE},{RECOMMENDED},{CROSS_VALIDATED},"
             f"{MCP.format(mode='hybrid')}", versus=(RECOMMENDED, CROSS_VALIDATED)),
@@ -251,8 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         if fig.name in IMAGES and image.exists():
             shutil.copyfile(image, args.docs / f"{fig.name}.png")
         print(f"  {text.splitlines()[2][:110]}  [{time.perf_counter() - t:.0f} s]", flush=True)
-        if fig.name == "summary-latex" and args.readme.exists():
-            args.readme.write_text(df.splice(args.readme.read_text(), "docs/figures/summary-latex.md", text))
+        if args.readme.exists():  # a figure the README shows too sits between its BEGIN/END markers there
+            args.readme.write_text(df.splice(args.readme.read_text(), f"docs/figures/{fig.name}.md", text))
     print(f"docs-figures: {len(chosen)} figures in {time.perf_counter() - t0:.0f} s; "
           f"{df.machine_line(start, df.moment())}")
     return 0
