@@ -132,8 +132,10 @@ def tune(candidates: list[str], tuned: QuerySetOn, held_out: QuerySetOn, out: Pa
     if not candidates:
         raise TuneError("tune: no candidate arm to sweep")
     base_label = arms.make(baseline, tuned.corpus, tuned.store).label
-    swept = candidates + ([baseline] if keep and base_label not in {arms.make(c, tuned.corpus, tuned.store).label
-                                                                    for c in candidates} else [])
+    # with --keep the baseline is swept too, unless a candidate is it: told from the specs (against the
+    # baseline as written and as labelled, which has the configured defaults filled in), not by building each
+    swept_already = any(arms.same_arm([c, b]) for c in candidates for b in (baseline, base_label))
+    swept = candidates + ([baseline] if keep and not swept_already else [])
     sweep_dir = run(tuned.corpus, tuned.store, tuned.queries, swept, out / f"tuned-{tuned.corpus.name}", k,
                     resume=True, progress=progress)
     results = Results.load(sweep_dir)

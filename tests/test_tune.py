@@ -118,3 +118,11 @@ def test_tune_re_times_both_arms_side_by_side_for_the_latency_rule(sets, tmp_pat
     latency = next(o for o in t.verdict.outcomes if o.type == "latency")
     assert latency.status != "skipped", latency.summary
     assert latency.numbers  # the paired timing it decided on
+
+
+def test_tune_with_keep_does_not_sweep_the_baseline_twice_when_a_candidate_is_it(sets, tmp_path):
+    a, b, _ = sets
+    # keyword(tiebreak=doc) is keyword with its default written out: the same arm, run once
+    t = tune(["keyword(tiebreak=doc)", "global-index"], a, b, tmp_path / "t", measure="nDCG@10(doc)",
+             baseline="keyword", rules=dirs.shipped("gate.toml"), progress=False, keep={"nDCG@10": 0.02})
+    assert list(t.sweep.index) == ["keyword", "global-index"]
