@@ -29,11 +29,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 import evalkit as ek
 from evalkit import arms, measures
+from evalkit import escape as esc
 from evalkit.arms.hybrid import HybridArm
 from evalkit.arms.profile import DocumentProfile
+from evalkit.docfigures import markdown_table
+from evalkit.escape import markdown_inline as md
 from evalkit.fusion import weighted_rrf
 from evalkit.records import Hit, Result
 from evalkit.results import Results
@@ -101,12 +105,11 @@ def mean(xs: Sequence[float]) -> float:
 
 
 def table(rows: dict[str, list[tuple[str, dict[str, float]]]], reach: float) -> list[str]:
-    lines = ["| document ranking | nDCG@10(doc) | GoldDoc@3 | nDCG@10(doc), described |", "|---|---|---|---|"]
-    for name, got in rows.items():
-        lines.append(f"| {name} | {mean([m['nDCG@10(doc)'] for _, m in got]):.3f} | "
-                     f"{mean([m['GoldDoc@3'] for _, m in got]):.3f} | "
-                     f"{mean([m['nDCG@10(doc)'] for c, m in got if c == 'described']):.3f} |")
-    return lines + ["", f"The arm's first 10 pages reach {reach:.2f} documents on average."]
+    frame = pd.DataFrame([{"document ranking": name, "nDCG@10(doc)": mean([m["nDCG@10(doc)"] for _, m in got]),
+                           "GoldDoc@3": mean([m["GoldDoc@3"] for _, m in got]),
+                           "nDCG@10(doc), described": mean([m["nDCG@10(doc)"] for c, m in got if c == "described"])}
+                          for name, got in rows.items()])
+    return [markdown_table(frame, index=False), "", f"The arm's first 10 pages reach {reach:.2f} documents on average."]
 
 
 def one_set(name: str, spec: str) -> list[str]:
@@ -123,7 +126,8 @@ def one_set(name: str, spec: str) -> list[str]:
                 rows.setdefault(label, []).append((q.cls, scored(q, s)))
     finally:
         signals.close()
-    return [f"{name} ({len(corpus.documents)} documents, {len(queries)} answerable queries; arm `{spec}`):", "",
+    return [f"{md(name, line_start=True)} ({len(corpus.documents)} documents, {len(queries)} answerable queries; "
+            f"arm {esc.code(spec)}):", "",
             *table(rows, statistics.fmean(reached)), ""]
 
 
@@ -131,12 +135,11 @@ def reach(results_dir: Path) -> list[str]:
     """How many documents each arm's first 10 pages reach, from a results directory's rankings."""
     res = Results.load(results_dir)
     answerable = set(res.per_query[res.per_query["class"] != "abstain"]["query"])
-    lines = [f"Documents reached by the first 10 pages, answerable queries of the run `{results_dir.name}`:", "",
-             "| arm | documents |", "|---|---|"]
-    for arm in res.arms:
-        got = [len({d for d, _ in pages[:10]}) for q, pages in res.rankings(arm).items() if q in answerable]
-        lines.append(f"| {arm} | {mean(got):.2f} |")
-    return lines
+    reached = {arm: mean([len({d for d, _ in pages[:10]}) for q, pages in res.rankings(arm).items() if q in answerable])
+               for arm in res.arms}  # an arm's label is data (a plug-in names itself): markdown_table escapes it
+    frame = pd.DataFrame({"arm": list(reached), "documents": list(reached.values())})
+    return [f"Documents reached by the first 10 pages, answerable queries of the run {esc.code(results_dir.name)}:", "",
+            markdown_table(frame, digits=2, index=False)]
 
 
 def main() -> None:
