@@ -32,6 +32,9 @@ ROBUSTNESS_ARMS = ("keyword", "global-index", "hybrid(keyword=global-index)")
 CONFORMAL = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conformal,rare=1),threshold=0.04)"
 BY_LENGTH = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conformal(words=0),rare=1),threshold=0.05)"
 TODAYS = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.0766)"
+TODAYS_RARE = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread,rare=1),threshold=0.0766)"  # + lower-case names
+REFUSAL_ARMS = f"{CONFORMAL},{BY_LENGTH},{TODAYS},{TODAYS_RARE}"
+BLIND_SETS = ("blind", "blind3", "blind4")  # qrels/held-out/<set>/<corpus>.toml, each written after the last was read
 MCP = "mcp(config=examples/arms.toml,name=pdf-mcp-{mode})"
 MCP_MEASURES = ("nDCG@10(doc)", "nDCG@10", "GoldDoc@3")
 YOUR_RETRIEVER = ".venv/bin/jupyter execute notebooks/your-retriever.ipynb --output=your-retriever-rmanuals"
@@ -63,6 +66,7 @@ HALVES = ("evalkit qrels split qrels/latex.toml --seed 0 --out {results}/latex-h
             f"--held-out latex={{results}}/latex-halves/{b}.toml --out {{results}}/tune-keep-on-latex-{a}"
             for a, b in (("a", "b"), ("b", "a"))))
 DOC_RANKING = "python benchmarks/doc_ranking.py --reach {results}/latex-mcp-hybrid --out {out}/doc-ranking.md"
+CEILING = "python benchmarks/refusal_ceiling.py --results {out}/refusal-ceiling --out {out}/refusal-ceiling.md"
 
 
 def summary(where: str, first: str, by_class: bool = False):
@@ -104,7 +108,14 @@ def refusal_sets(results: Path, out: Path) -> str:
 
 def conformal_sets(results: Path, out: Path) -> str:
     return df.refusal_tables({**{f"{c} (shipped)": results / f"selfcal-{c}" for c in ("latex", "rmanuals")},
-                              **{f"{c} (blind abstain set)": results / f"blind-{c}" for c in ("latex", "rmanuals")}}, "")
+                              **{f"{c} ({b}: abstain only)": results / f"{b}-{c}" for b in BLIND_SETS
+                                 for c in ("latex", "rmanuals")}}, "")
+
+
+def conformal_commands() -> tuple[str, ...]:
+    sets = (("selfcal", "qrels/{c}.toml"), *((b, f"qrels/held-out/{b}/{{c}}.toml") for b in BLIND_SETS))
+    return tuple(f"evalkit run --corpus {c} --qrels {q.format(c=c)} --arms '{REFUSAL_ARMS}' --out {{results}}/{d}-{c}"
+                 for d, q in sets for c in ("latex", "rmanuals"))
 
 
 def keep_rows(results: Path) -> dict[str, Path]:
@@ -174,11 +185,9 @@ def figures() -> list[Figure]:
                lambda results, out: df.robustness_table([out / "robustness-latex" / str(i) for i in range(len(ROBUSTNESS_ARMS))]),
                "run"),
         Figure("refusal", ("make refusal",), refusal_sets, record="refusal/latex"),
-        Figure("conformal", tuple(f"evalkit run --corpus {c} --qrels {q.format(c=c)} --arms '{CONFORMAL},{BY_LENGTH},{TODAYS}' "
-                                  f"--out {{results}}/{d}-{c}" for d, q in (("selfcal", "qrels/{c}.toml"),
-                                                                         ("blind", "qrels/held-out/blind/{c}.toml"))
-                                  for c in ("latex", "rmanuals")),
-               conformal_sets, record="selfcal-latex"),
+        Figure("conformal", conformal_commands(), conformal_sets, record="selfcal-latex"),
+        Figure("refusal-ceiling", (CEILING,),
+               lambda results, out: need(out / "refusal-ceiling.md", df.shown(CEILING)).read_text().strip(), "run"),
         Figure("tune", (*(t.format(a=a, b=b) for _, t in TUNES.values() for a, b in DIRECTIONS),
                         *(h.format(results="{results}") for h in HALVES)),
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),

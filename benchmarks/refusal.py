@@ -28,7 +28,7 @@ from evalkit.results import Results
 
 POLICIES = ["idf-mass", "score(feature=max)", "score(feature=std,of=semantic)", "score(feature=diff1,of=semantic)",
             "score(feature=nqc,of=global-index)", "score(feature=wig,of=global-index)", "semantic", "spread",
-            "spread(over=pages)", "names", "names(policy=spread)"]
+            "spread(over=pages)", "names", "names(policy=spread)", "names(policy=spread,rare=1)"]
 
 
 def record_only(arm: str, policy: str) -> str:

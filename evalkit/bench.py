@@ -42,7 +42,7 @@ from .environment import completed, environment
 # recommended refusing arm (docs/refusal.md: what admission adds to the arm it wraps)
 LATENCY_ARMS = ("keyword", "keyword(tiebreak=page)", "global-index", "score-merge", "semantic", "hybrid",
                 "hybrid(keyword=global-index)", "hybrid(centroid=2.0,keyword=global-index,profile=0.5,profile_windows=3)",
-                "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.0766)")
+                "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread,rare=1),threshold=0.0766)")
 SCALE_ARMS = ("keyword", "global-index", "semantic", "hybrid", "hybrid(keyword=global-index)")
 VECTOR_ARMS = ("semantic", "hybrid")  # arms that need a corpus's vectors (hybrid through its semantic input)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import calibration, comparison, gating
+from . import calibration, comparison, gating, stats
 from .escape import markdown_inline as md
 from .results import Results
 
@@ -318,10 +318,6 @@ def _arm(v: gating.Verdict, side: str) -> str:
     return (v.computed_on.get(side) or {}).get("arm") or getattr(v, side)
 
 
-def _delta(mean: float, low: float, high: float) -> str:
-    return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
-
-
 def tune_table(verdicts: dict[str, Path], first: str) -> str:
     """Per tuning direction, the held-out gate verdict ``evalkit tune`` recorded: the Δ and CI of the gate's
     first rule (non-inferiority on nDCG@10(doc) in the shipped rules), the verdict's counts, what the gate
@@ -333,10 +329,10 @@ def tune_table(verdicts: dict[str, Path], first: str) -> str:
         chosen, baseline = _arm(v, "candidate"), _arm(v, "baseline")
         page = Results.load(p.parent).compare(baseline, chosen, "nDCG@10")
         rule = v.outcomes[0] if v.outcomes else None
-        ruled = rule.numbers if rule and {"delta", "low", "high"} <= set(rule.numbers) else None
-        rows.append({"tuned → held out": label,
-                     "Δ of the gate's first rule [95% CI]": _delta(ruled["delta"], ruled["low"], ruled["high"]) if ruled else "",
+        n = rule.numbers if rule else {}
+        ruled = stats.delta_text(n["delta"], n["low"], n["high"]) if {"delta", "low", "high"} <= set(n) else ""
+        rows.append({"tuned → held out": label, "Δ of the gate's first rule [95% CI]": ruled,
                      "gate": f"{'PASS' if v.passed else 'FAIL'} ({v.counts()})",
-                     "Δ nDCG@10 (page) [95% CI]": _delta(page.mean_delta, page.low, page.high),
+                     "Δ nDCG@10 (page) [95% CI]": stats.delta_text(page.mean_delta, page.low, page.high),
                      "chosen": chosen, "baseline": baseline, "gate's first rule": rule.rule if rule else ""})
     return markdown_table(pd.DataFrame(rows), index=False)

@@ -755,7 +755,7 @@ def findings(results: Results, reference: str, extra: Sequence[tuple[str, str]] 
 def _numbers(f: Finding, alpha: float) -> str:
     """A finding's difference and CI, and why the set cannot tell when it cannot."""
     r = f.result
-    text = f"{r.mean_delta:+.3f} [{r.low:+.3f}, {r.high:+.3f}]"
+    text = stats.delta_text(r.mean_delta, r.low, r.high)
     if f.p_holm < alpha:
         return text
     can_detect = stats.detectable(r.mdd) if r.sd_delta > 0 else math.nan  # not 0 from identical arms

@@ -108,7 +108,7 @@ class Context:
 
 
 def _ci(r: pd.Series) -> str:
-    return f"Δ {r['delta']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]"
+    return "Δ " + stats.delta_text(r["delta"], r["low"], r["high"])
 
 
 def _check_measure(name: str) -> measures.Measure:

@@ -146,6 +146,11 @@ def detectable(value: float) -> float:
     return value if value <= RANGE else math.nan
 
 
+def delta_text(delta: float, low: float, high: float) -> str:
+    """A paired difference and its interval as every table and verdict writes it: ``+0.032 [+0.005, +0.059]``."""
+    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
 def mdd_text(value: float, sd: float = math.nan) -> str:
     """``MDD 0.123``; :data:`NO_VARIANCE` when ``sd``, the spread of the paired differences it came from, is
     0 (two identical arms on a handful of queries: :func:`mdd` is 0, which no set can honestly claim), or

@@ -211,7 +211,7 @@ def test_cli_check_export_import(isolated, capsys):
 @pytest.mark.parametrize("name, file, minimum", [
     ("latex", "latex.toml", {c: 30 for c in qrels.CLASSES}), ("rmanuals", "rmanuals.toml", {c: 10 for c in qrels.CLASSES}),
     ("latex", "held-out/latex.toml", {"abstain": 15}), ("rmanuals", "held-out/rmanuals.toml", {"abstain": 20}),
-    ("latex", "held-out/blind/latex.toml", {"abstain": 25}), ("rmanuals", "held-out/blind/rmanuals.toml", {"abstain": 25})])
+    *((c, f"held-out/{b}/{c}.toml", {"abstain": 25}) for b in ("blind", "blind3", "blind4") for c in ("latex", "rmanuals"))])
 def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, file, minimum):
     """The shipped sets, held-out abstain sets included, pass every strict check, the class-validity ones
     (traps trap, abstain kinds and mix, wording) included; warnings (a needle sharing a phrase with its page)

@@ -197,6 +197,12 @@ def test_identical_arms_have_no_variance_not_an_mdd_of_zero():
     assert mdd_text(math.nan, math.nan) == "n too small"
 
 
+def test_a_difference_and_its_interval_are_written_one_way():
+    from evalkit.stats import delta_text
+
+    assert delta_text(0.0321, -0.0049, 0.059) == "+0.032 [-0.005, +0.059]"
+
+
 def test_an_mdd_beyond_the_measures_range_is_told_as_n_too_small(two_per_class):
     import pandas as pd
 
