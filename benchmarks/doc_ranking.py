@@ -28,14 +28,13 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 import evalkit as ek
 from evalkit import arms, measures
 from evalkit import escape as esc
 from evalkit.arms.hybrid import HybridArm
-from evalkit.arms.profile import DocumentProfile
+from evalkit.arms.profile import DocumentCentroid, DocumentProfile
 from evalkit.docfigures import markdown_table
 from evalkit.escape import markdown_inline as md
 from evalkit.fusion import weighted_rrf
@@ -70,17 +69,12 @@ class Signals:
         self.arm.prepare()
         sem = self.arm.semantic
         self.profiles = {n: DocumentProfile(sem, n) for n in (1, 3)}
-        doc_of_window = np.repeat(sem.page_doc_rank, np.diff(np.r_[sem.starts, len(sem.matrix)]))
-        ranks = np.unique(doc_of_window)
-        centroids = np.stack([sem.matrix[doc_of_window == d].mean(axis=0) for d in ranks])
-        self.centroids = centroids / np.linalg.norm(centroids, axis=1, keepdims=True)
-        self.names = [sem.doc_names[d] for d in ranks]
+        self.centroid = DocumentCentroid(sem)  # the hybrid arm's own centroid prior
 
     def of(self, query: str) -> dict[str, Scores]:
         inputs = self.arm.inputs(query)
         pages = [(h.doc, h.page) for h in self.arm.search(query, 100).hits]
-        q = self.arm.semantic.embedder.query(query)
-        centroid = dict(zip(self.names, (self.centroids @ (q / (np.linalg.norm(q) or 1.0))).tolist()))
+        centroid = self.centroid.scores(query)[0]
         out = {"arm pages@10": first_appearance(pages, 10), "arm pages@100": first_appearance(pages),
                "keyword": first_appearance(inputs["keyword"]), "semantic": first_appearance(inputs["semantic"]),
                **{f"profile {n}": p.scores(query)[0] for n, p in self.profiles.items()}, "centroid": centroid}
