@@ -108,6 +108,11 @@ def test_a_valid_set_passes(tmp_path, tiny):
     # the pool recorded in [set] names arms that exist
     ('pool_arms = ["keyword", "global-index"]', 'pool_arms = ["keyword", "nosucharm"]', "[set]", "pool_arms",
      "unknown arm 'nosucharm'", False),
+    # ... a notebook function's name (ek.arm) is a record of what pooled, valid in any process (issue 33)
+    ('pool_arms = ["keyword", "global-index"]', 'pool_arms = ["keyword", "lc-bm25-1000@45e5b792"]', None, None,
+     None, None),
+    ('pool_arms = ["keyword", "global-index"]', 'pool_arms = ["keyword", "lc-bm25@45e5b792(k)"]', "[set]",
+     "pool_arms", "parameter 'k' has no '='", False),
 ])
 def test_every_validity_rule_has_a_failing_example(tmp_path, tiny, old, new, query, field, message, warning):
     assert old in VALID
@@ -117,6 +122,24 @@ def test_every_validity_rule_has_a_failing_example(tmp_path, tiny, old, new, que
         return
     hit = [p for p in problems if (p.query, p.field) == (query, field) and message in p.message]
     assert hit and hit[0].warning is warning, problems
+
+
+def test_a_pooled_notebook_function_checks_alike_registered_or_not(tmp_path, tiny, isolated, monkeypatch):
+    """The notebook (its retriever registered) and the shell (not) give the same check of a set it pooled."""
+    from evalkit import arms
+
+    monkeypatch.setattr(arms, "_LOCAL", {})
+    spec = arms.function.register(lambda query, k: [], name="lc-bm25-1000")
+    text = VALID.replace('pool_arms = ["keyword", "global-index"]', f'pool_arms = ["keyword", "{spec}"]')
+    registered = _check(tmp_path, tiny, text)
+    monkeypatch.setattr(arms, "_LOCAL", {})
+    assert _check(tmp_path, tiny, text) == registered == []
+    d = isolated / "docs"
+    d.mkdir()
+    for name, texts in PAGES.items():
+        make_pdf(d / name, texts)
+    (isolated / "q.toml").write_text(text)
+    assert main(["qrels", "check", str(isolated / "q.toml"), "--docs", str(d), "--strict"]) == 0
 
 
 def test_at_most_two_off_domain_abstain_queries(tmp_path, tiny):

@@ -186,6 +186,15 @@ def registry() -> Registry:
 
 
 _SPEC = re.compile(r"^\s*([\w.@-]+)\s*(?:\((.*)\))?\s*$", re.S)
+# The name ``ek.arm`` gives a retriever of one Python process: NAME@DIGEST (:mod:`evalkit.arms.function`)
+_FUNCTION = re.compile(r"[A-Za-z][\w.-]*@[0-9a-f]{8}")
+
+
+def is_function(spec: str) -> bool:
+    """Whether ``spec`` names a retriever registered with ``ek.arm`` (``NAME@DIGEST``): a record of code that
+    lived in one process (a notebook), which no other process can resolve by name."""
+    m = _SPEC.match(spec)
+    return bool(m and _FUNCTION.fullmatch(m.group(1)))
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -212,6 +221,10 @@ def lookup(spec: str, known: Mapping[str, C], kind: str) -> tuple[C, dict[str, s
     """The class ``spec`` names in ``known`` (a registry of arms or policies) and its raw parameters,
     checked without building anything."""
     name, params = parse_spec(spec)
+    if name not in known and kind == "arm" and is_function(name):
+        raise ArmError(f"arm {name!r} is a notebook function (ek.arm), not registered in this process: "
+                       "run this from the process that registered it, or make it a plug-in arm "
+                       "(docs/your-retriever.md)")
     if name not in known:
         raise ArmError(f"unknown {kind} {name!r} (known: {', '.join(sorted(known))})")
     known[name].resolve(params)

@@ -33,6 +33,7 @@ def test_builtins_and_canonical_names(small):
 
 @pytest.mark.parametrize("spec, message", [
     ("nope", "unknown arm 'nope'"),
+    ("mine@45e5b792", r"arm 'mine@45e5b792' is a notebook function \(ek.arm\), not registered in this process"),
     ("keyword(idf=doc)", "no parameter 'idf'"),
     ("keyword(idf_scope=planet)", "'doc' or 'corpus'"),
     ("hybrid(depth=many)", "'depth' wants a int"),
