@@ -123,6 +123,29 @@ def test_an_arm_not_installed_here_skips_the_rule_saying_so(runs):
     assert o.status == "skipped" and "cannot re-time: arm 'slow-keyword'" in o.summary and "not deciding" in o.summary
 
 
+def first_pages(query, k):
+    return []  # answers nothing, quickly: only its registration matters here
+
+
+def test_a_notebook_function_is_retimed_in_its_notebook_and_the_shell_says_why_not(small, runs, monkeypatch):
+    """The notebook (its ek.arm registered) re-times it; the shell (a process without it) skips the latency
+    rule saying the arm is a notebook function, not "unknown arm" (issue 33)."""
+    from evalkit import arms
+
+    monkeypatch.setattr(arms, "_LOCAL", {})
+    spec = arms.function.register(first_pages, "mine")
+    c, store = small
+    out = run(c, store, qrels.load(runs["quiet"].parent / "q.toml"), ["keyword", spec],
+              runs["quiet"].parent / f"fn-{spec}", progress=False)
+    b, f = comparison.side(f"{out}:keyword"), comparison.side(f"{out}:{spec}")
+    assert isinstance(timing.for_gate(b, f, runs["rules"], runs["cache"]), PairedTiming)
+    monkeypatch.setattr(arms, "_LOCAL", {})
+    t = timing.for_gate(b, f, runs["rules"], runs["cache"])
+    assert isinstance(t, Untimed) and f"arm {spec!r} is a notebook function (ek.arm)" in t.reason
+    o = gating.evaluate(b, f, runs["rules"], timing=t).outcomes[0]
+    assert o.status == "skipped" and "re-timing it needs the notebook that registered it" in o.summary
+
+
 def test_a_corpus_that_is_gone_or_changed_skips_the_rule(runs, tmp_path):
     moved = Path(shutil.copytree(runs["quiet"], tmp_path / "moved"))
     m = json.loads((moved / "manifest.json").read_text())

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from evalkit import api, notebooks, qrels
+from evalkit import api, gating, notebooks, qrels
 from evalkit.cli import main
 from evalkit.judging import Session
 from tests.conftest import ROOT, make_pdf
@@ -30,7 +30,13 @@ def judged_set(folder, docs) -> None:
     s.close()
 
 
-def test_your_pdfs_notebook_runs_from_folder_to_gate(isolated, monkeypatch):
+def _status(line: str) -> str:
+    """A verdict line without its numbers: the headline, or a rule's status and name (re-timing moves the
+    latency rule's milliseconds, never its status with a handful of queries)."""
+    return line if line.startswith("evalkit gate:") else " ".join(line.split()[:4])
+
+
+def test_your_pdfs_notebook_runs_from_folder_to_gate(isolated, monkeypatch, capsys):
     folder = isolated / "pdfs"
     folder.mkdir()
     make_pdf(folder / "walrus.pdf", ["Walruses live in the Arctic.", "Walrus migration follows the sea ice south."])
@@ -50,5 +56,13 @@ def test_your_pdfs_notebook_runs_from_folder_to_gate(isolated, monkeypatch):
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "qrels check --strict: no problem" in out
     assert (isolated / "results" / "mine" / "gate.json").exists()
-    assert list((isolated / "results" / "mine").glob("*.html"))
+    html = next((isolated / "results" / "mine").glob("*.html")).read_text()
+    assert "Gate</strong>: <code>keyword</code> against <code>global-index</code>" in html  # gated before the report
+    assert "no verdict" not in html
+    # the shell's gate in the checkout, on the same results: the same verdict, rule by rule
+    notebook_says = [line for line in out.splitlines() if line.startswith(("evalkit gate:", *gating.MARK.values()))]
+    assert main(["gate", "--baseline", "results/mine:global-index", "--candidate", "results/mine:keyword"]) in (0, 1)
+    shell_says = [line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith(("evalkit gate:", *gating.MARK.values()))]
+    assert [_status(x) for x in shell_says] == [_status(x) for x in notebook_says] and notebook_says
     assert qrels.load(isolated / "mine.toml")["q1"].judgments  # the file the workbench opened is intact

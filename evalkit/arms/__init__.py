@@ -223,8 +223,8 @@ def lookup(spec: str, known: Mapping[str, C], kind: str) -> tuple[C, dict[str, s
     name, params = parse_spec(spec)
     if name not in known and kind == "arm" and is_function(name):
         raise ArmError(f"arm {name!r} is a notebook function (ek.arm), not registered in this process: "
-                       "run this from the process that registered it, or make it a plug-in arm "
-                       "(docs/your-retriever.md)")
+                       "running or re-timing it needs the notebook that registered it (run this there), or make "
+                       "it a plug-in arm (docs/your-retriever.md)")
     if name not in known:
         raise ArmError(f"unknown {kind} {name!r} (known: {', '.join(sorted(known))})")
     known[name].resolve(params)
