@@ -1,14 +1,23 @@
-"""Writing a file so that a reader, or a crash, sees the old text or the new one, never half of it."""
+"""Writing a file so that a reader, or a crash, sees the old text or the new one, never half of it.
+
+The temporary file is ``.<name>.<pid>.<random>.tmp`` beside the target: hidden, ignored by ``.gitignore``,
+matched by no reader's ``*.toml``, and named by the process writing it, so the next write of the same file
+removes what a killed process (a kernel killed mid-write) left, and never a write still under way.
+"""
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
 from pathlib import Path
 
+SUFFIX = ".tmp"
+
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (a temporary file beside it, flushed to disk, then ``os.replace``)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    sweep(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=SUFFIX)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
@@ -18,3 +27,25 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def sweep(path: Path) -> list[Path]:
+    """Remove the temporary files of earlier writes of ``path`` whose process is gone; returns them."""
+    gone = []
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*{SUFFIX}"):
+        pid = tmp.name[len(path.name) + 2:].partition(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            gone.append(tmp)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts: it may be writing)."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (ProcessLookupError, OverflowError):
+        return False
+    return True
