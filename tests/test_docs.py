@@ -75,6 +75,16 @@ def test_the_readme_stays_short():
         assert must in readme, must
 
 
+def test_every_measure_a_run_records_is_defined_on_the_measures_page():
+    """Each family of a results directory's measure columns has its row in docs/measures.md (Evidence@10 had
+    none: issue 33)."""
+    from evalkit import measures
+
+    rows = [line for line in (DOCS / "measures.md").read_text().splitlines() if line.startswith("| `")]
+    families = {re.split(r"[@(]", name)[0] for name in (*measures.DEFAULT, measures.EVIDENCE)}
+    assert not [f for f in sorted(families) if not any(r.startswith(f"| `{f}") for r in rows)]
+
+
 def test_the_site_builds_strictly(tmp_path):
     """`mkdocs build --strict` into a temporary folder: any warning (a broken link or anchor, a missing
     include, a docstring mkdocstrings cannot read, a page outside the nav) fails it. Not with --quiet:
