@@ -752,12 +752,24 @@ def findings(results: Results, reference: str, extra: Sequence[tuple[str, str]] 
     return [Finding(b, c, r, float(h)) for (b, c), r, h in zip(pairs, found, holm)]
 
 
+def _reading(f: Finding, alpha: float) -> str:
+    """What the test decided, and whether the interval says otherwise: ``ahead``/``behind`` (Holm-adjusted
+    p below alpha), ``interval only`` (the unadjusted bootstrap CI excludes 0 while the family's adjusted
+    test does not separate the arms: a CI is not corrected for the number of comparisons), else ``untold``."""
+    r = f.result
+    if f.p_holm < alpha:
+        return "ahead" if r.mean_delta > 0 else "behind"
+    return "interval only" if r.low > 0 or r.high < 0 else "untold"
+
+
 def _numbers(f: Finding, alpha: float) -> str:
     """A finding's difference and CI, and why the set cannot tell when it cannot."""
     r = f.result
     text = stats.delta_text(r.mean_delta, r.low, r.high)
     if f.p_holm < alpha:
         return text
+    if _reading(f, alpha) == "interval only":
+        return text + f" (p(Holm) = {f.p_holm:.2g})"
     can_detect = stats.detectable(r.mdd) if r.sd_delta > 0 else math.nan  # not 0 from identical arms
     return text + (f" (|Δ| below the {r.mdd:.3f} this set can detect)" if abs(r.mean_delta) < can_detect
                    else f" (p(Holm) = {f.p_holm:.2g})")
@@ -795,19 +807,21 @@ def conclusion(results: Results, baseline: str | None = None, measure: str = CON
     found = findings(results, ref, extra, measure, n_resamples)
     n = len(_answerable(results).drop_duplicates("query"))
     lines = [f"**Conclusion** ({esc.markdown(label)}, mean over {n} answerable queries; Δ with 95% bootstrap CI, "
-             f"paired by query; sign-flip p Holm-adjusted over the {len(found)} comparisons below, α = {alpha:g})", "",
+             f"paired by query, not adjusted for the comparisons; sign-flip p Holm-adjusted over the {len(found)} comparisons below, α = {alpha:g})", "",
              "- **Ranking**: " + " > ".join(f"{esc.code(short_labels(results.arms)[a])} {v:.3f}"
                                             for a, v in means.items())]
     short = short_labels(results.arms)
     name = lambda a: esc.code(short[a])
     against = [f for f in found if f.base == ref]
-    for head, keep in ((f"ahead of {name(ref)}", lambda f: f.p_holm < alpha and f.result.mean_delta > 0),
-                       (f"behind {name(ref)}", lambda f: f.p_holm < alpha and f.result.mean_delta < 0),
-                       (f"cannot be told from {name(ref)}", lambda f: f.p_holm >= alpha)):
-        if chosen := [f"{name(f.cand)} {_numbers(f, alpha)}" for f in against if keep(f)]:
+    for head, reading in ((f"ahead of {name(ref)}", "ahead"), (f"behind {name(ref)}", "behind"),
+                          (f"CI excludes 0 against {name(ref)}, the adjusted test does not", "interval only"),
+                          (f"cannot be told from {name(ref)}", "untold")):
+        if chosen := [f"{name(f.cand)} {_numbers(f, alpha)}" for f in against if _reading(f, alpha) == reading]:
             lines.append(f"- **{head}**: " + "; ".join(chosen))
     for f in (f for f in found if f.base != ref):
-        told = "a lead the set can tell" if f.p_holm < alpha else "the set cannot tell them apart"
+        told = {"ahead": "a lead the set can tell", "behind": "a lead the set can tell",
+                "interval only": "its CI excludes 0, but the adjusted test does not tell them apart",
+                "untold": "the set cannot tell them apart"}[_reading(f, alpha)]
         lines.append(f"- **Lead**: {name(f.cand)} over {name(f.base)} by {_numbers(f, alpha)}: {told}")
     lines.append(f"- **Refusal**: {_refusal_sentence(results)}")
     lines.append(f"- **Gate**: {_gate_sentence(results)}")

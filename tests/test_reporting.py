@@ -524,6 +524,23 @@ def test_the_conclusion_says_what_the_numbers_show(tmp_path):
     assert "- **cannot be told from `close`**: `good` -0.005 [" in alone and "**Lead**" not in alone
 
 
+def test_an_interval_that_excludes_zero_is_not_called_indistinguishable(tmp_path):
+    """Eight arms each a little above ``base`` on all 8 queries: every unadjusted CI excludes 0, while Holm
+    over the 8 comparisons leaves no sign-flip p below 0.05 (the smallest possible p is about 2/256, times 8).
+    The prose says that, instead of "cannot be told from" beside an interval that excludes 0 (issue 33)."""
+    from .conftest import write_results
+
+    steps = [0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09]
+    scores = {"base": [0.5] * 8, **{f"c{i}": [0.5 + s + i / 1000 for s in steps] for i in range(8)}}
+    res = Results.load(write_results(tmp_path / "r", {a: {"nDCG@10": v} for a, v in scores.items()}, ["needle"] * 8))
+    found = reporting.findings(res, "base", n_resamples=2000)
+    assert all(f.result.low > 0 and f.p_holm >= 0.05 for f in found)
+    text = reporting.conclusion(res, "base", n_resamples=2000)
+    assert "cannot be told from" not in text and "ahead of" not in text
+    line = next(x for x in text.splitlines() if x.startswith("- **CI excludes 0 against `base`, the adjusted test does not**: "))
+    assert line.count("p(Holm) = ") == 8 and "`c7` +0.062 [+0.0" in line
+
+
 def test_the_conclusion_escapes_arm_labels(tmp_path):
     from .conftest import write_results
 
