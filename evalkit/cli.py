@@ -196,6 +196,15 @@ def cmd_qrels_split(args) -> int:
     return 0
 
 
+def cmd_qrels_effort(args) -> int:
+    from . import effort
+
+    qs = qrels.load(args.file)
+    log = effort.read(args.log or effort.log_path(args.file))
+    print(effort.table(log, effort.effort(log.actions, {q.id: q.cls for q in qs.queries})))
+    return 0
+
+
 def cmd_qrels_agree(args) -> int:
     a, b = qrels.load(args.a), qrels.load(args.b)
     ids_a, ids_b = {q.id for q in a.queries}, {q.id for q in b.queries}
@@ -687,6 +696,11 @@ def parser() -> argparse.ArgumentParser:
     ag.add_argument("a", type=Path, help="the first assessor's query file")
     ag.add_argument("b", type=Path, help="the second assessor's query file (e.g. a regraded sample)")
     ag.set_defaults(func=cmd_qrels_agree)
+    ef = qp.add_parser("effort", help="a person's judging time from the workbench's time log: person-seconds per "
+                                      "query written, draft accepted and page graded, by class and by display")
+    ef.add_argument("file", type=Path, help="the query file (its classes; the log is .FILE.time beside it)")
+    ef.add_argument("--log", type=Path, help="the time log (default: .FILE.time beside the query file)")
+    ef.set_defaults(func=cmd_qrels_effort)
     rg = qp.add_parser("regrade", help="a second assessor's file: a blind random sample of the judged pages, "
                                        "grades blank, to judge in its own workbench and compare with `qrels agree`")
     rg.add_argument("file", type=Path)
