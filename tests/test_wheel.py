@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,27 @@ def test_the_wheel_runs_corpus_run_report_and_gate_outside_the_checkout(tmp_path
     verify = subprocess.run([bin_ / "evalkit", "corpus", "verify", "tiny"], cwd=checkout, env=env, capture_output=True,
                             text=True)
     assert verify.returncode == 0 and f"0 missing, 0 changed, 0 extra in {checkout / 'docs'}" in verify.stdout, verify
+
+
+def test_make_venvs_editable_install_is_not_shadowed_by_a_folder_named_evalkit(tmp_path):
+    """Python started in a folder holding one named ``evalkit`` (the clone) imported it as an empty namespace
+    package under setuptools' default editable install, an import hook asked only after every sys.path
+    folder: ``module 'evalkit' has no attribute 'arm'`` (issue 33). The mode ``make venv`` installs with puts
+    the checkout itself on sys.path, where the package is found before any namespace folder counts."""
+    mode = re.search(r"editable_mode=(\w+)", (ROOT / "Makefile").read_text()).group(1)
+    build = (f"from setuptools import build_meta; "
+             f"print(build_meta.build_editable({str(tmp_path)!r}, {{'editable_mode': {mode!r}}}))")
+    built = subprocess.run([sys.executable, "-c", build], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    with zipfile.ZipFile(tmp_path / built.stdout.split()[-1]) as wheel:
+        (pth,) = [n for n in wheel.namelist() if n.endswith(".pth")]
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "editable.pth").write_bytes(wheel.read(pth))
+    (tmp_path / "mine" / "evalkit").mkdir(parents=True)  # the user's folder, holding the clone
+    probe = (f"import site; site.addsitedir({str(tmp_path / 'site')!r}); import evalkit; "
+             "print(evalkit.__file__, evalkit.arm.__name__)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the suite's own path entry would hide it
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path / "mine", env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(ROOT / "evalkit" / "__init__.py"), "arm"]
