@@ -807,7 +807,8 @@ def conclusion(results: Results, baseline: str | None = None, measure: str = CON
     found = findings(results, ref, extra, measure, n_resamples)
     n = len(_answerable(results).drop_duplicates("query"))
     lines = [f"**Conclusion** ({esc.markdown(label)}, mean over {n} answerable queries; Δ with 95% bootstrap CI, "
-             f"paired by query, not adjusted for the comparisons; sign-flip p Holm-adjusted over the {len(found)} comparisons below, α = {alpha:g})", "",
+             f"paired by query, not adjusted for the comparisons; sign-flip p Holm-adjusted over the {len(found)} "
+             f"comparisons below, α = {alpha:g})", "",
              "- **Ranking**: " + " > ".join(f"{esc.code(short_labels(results.arms)[a])} {v:.3f}"
                                             for a, v in means.items())]
     short = short_labels(results.arms)

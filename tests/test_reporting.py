@@ -537,7 +537,8 @@ def test_an_interval_that_excludes_zero_is_not_called_indistinguishable(tmp_path
     assert all(f.result.low > 0 and f.p_holm >= 0.05 for f in found)
     text = reporting.conclusion(res, "base", n_resamples=2000)
     assert "cannot be told from" not in text and "ahead of" not in text
-    line = next(x for x in text.splitlines() if x.startswith("- **CI excludes 0 against `base`, the adjusted test does not**: "))
+    head = "- **CI excludes 0 against `base`, the adjusted test does not**: "
+    line = next(x for x in text.splitlines() if x.startswith(head))
     assert line.count("p(Holm) = ") == 8 and "`c7` +0.062 [+0.0" in line
 
 
