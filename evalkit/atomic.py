@@ -1,8 +1,12 @@
-"""Writing a file so that a reader, or a crash, sees the old text or the new one, never half of it."""
+"""Writing a file so that a reader, or a crash, sees the old text or the new one, never half of it; and
+holding a folder while a file in it is read, changed and written, so two writers at once keep both changes."""
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -18,3 +22,16 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def holding(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``folder`` itself while the block runs (a file replaced by
+    :func:`write_atomic` is a new file each time, so the lock is the folder's; no lock file is left beside
+    the user's files). Another process's block waits; the kernel drops the lock if this one dies."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

@@ -15,13 +15,15 @@ import subprocess
 import tempfile
 import tomllib
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import tomli_w
 
 from . import dirs, ids
-from .atomic import write_atomic
+from .atomic import holding, write_atomic
 from .records import Document
 
 
@@ -102,6 +104,17 @@ def write_lock(entries: dict[str, dict], path: Path | None = None) -> None:
             "# Written by `evalkit corpus lock` or `evalkit corpus add`.\n")
     text += tomli_w.dumps({"corpus": {k: entries[k] for k in sorted(entries)}})
     write_atomic(path, text)
+
+
+@contextmanager
+def updating(path: Path) -> Iterator[dict[str, dict]]:
+    """The entries of the lock ``path`` (none if it does not exist yet) to change in place, written back
+    when the block ends; read, changed and written while holding the lock's folder, so two ``corpus add``
+    at once keep both entries."""
+    with holding(path.parent):
+        entries = read_lock(path) if path.exists() else {}
+        yield entries
+        write_lock(entries, path)
 
 
 def locate(name: str, path: Path | None = None) -> tuple[dict, Path]:
@@ -329,15 +342,21 @@ def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = N
     ``usable``, the entry's ``root`` is the folder itself (relative to the lock): no fetch is needed."""
     check_name(c.name)
     lock = lock or dirs.lock_target()
-    entries = read_lock(lock) if lock.exists() else {}
-    old = {d["name"]: d for d in entries.get(c.name, {}).get("document", [])}
+    with updating(lock) as entries:
+        entries[c.name] = _entry(c, entries.get(c.name, {}), lock, description, usable)
+        return entries[c.name]
+
+
+def _entry(c: Corpus, prev: dict, lock: Path, description: str | None, usable: bool) -> dict:
+    """The lock entry of ``c`` written into ``lock``, updating ``prev`` (the entry it replaces, or {})."""
+    old = {d["name"]: d for d in prev.get("document", [])}
     docs = []
     for d in c.documents:
-        prev = old.get(d.name, {})
-        kept = prev.get("sha256") == d.sha256 and not prev.get("source", "file:").startswith("file:")
-        source = prev["source"] if kept else f"file:{relative_to_lock(c.path(d), lock)}"
+        was = old.get(d.name, {})
+        kept = was.get("sha256") == d.sha256 and not was.get("source", "file:").startswith("file:")
+        source = was["source"] if kept else f"file:{relative_to_lock(c.path(d), lock)}"
         docs.append({"name": d.name, "sha256": d.sha256, "bytes": d.bytes, "pages": d.pages, "source": source})
-    entry = {k: v for k, v in entries.get(c.name, {}).items() if k != "document"}
+    entry = {k: v for k, v in prev.items() if k != "document"}
     if description is not None:
         entry["description"] = description
     root = relative_to_lock(c.root, lock)
@@ -346,6 +365,4 @@ def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = N
     elif entry.get("root") != root:  # locked from another folder: the old root no longer holds these files
         entry.pop("root", None)
     entry["document"] = docs
-    entries[c.name] = entry
-    write_lock(entries, lock)
     return entry

@@ -226,3 +226,62 @@ def test_locking_another_folder_drops_the_root_of_the_first(isolated):
         other = isolated / "other"
         shutil.copytree(src, other)
         assert pin(other, False) is None and corpora.load("mine", lock=lock).root == corpora.default_root("mine")
+
+
+# The first `corpus add` stops between reading the lock and writing it back until the second has read it
+# too (the race: both then write what they read plus their own entry) or is waiting for the lock (it cannot
+# read before the first is done): /proc/locks lists a process waiting for a flock with "->".
+ADD_STOPPING_AFTER_READ = '''
+import sys, time
+from pathlib import Path
+from evalkit import cli, corpora
+me, folder, signals = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+read = corpora.read_lock
+
+def waiting(pid_file):
+    pid = pid_file.read_text().strip() if pid_file.exists() else None
+    return bool(pid) and any(l.split()[1:2] == ["->"] and l.split()[5] == pid for l in open("/proc/locks"))
+
+def stopping(path=None):
+    entries = read(path)
+    (signals / f"{me}-read").touch()
+    for _ in range(6000 if me == "first" else 0):
+        if (signals / "second-read").exists() or waiting(signals / "second-pid"):
+            break
+        time.sleep(0.01)
+    return entries
+
+corpora.read_lock = stopping
+sys.exit(cli.main(["corpus", "add", me, folder, "--cache", str(signals / f"{me}.sqlite")]))
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks to see a waiting process")
+def test_two_corpus_adds_at_once_keep_both_entries(isolated):
+    import subprocess
+    import sys
+    import time
+
+    signals = isolated / "signals"
+    signals.mkdir()
+    _lock(_folder(isolated), "old")
+    folders = {}
+    for me in ("first", "second"):
+        folders[me] = isolated / me
+        folders[me].mkdir()
+        make_pdf(folders[me] / f"{me}.pdf", [f"the {me} document"])
+
+    def add(me: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", ADD_STOPPING_AFTER_READ, me, str(folders[me]), str(signals)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    first = add("first")
+    for _ in range(6000):  # the first has read the lock (not yet there) and stops before writing it
+        if (signals / "first-read").exists() or first.poll() is not None:
+            break
+        time.sleep(0.01)
+    second = add("second")
+    (signals / "second-pid").write_text(str(second.pid))
+    outs = [p.communicate(timeout=120) for p in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0], outs
+    assert set(corpora.read_lock(isolated / "corpora.lock")) == {"old", "first", "second"}
