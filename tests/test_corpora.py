@@ -139,6 +139,8 @@ def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypat
     ("mine", "../../escaped.pdf", "document #1 name '../../escaped.pdf' holds a path separator"),
     ("mine", "/tmp/evalkit-absolute.pdf", "holds a path separator"),
     ("mine", "..", "is '..', a folder"),
+    ("mine", "a/../../b.pdf", "document #1 name 'a/../../b.pdf' holds a path separator"),
+    ("mine", ".bashrc", "document #1 name '.bashrc' is not a PDF's name"),
     ("../../escaped", "alpha.pdf", "corpus name '../../escaped' holds a path separator")])
 
 
