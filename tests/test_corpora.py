@@ -84,7 +84,7 @@ def test_lock_rejects_duplicate_names(isolated):
 def test_a_lock_is_written_in_the_working_directory_and_the_shipped_corpora_stay_known(isolated, monkeypatch):
     monkeypatch.delenv("EVALKIT_LOCK")
     monkeypatch.chdir(isolated)
-    shipped = dirs.shipped("corpora.lock")
+    shipped = dirs.shipped_lock()
     before = shipped.read_bytes()
     assert not (isolated / "corpora.lock").exists() and dirs.lock_paths() == (shipped,)
     _lock(_folder(isolated))
