@@ -1,4 +1,5 @@
-"""Writing a file so that a reader, or a crash, sees the old text or the new one, never half of it.
+"""Writing a file so that a reader, or a crash, sees the old text or the new one, never half of it; and
+holding a folder while a file in it is read, changed and written, so two writers at once keep both changes.
 
 The temporary file is ``.<name>.<pid>.<random>.tmp`` beside the target: hidden, ignored by ``.gitignore``,
 matched by no reader's ``*.toml``, and named by the process writing it, so the next write of the same file
@@ -6,9 +7,12 @@ removes what a killed process (a kernel killed mid-write) left, and never a writ
 """
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 SUFFIX = ".tmp"
@@ -49,3 +53,15 @@ def _alive(pid: int) -> bool:
     except (ProcessLookupError, OverflowError):
         return False
     return True
+
+@contextmanager
+def holding(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``folder`` itself while the block runs (a file replaced by
+    :func:`write_atomic` is a new file each time, so the lock is the folder's; no lock file is left beside
+    the user's files). Another process's block waits; the kernel drops the lock if this one dies."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

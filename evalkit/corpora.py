@@ -5,6 +5,8 @@ A lock entry names every document with its sha256, size, page count and source. 
 need no root, or copied from the installed package when its bytes match) or ``file:PATH``. A relative
 ``file:`` path (what ``corpus lock`` and ``corpus add`` write) and an entry's ``root`` resolve against the
 lock file's folder, so a repository that commits its PDFs beside its lock verifies them on any machine.
+A lock is data, perhaps someone else's: the paths it names may lead only into its own folder, the data
+folder, or a folder the user pinned for it (:func:`within`); a folder the caller passes is taken as it is.
 """
 from __future__ import annotations
 
@@ -15,13 +17,15 @@ import subprocess
 import tempfile
 import tomllib
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import tomli_w
 
 from . import dirs, ids
-from .atomic import write_atomic
+from .atomic import holding, write_atomic
 from .records import Document
 
 
@@ -104,6 +108,17 @@ def write_lock(entries: dict[str, dict], path: Path | None = None) -> None:
     write_atomic(path, text)
 
 
+@contextmanager
+def updating(path: Path) -> Iterator[dict[str, dict]]:
+    """The entries of the lock ``path`` (none if it does not exist yet) to change in place, written back
+    when the block ends; read, changed and written while holding the lock's folder, so two ``corpus add``
+    at once keep both entries."""
+    with holding(path.parent):
+        entries = read_lock(path) if path.exists() else {}
+        yield entries
+        write_lock(entries, path)
+
+
 def locate(name: str, path: Path | None = None) -> tuple[dict, Path]:
     """The lock entry ``name`` and the lock file it was read from (of several, the last that holds it)."""
     files = [path] if path else list(dirs.lock_paths())
@@ -132,18 +147,27 @@ def resolve(written: str, base: Path | None) -> Path:
     return p if p.is_absolute() or base is None else base / p
 
 
-def _documents(entry: dict, corpus: str) -> tuple[Document, ...]:
+def _documents(entry: dict, corpus: str, lock: Path, scope: list[Path]) -> tuple[Document, ...]:
+    """The documents of a lock entry, refused (naming the lock, the corpus and the field) when one lacks a
+    field, its name is not a PDF's file name (a name is joined onto the corpus's folder: with ``..``, a
+    separator or another kind of file, a fetch would write something else, somewhere else) or its ``file:``
+    source lies outside ``scope``, where the lock may point (:func:`within`)."""
     docs = []
     for i, d in enumerate(entry.get("document", [])):
+        where = f"{lock}: corpus {corpus!r}: document #{i + 1}"
         missing = [k for k in ("name", "sha256", "pages") if k not in d]
         if missing:
-            raise CorpusError(f"corpus {corpus!r}: document #{i + 1} lacks {', '.join(missing)}")
-        if why := ids.unsafe(d["name"]):
-            raise CorpusError(f"corpus {corpus!r}: document #{i + 1} name {d['name']!r} {why}")
-        docs.append(Document(d["name"], d["sha256"], int(d["pages"]), d.get("source", ""), int(d.get("bytes", 0))))
+            raise CorpusError(f"{where} lacks {', '.join(missing)}")
+        why = ids.unsafe(d["name"]) or (None if d["name"].lower().endswith(".pdf") else "is not a PDF's name (*.pdf)")
+        if why:
+            raise CorpusError(f"{where} name {d['name']!r} {why}")
+        source = d.get("source", "")
+        if str(source).startswith("file:"):
+            within(source.removeprefix("file:"), lock, scope, corpus, f"document #{i + 1} source")
+        docs.append(Document(d["name"], d["sha256"], int(d["pages"]), source, int(d.get("bytes", 0))))
     names = [d.name for d in docs]
     if len(set(names)) != len(names):
-        raise CorpusError(f"corpus {corpus!r}: document names are not unique")
+        raise CorpusError(f"{lock}: corpus {corpus!r}: document names are not unique")
     return tuple(sorted(docs, key=lambda d: d.name))
 
 
@@ -160,12 +184,71 @@ def default_root(name: str) -> Path:
 
 
 def load(name: str, root: Path | None = None, lock: Path | None = None) -> Corpus:
-    """The corpus ``name`` as pinned by the lock, expected in ``root``: by default the entry's own ``root``
-    (a folder added with ``corpus add``, relative to the lock), else the data dir."""
+    """The corpus ``name`` as pinned by the lock, expected in ``root`` (named by the caller: taken as it
+    is): by default the entry's own ``root`` (a folder added with ``corpus add``, relative to the lock,
+    refused where the lock may not point: :func:`within`), else the data dir."""
     entry, where = locate(check_name(name), lock)
-    base = Path(where).resolve().parent
-    folder = root or (resolve(entry["root"], base) if "root" in entry else default_root(name))
-    return Corpus(name, Path(folder), _documents(entry, name), entry.get("description", ""), base)
+    if not isinstance(entry, dict):
+        raise CorpusError(f"{where}: corpus {name!r} is not a table")
+    scope = _scope(where)
+    folder = root or (within(entry["root"], where, scope, name, "root") if "root" in entry else default_root(name))
+    return Corpus(name, Path(folder), _documents(entry, name, where, scope), entry.get("description", ""),
+                  Path(where).resolve().parent)
+
+
+# ---- where a lock may point -------------------------------------------------------------------------------
+# A lock is data: one from a cloned repository was written by someone else. Every path it names (a root,
+# a file: source) must lead, links followed, into the lock's own folder (PDFs committed beside it), the data
+# folder, or a folder this user pinned for this very lock with `corpus add`/`corpus lock` (recorded in the
+# data folder, where a cloned repository cannot write). A folder passed on the command line is the user's.
+
+NAMED = "named-folders.toml"
+
+
+def within(written: object, lock: Path, scope: list[Path], corpus: str, field: str) -> Path:
+    """The path ``written`` in ``lock`` (corpus ``corpus``, as ``field``) on this machine, if it leads into
+    ``scope`` (:func:`_scope`); else CorpusError naming the lock, the corpus and the field."""
+    where = f"{lock}: corpus {corpus!r}: {field} {written!r}"
+    if not isinstance(written, str) or not written or "\0" in written:
+        raise CorpusError(f"{where} is not a path")
+    path = resolve(written, Path(lock).resolve().parent)
+    if not any(path.resolve().is_relative_to(f) for f in scope):
+        hint = ("name the corpus's folder yourself with --root DIR (fetch: --dest DIR)" if field == "root"
+                else "a lock reads files beside it; pin a folder of your own with `evalkit corpus add NAME DIR`")
+        raise CorpusError(f"{where} leads outside the lock's folder and the data folder ({dirs.data_dir()}), "
+                          f"to {path.resolve()}: {hint}")
+    return path
+
+
+def _scope(lock: Path) -> list[Path]:
+    """The folders a path written in ``lock`` may lead into."""
+    lock = Path(lock).resolve()
+    named = [Path(n["folder"]) for n in _named() if n.get("lock") == str(lock)]
+    return [lock.parent, dirs.data_dir().resolve(), *named]
+
+
+def _named() -> list[dict]:
+    path = dirs.data_dir() / NAMED
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")).get("named", [])
+    except FileNotFoundError:
+        return []
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise CorpusError(f"{path}: not valid TOML: {e}") from None
+
+
+def name_folder(folder: Path, lock: Path) -> None:
+    """Record that this user pinned ``folder`` in ``lock`` (when it lies outside the lock's folder and the
+    data folder): that lock may point there from now on, a lock from elsewhere still may not."""
+    folder, lock = Path(folder).resolve(), Path(lock).resolve()
+    if any(folder.is_relative_to(f) for f in _scope(lock)):
+        return
+    data = dirs.data_dir()
+    data.mkdir(parents=True, exist_ok=True)
+    with holding(data):
+        named = [*_named(), {"lock": str(lock), "folder": str(folder)}]
+        write_atomic(data / NAMED, "# Folders pinned with `evalkit corpus add`/`corpus lock` outside their lock's "
+                                   "folder: that lock may point there.\n" + tomli_w.dumps({"named": named}))
 
 
 def symlinks(root: Path) -> list[str]:
@@ -250,7 +333,7 @@ def _fetch_deb(package: str, docs: list[tuple[Document, str]], root: Path) -> No
     pending = []
     for d, inner in docs:  # the installed package's own file, when its bytes are the pinned ones
         installed = Path(inner)
-        if installed.exists() and sha256_file(installed) == d.sha256:
+        if installed.is_file() and sha256_file(installed) == d.sha256:  # a file: not a device that never ends
             _install(installed, root / d.name, d)
         else:
             pending.append((d, inner))
@@ -329,15 +412,22 @@ def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = N
     ``usable``, the entry's ``root`` is the folder itself (relative to the lock): no fetch is needed."""
     check_name(c.name)
     lock = lock or dirs.lock_target()
-    entries = read_lock(lock) if lock.exists() else {}
-    old = {d["name"]: d for d in entries.get(c.name, {}).get("document", [])}
+    name_folder(c.root, lock)
+    with updating(lock) as entries:
+        entries[c.name] = _entry(c, entries.get(c.name, {}), lock, description, usable)
+        return entries[c.name]
+
+
+def _entry(c: Corpus, prev: dict, lock: Path, description: str | None, usable: bool) -> dict:
+    """The lock entry of ``c`` written into ``lock``, updating ``prev`` (the entry it replaces, or {})."""
+    old = {d["name"]: d for d in prev.get("document", [])}
     docs = []
     for d in c.documents:
-        prev = old.get(d.name, {})
-        kept = prev.get("sha256") == d.sha256 and not prev.get("source", "file:").startswith("file:")
-        source = prev["source"] if kept else f"file:{relative_to_lock(c.path(d), lock)}"
+        was = old.get(d.name, {})
+        kept = was.get("sha256") == d.sha256 and not was.get("source", "file:").startswith("file:")
+        source = was["source"] if kept else f"file:{relative_to_lock(c.path(d), lock)}"
         docs.append({"name": d.name, "sha256": d.sha256, "bytes": d.bytes, "pages": d.pages, "source": source})
-    entry = {k: v for k, v in entries.get(c.name, {}).items() if k != "document"}
+    entry = {k: v for k, v in prev.items() if k != "document"}
     if description is not None:
         entry["description"] = description
     root = relative_to_lock(c.root, lock)
@@ -346,6 +436,4 @@ def lock_corpus(c: Corpus, lock: Path | None = None, description: str | None = N
     elif entry.get("root") != root:  # locked from another folder: the old root no longer holds these files
         entry.pop("root", None)
     entry["document"] = docs
-    entries[c.name] = entry
-    write_lock(entries, lock)
     return entry

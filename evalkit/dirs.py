@@ -2,8 +2,9 @@
 
 Everything derived lives in one cache directory so it can be deleted and rebuilt; environment variables
 override the XDG defaults so tests and CI can point at throw-away folders. Files shipped with evalkit
-(``evalkit/data``: the corpora lock, the default gate rules, the report notebooks) are read from the
-installed package and never written; a user's own files resolve against the working directory.
+(``evalkit/data``: the default gate rules, the report notebooks; the corpora lock, which the build copies
+there from the repository's top level) are read from the installed package and never written; a user's
+own files resolve against the working directory.
 """
 from __future__ import annotations
 
@@ -34,13 +35,24 @@ def shipped(name: str) -> Path:
     return path
 
 
+def shipped_lock() -> Path:
+    """The corpora lock shipped with evalkit: in a checkout (an editable install runs from one) the
+    repository's top-level ``corpora.lock``; installed from a wheel, the copy the build put into
+    ``evalkit/data`` (setup.py). Read it, never write it."""
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "corpora.lock").is_file():
+        return checkout / "corpora.lock"
+    return shipped("corpora.lock")
+
+
 def lock_paths() -> tuple[Path, ...]:
     """The corpora.lock files read by default, later ones winning on a corpus name: $EVALKIT_LOCK alone,
-    else the lock shipped with evalkit (its corpora stay at hand) and ./corpora.lock when there is one."""
+    else the lock shipped with evalkit (its corpora stay at hand) and ./corpora.lock when there is one
+    (in evalkit's own checkout, the shipped lock itself)."""
     if env := os.environ.get("EVALKIT_LOCK"):
         return (Path(env),)
-    here = Path.cwd() / "corpora.lock"
-    return (shipped("corpora.lock"), here) if here.exists() else (shipped("corpora.lock"),)
+    ours, here = shipped_lock(), Path.cwd() / "corpora.lock"
+    return (ours, here) if here.exists() and not here.samefile(ours) else (ours,)
 
 
 def lock_target() -> Path:

@@ -169,7 +169,7 @@ class Session:
         self._vocab: frozenset[str] | None = None
 
     def _read(self) -> tomlkit.TOMLDocument:
-        text = self.path.read_text(encoding="utf-8")
+        text, _ = qrels.decode(self.path.read_bytes(), self.path)
         try:
             return tomlkit.parse(text)
         except tomlkit.exceptions.TOMLKitError as e:
@@ -263,7 +263,7 @@ class Session:
         """The drafts of ``qrels/drafts/*.toml`` for this corpus (``evalkit qrels draft``), each a dict."""
         out = []
         for f in sorted(Path(folder).glob("*.toml")):
-            data = tomlkit.parse(f.read_text(encoding="utf-8")).unwrap()
+            data = tomlkit.parse(qrels.decode(f.read_bytes(), f)[0]).unwrap()
             if data.get("corpus") in (None, self.docs.name):
                 out += [{**d, "file": str(f)} for d in data.get("draft", [])]
         return out

@@ -84,6 +84,39 @@ class Problem:
 
 
 SET = "[set]"
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a query file's bytes were laid out beyond its text, so a writer can keep them: a UTF-8 byte-order
+    mark, and the line ending (editors on Windows write both)."""
+
+    bom: bool = False
+    newline: str = "\n"
+
+    def encode(self, text: str) -> bytes:
+        """``text`` (``\\n`` line endings, as :func:`decode` gives it) as bytes laid out like its file."""
+        return (BOM if self.bom else b"") + text.replace("\n", self.newline).encode("utf-8")
+
+
+def decode(raw: bytes, path: Path) -> tuple[str, Layout]:
+    """The text of a query file with ``\\n`` line endings, and its :class:`Layout`: every reader of query
+    files reads through here, so UTF-8 with a byte-order mark and CRLF line endings load like any file.
+    Any other encoding is one QrelsError naming the file and where its first foreign byte is."""
+    bom = raw.startswith(BOM)
+    body = raw[len(BOM):] if bom else raw
+    if body.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\0" in body:
+        raise QrelsError(f"{path}: not UTF-8 but UTF-16 or UTF-32 (it holds NUL bytes): save it as UTF-8")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = body[:e.start].count(b"\n") + 1
+        raise QrelsError(f"{path}: not UTF-8 (byte 0x{body[e.start]:02x} on line {line}; Latin-1 or "
+                         "Windows-1252?): save it as UTF-8") from None
+    first = text.find("\n")
+    newline = "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+    return text.replace("\r\n", "\n"), Layout(bom, newline)
 
 
 def load(path: Path | str) -> QuerySet:
@@ -94,10 +127,12 @@ def load(path: Path | str) -> QuerySet:
 
 
 def parse(raw: bytes, path: Path) -> QuerySet:
-    """A query set from the bytes of its file (``path`` names it in messages): :func:`load` without the read."""
+    """A query set from the bytes of its file (``path`` names it in messages): :func:`load` without the read.
+    Its digest is of the text, so a copy with a byte-order mark or CRLF line endings is the same set."""
+    text, _ = decode(raw, path)
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise QrelsError(f"{path}: not valid TOML: {e}") from None
     header = data.get("set", {})
     if not isinstance(header, dict):
@@ -148,7 +183,7 @@ def parse(raw: bytes, path: Path) -> QuerySet:
         if key in header and (why := ids.unsafe(header[key])):
             raise QrelsError(f"{path}: [set] {key} {header[key]!r} {why}")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
-                    header.get("description", ""), gains, hashlib.sha256(raw).hexdigest(), depth, tuple(pool_arms),
+                    header.get("description", ""), gains, hashlib.sha256(text.encode()).hexdigest(), depth, tuple(pool_arms),
                     path, pooled)
 
 

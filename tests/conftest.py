@@ -131,7 +131,7 @@ def cluster():
 def real_env():
     """Environment for the real corpora: a persistent data dir and cache under .evalkit-test/."""
     return {"EVALKIT_DATA": str(TEST_HOME / "data"), "EVALKIT_CACHE": str(TEST_HOME / "cache"),
-            "EVALKIT_LOCK": str(ROOT / "evalkit" / "data" / "corpora.lock")}
+            "EVALKIT_LOCK": str(ROOT / "corpora.lock")}
 
 
 def _real_corpus(name: str, env: dict[str, str]):

@@ -137,7 +137,7 @@ def test_a_folder_of_ones_own_is_a_pinned_corpus_in_one_step(tmp_path, monkeypat
     make_pdf(work / "pdfs" / "a.pdf", ["seals on the ice", "walrus migration routes north"])
     make_pdf(work / "pdfs" / "b.pdf", ["penguins and a walrus"])
     monkeypatch.chdir(work)
-    shipped = dirs.shipped("corpora.lock")
+    shipped = dirs.shipped_lock()
     before = shipped.read_bytes()
     mine = ek.add_corpus("mine", "pdfs", progress=False)
     assert mine.documents == ["a.pdf", "b.pdf"] and mine.corpus.root == work / "pdfs"

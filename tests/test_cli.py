@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import qrels
+from evalkit import corpora, qrels
 from evalkit.cli import main, parser
 from evalkit.runner import run
 
@@ -39,6 +39,73 @@ def test_lock_then_verify_exit_codes(isolated, capsys):
     assert main(["corpus", "verify", "mine", "--root", str(d)]) == 1
     assert "changed: a.pdf" in capsys.readouterr().out
     assert main(["corpus", "verify", "unknown"]) == 2
+
+
+# A cloned repository's lock (issue 35, case 1): it may not choose where a fetch writes, nor read files that
+# are not beside it. Each row: the entry's root, its document's name and source, and the field refused.
+OUTSIDE = [
+    ("{home}/.ssh", "authorized_keys", "file:payload.txt", "root"),  # overwrote ~/.ssh/authorized_keys
+    ("../../../X", "a.pdf", "file:payload.txt", "root"),  # created folders outside the clone
+    ("{home}/.ssh", "a.pdf", "file:payload.txt", "root"),
+    (None, "authorized_keys", "file:payload.txt", "document #1 name"),  # a corpus is a folder of PDFs
+    (None, "a.pdf", "file:../../../home/outside.pdf", "document #1 source"),
+    (None, "a.pdf", "file:{home}/outside.pdf", "document #1 source"),
+    (None, "a.pdf", "file:link.pdf", "document #1 source"),  # a link in the clone to a file outside it
+]
+
+
+@pytest.mark.parametrize("root, doc, source, field", OUTSIDE)
+def test_a_cloned_lock_writes_nothing_and_reads_nothing_outside_its_folder_and_the_data_folder(
+        isolated, monkeypatch, capsys, root, doc, source, field):
+    import tomli_w
+
+    home = isolated / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 mine\n")
+    make_pdf(home / "outside.pdf", ["a private page"])
+    clone = isolated / "src" / "clones" / "clone"
+    clone.mkdir(parents=True)
+    (clone / "payload.txt").write_text("ssh-ed25519 someone else\n")
+    (clone / "link.pdf").symlink_to(home / "outside.pdf")
+    pinned = home / "outside.pdf" if source.endswith(".pdf") else clone / "payload.txt"
+    entry = {"document": [{"name": doc, "sha256": corpora.sha256_file(pinned), "pages": 1,
+                           "source": source.format(home=home)}]}
+    if root:
+        entry["root"] = root.format(home=home)
+    lock = clone / "corpora.lock"
+    lock.write_text(tomli_w.dumps({"corpus": {"theirs": entry}}))
+    monkeypatch.setenv("EVALKIT_LOCK", str(lock))
+    before = {p: p.read_bytes() if p.is_file() else None for p in isolated.rglob("*")}
+    assert main(["corpus", "fetch", "theirs"]) == 2
+    one_line_error(capsys, f"evalkit: {lock}: corpus 'theirs': {field} ")
+    assert {p: p.read_bytes() if p.is_file() else None for p in isolated.rglob("*")} == before
+    assert main(["corpus", "verify", "theirs"]) == 2  # refused wherever the lock is read
+
+
+def test_a_folder_the_user_names_is_theirs_whatever_the_lock_says(isolated, monkeypatch, capsys):
+    """--dest names where a fetch writes; a folder pinned with `corpus add` outside the lock's folder is
+    read from there by that lock (recorded in the data folder), and by no other lock."""
+    import tomli_w
+
+    papers = isolated / "papers"
+    papers.mkdir()
+    make_pdf(papers / "a.pdf", ["walrus"])
+    project = isolated / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("EVALKIT_LOCK", str(project / "corpora.lock"))
+    assert main(["corpus", "add", "mine", "../papers"]) == 0
+    assert corpora.read_lock(project / "corpora.lock")["mine"]["root"] == "../papers"
+    assert main(["corpus", "verify", "mine"]) == 0
+    assert main(["corpus", "fetch", "mine", "--dest", str(isolated / "elsewhere")]) == 0
+    assert (isolated / "elsewhere" / "a.pdf").read_bytes() == (papers / "a.pdf").read_bytes()
+    clone = isolated / "clone"
+    clone.mkdir()
+    (clone / "corpora.lock").write_text(tomli_w.dumps({"corpus": {"mine": corpora.read_lock(project / "corpora.lock")["mine"]}}))
+    monkeypatch.setenv("EVALKIT_LOCK", str(clone / "corpora.lock"))
+    capsys.readouterr()
+    assert main(["corpus", "verify", "mine"]) == 2
+    one_line_error(capsys, f"{clone / 'corpora.lock'}: corpus 'mine': root '../papers' leads outside")
 
 
 def test_lock_names_identical_copies_as_copies_and_locks_nothing(isolated, capsys):

@@ -84,7 +84,7 @@ def test_lock_rejects_duplicate_names(isolated):
 def test_a_lock_is_written_in_the_working_directory_and_the_shipped_corpora_stay_known(isolated, monkeypatch):
     monkeypatch.delenv("EVALKIT_LOCK")
     monkeypatch.chdir(isolated)
-    shipped = dirs.shipped("corpora.lock")
+    shipped = dirs.shipped_lock()
     before = shipped.read_bytes()
     assert not (isolated / "corpora.lock").exists() and dirs.lock_paths() == (shipped,)
     _lock(_folder(isolated))
@@ -139,6 +139,8 @@ def test_default_corpora_fetch_from_debian_and_verify(latex, real_env, monkeypat
     ("mine", "../../escaped.pdf", "document #1 name '../../escaped.pdf' holds a path separator"),
     ("mine", "/tmp/evalkit-absolute.pdf", "holds a path separator"),
     ("mine", "..", "is '..', a folder"),
+    ("mine", "a/../../b.pdf", "document #1 name 'a/../../b.pdf' holds a path separator"),
+    ("mine", ".bashrc", "document #1 name '.bashrc' is not a PDF's name"),
     ("../../escaped", "alpha.pdf", "corpus name '../../escaped' holds a path separator")])
 
 
@@ -226,3 +228,62 @@ def test_locking_another_folder_drops_the_root_of_the_first(isolated):
         other = isolated / "other"
         shutil.copytree(src, other)
         assert pin(other, False) is None and corpora.load("mine", lock=lock).root == corpora.default_root("mine")
+
+
+# The first `corpus add` stops between reading the lock and writing it back until the second has read it
+# too (the race: both then write what they read plus their own entry) or is waiting for the lock (it cannot
+# read before the first is done): /proc/locks lists a process waiting for a flock with "->".
+ADD_STOPPING_AFTER_READ = '''
+import sys, time
+from pathlib import Path
+from evalkit import cli, corpora
+me, folder, signals = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+read = corpora.read_lock
+
+def waiting(pid_file):
+    pid = pid_file.read_text().strip() if pid_file.exists() else None
+    return bool(pid) and any(l.split()[1:2] == ["->"] and l.split()[5] == pid for l in open("/proc/locks"))
+
+def stopping(path=None):
+    entries = read(path)
+    (signals / f"{me}-read").touch()
+    for _ in range(6000 if me == "first" else 0):
+        if (signals / "second-read").exists() or waiting(signals / "second-pid"):
+            break
+        time.sleep(0.01)
+    return entries
+
+corpora.read_lock = stopping
+sys.exit(cli.main(["corpus", "add", me, folder, "--cache", str(signals / f"{me}.sqlite")]))
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks to see a waiting process")
+def test_two_corpus_adds_at_once_keep_both_entries(isolated):
+    import subprocess
+    import sys
+    import time
+
+    signals = isolated / "signals"
+    signals.mkdir()
+    _lock(_folder(isolated), "old")
+    folders = {}
+    for me in ("first", "second"):
+        folders[me] = isolated / me
+        folders[me].mkdir()
+        make_pdf(folders[me] / f"{me}.pdf", [f"the {me} document"])
+
+    def add(me: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", ADD_STOPPING_AFTER_READ, me, str(folders[me]), str(signals)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    first = add("first")
+    for _ in range(6000):  # the first has read the lock (not yet there) and stops before writing it
+        if (signals / "first-read").exists() or first.poll() is not None:
+            break
+        time.sleep(0.01)
+    second = add("second")
+    (signals / "second-pid").write_text(str(second.pid))
+    outs = [p.communicate(timeout=120) for p in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0], outs
+    assert set(corpora.read_lock(isolated / "corpora.lock")) == {"old", "first", "second"}

@@ -228,3 +228,15 @@ def test_an_adaptive_strategy_shows_its_next_page_alone_and_follows_the_judgment
         s.grade("q1", nxt.doc, nxt.page, 3 if n == 0 else 0)
     assert s.left("q1") == 0 and len(s.queue("q1")) == len(pool)
     s.close()
+
+
+def test_the_workbench_opens_a_query_file_with_a_byte_order_mark_and_crlf(docs, isolated):
+    """Editors on Windows write UTF-8 with a BOM and CRLF line endings: the workbench reads it like any file."""
+    path = isolated / "windows.toml"
+    text = HEADER + '[[query]]\nid = "q1"\nclass = "needle"\ntext = "walrus migration"\n'
+    path.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    s = Session(path, docs, ARMS)
+    try:
+        assert s.ids() == ["q1"] and s.query_set().name == "mine"
+    finally:
+        s.close()

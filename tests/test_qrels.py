@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 import pytest
 
 from evalkit import corpora, qrels
@@ -5,7 +8,7 @@ from evalkit.cli import main
 from evalkit.qrels import QrelsError
 from evalkit.text import contains
 
-from .conftest import ROOT, make_pdf
+from .conftest import ROOT, make_pdf, one_line_error
 
 PAGES = {
     "a.pdf": ["The geometry package sets page margins.", "Tables get rules from booktabs."],
@@ -307,3 +310,49 @@ def test_cli_split_writes_two_files_and_never_overwrites(tmp_path, capsys):
     assert main(["qrels", "split", str(src), "--out", str(a), str(tmp_path / "c.toml")]) == 2
     assert "a.toml: already exists" in capsys.readouterr().err
     assert a.read_bytes() == before and not (tmp_path / "c.toml").exists()
+
+
+SHIPPED = sorted(p for p in (ROOT / "qrels").rglob("*.toml") if "drafts" not in p.parts)  # drafts: not sets
+
+
+@pytest.mark.parametrize("bom, newline", [(True, "\r\n"), (True, "\n"), (False, "\r\n")])
+def test_a_query_file_with_a_byte_order_mark_or_crlf_is_the_same_set(tmp_path, bom, newline):
+    """What editors on Windows write (UTF-8 with a BOM, CRLF) loads as the same set, digest included."""
+    for path in SHIPPED:
+        copy = tmp_path / path.name
+        copy.write_bytes(b"\xef\xbb\xbf" * bom + path.read_bytes().replace(b"\n", newline.encode()))
+        original, windows = qrels.load(path), qrels.load(copy)
+        assert (windows, windows.gains, windows.pooled) == (original, original.gains, original.pooled), path
+        assert windows.digest == original.digest
+
+
+def test_decode_gives_the_layout_a_writer_keeps():
+    for layout in (qrels.Layout(), qrels.Layout(True, "\r\n"), qrels.Layout(False, "\r\n"), qrels.Layout(True)):
+        raw = layout.encode('[set]\nname = "x"\n')
+        assert qrels.decode(raw, Path("x.toml")) == ('[set]\nname = "x"\n', layout)
+
+
+@pytest.mark.parametrize("encoding, says", [
+    ("utf-16", "not UTF-8 but UTF-16 or UTF-32"), ("utf-16-le", "not UTF-8 but UTF-16 or UTF-32"),
+    ("utf-32", "not UTF-8 but UTF-16 or UTF-32"), ("latin-1", "not UTF-8 (byte 0xe9 on line 3; Latin-1")])
+def test_a_query_file_in_another_encoding_is_one_line_naming_the_file(isolated, capsys, encoding, says):
+    d = isolated / "docs"
+    d.mkdir()
+    for name, texts in PAGES.items():
+        make_pdf(d / name, texts)
+    q = isolated / "q.toml"
+    q.write_bytes(GOOD.replace('name = "tiny"', 'name = "tiny café"').encode(encoding))  # line 3
+    with pytest.raises(QrelsError, match=f"^{q}: {re.escape(says)}"):
+        qrels.load(q)
+    assert main(["qrels", "check", str(q), "--docs", str(d)]) == 2
+    one_line_error(capsys, f"evalkit: {q}: {says}")
+
+
+@pytest.mark.slow
+def test_a_bom_crlf_copy_of_a_shipped_set_passes_qrels_check(real_env, monkeypatch, tmp_path, capsys):
+    for k, v in real_env.items():
+        monkeypatch.setenv(k, v)
+    copy = tmp_path / "rmanuals.toml"
+    copy.write_bytes(b"\xef\xbb\xbf" + (ROOT / "qrels" / "rmanuals.toml").read_bytes().replace(b"\n", b"\r\n"))
+    corpora.fetch(corpora.load("rmanuals"))
+    assert main(["qrels", "check", str(copy), "--strict"]) == 0, capsys.readouterr()

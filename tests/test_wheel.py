@@ -45,14 +45,19 @@ judgments = []
 '''
 
 
-def build_wheel(tmp: Path) -> Path:
-    """The wheel of a clean copy of the package (an in-tree build would reuse a stale ``build/``)."""
+def clean_copy(tmp: Path) -> Path:
+    """What the build reads, copied out of the checkout (an in-tree build would reuse a stale ``build/``)."""
     src = tmp / "src"
     shutil.copytree(ROOT / "evalkit", src / "evalkit", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "corpora.lock"):
         shutil.copy(ROOT / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(tmp / "wheels")], check=True)
+    return src
+
+
+def build_wheel(tmp: Path) -> Path:
+    """The wheel of a clean copy of the package."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(clean_copy(tmp)), "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(tmp / "wheels")], check=True)
     return next((tmp / "wheels").glob("evalkit-*.whl"))
 
 
@@ -81,6 +86,8 @@ def test_the_wheel_runs_corpus_run_report_and_gate_outside_the_checkout(tmp_path
     installed = tree(site)
     assert {"evalkit/py.typed", "evalkit/data/corpora.lock", "evalkit/data/gate.toml", "evalkit/data/report.ipynb",
             "evalkit/data/bench.ipynb"} <= set(installed)
+    # the repository's top-level lock, copied into the package by the build (setup.py)
+    assert installed["evalkit/data/corpora.lock"] == hashlib.sha256((ROOT / "corpora.lock").read_bytes()).hexdigest()
     work = tmp_path / "work"
     (work / "docs").mkdir(parents=True)
     make_pdf(work / "docs" / "a.pdf", ["seals on the ice", "walrus migration routes along the coast"])
@@ -147,3 +154,17 @@ def test_an_editable_install_is_not_shadowed_by_a_folder_named_evalkit(tmp_path)
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(ROOT / "evalkit" / "__init__.py"), "arm"]
+
+@pytest.mark.slow
+def test_an_editable_install_reads_the_checkouts_top_level_lock(tmp_path):
+    """``pip install -e``: the package runs from the checkout and reads its top-level corpora.lock, the one a
+    change to the lock edits; the build copies nothing into the package folder that could go stale."""
+    src = clean_copy(tmp_path)
+    build = "from setuptools import build_meta; print(build_meta.build_editable(%r))" % str(tmp_path / "wheels")
+    wheel = subprocess.run([sys.executable, "-c", build], cwd=src, capture_output=True, text=True, check=True)
+    site = fresh_venv(tmp_path, tmp_path / "wheels" / wheel.stdout.splitlines()[-1])
+    shipped = subprocess.run([site.parents[2] / "bin" / "python", "-c",
+                              "from evalkit import dirs; print(dirs.shipped_lock())"], cwd=tmp_path, capture_output=True,
+                             text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert shipped.returncode == 0 and shipped.stdout == f"{src / 'corpora.lock'}\n", shipped
+    assert not (src / "evalkit" / "data" / "corpora.lock").exists()
