@@ -19,19 +19,20 @@ The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every ru
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import tomlkit
 from tomlkit.items import AoT, Array, InlineTable, Table
 
 from . import pooling, qrels, validity
 from .atomic import write_atomic
-from .undo import Journal, UndoError
+from .undo import Journal, UndoError, digest
 from .qrels import Problem, QuerySet
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words, words
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from .api import OpenCorpus
 
 PageKey = tuple[str, int]
+P = ParamSpec("P")
+T = TypeVar("T")
 DEFAULT_ARMS = ("global-index", "keyword", "semantic")
 DEFAULT_STRATEGY = "depth(k=10)"
 _WORD = re.compile(r"[^\W_]+")
@@ -47,6 +50,29 @@ _WORD = re.compile(r"[^\W_]+")
 
 class JudgingError(Exception):
     """An action the workbench refuses; the message names the file, query or page and why."""
+
+
+def _action(method: Callable[Concatenate["Session", P], T]) -> Callable[Concatenate["Session", P], T]:
+    """A change of the file, all or nothing: the session first reads the file again if it changed on disk
+    (:meth:`Session.sync`: a hand edit is kept, and an action that no longer applies is refused), then
+    changes its document and saves it once; when anything fails on the way, the document goes back to
+    the file's text and nothing is written."""
+    @functools.wraps(method)
+    def run(self: "Session", *args: P.args, **kwargs: P.kwargs) -> T:
+        if self._depth:  # called by another action: that one reads and saves
+            return method(self, *args, **kwargs)
+        self.sync()
+        self._depth += 1
+        try:
+            out = method(self, *args, **kwargs)
+            self._save()
+            return out
+        except BaseException:
+            self.doc = self._parse(self._text)
+            raise
+        finally:
+            self._depth -= 1
+    return run
 
 
 # ---- the file: atomic writes and the lock ----------------------------------------------------------------
@@ -162,18 +188,26 @@ class Session:
             fresh = tomlkit.document()
             fresh["set"] = {"name": self.path.stem, "corpus": docs.name}
             write_atomic(self.path, tomlkit.dumps(fresh))
-        self.doc = self._read()
+        self._text = self._disk()  # the file as this session last read or wrote it
+        self.doc = self._parse(self._text)
+        self._depth = 0  # actions running (one calls another: a reword pools again), saved once, outermost
         self.journal = Journal(self.path)  # what undo restores, on disk: it outlives this session
         self.rankings: dict[str, dict[str, list[PageKey]]] = {}
         self._ranker: validity.Ranker | None = None
         self._vocab: frozenset[str] | None = None
 
-    def _read(self) -> tomlkit.TOMLDocument:
-        text = self.path.read_text(encoding="utf-8")
+    def _disk(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise JudgingError(f"{self.path}: the file is gone (moved or deleted?): nothing written") from None
+
+    def _parse(self, text: str) -> tomlkit.TOMLDocument:
         try:
             return tomlkit.parse(text)
         except tomlkit.exceptions.TOMLKitError as e:
-            raise JudgingError(f"{self.path}: not valid TOML: {e}") from None
+            raise JudgingError(f"{self.path}: not valid TOML ({e}): fix the file, then try again; nothing "
+                               "written") from None
 
     def close(self) -> None:
         if not self.closed:
@@ -182,26 +216,41 @@ class Session:
 
     # -- reading and writing the file --
 
-    def _save(self) -> None:
-        """Write the document now; the text it replaces goes into the undo journal."""
+    def sync(self) -> str:
+        """Read the file again when it changed on disk since this session last read or wrote it (a hand
+        edit, compared by the digest of its bytes), so that the next action applies to it and keeps it.
+        Returns what to tell the user ("" when nothing changed)."""
         if self.closed:
             raise JudgingError(f"{self.path}: this workbench was closed; open the file again")
-        before = self.path.read_text(encoding="utf-8")
+        text = self._disk()
+        if digest(text) == digest(self._text):
+            return ""
+        self.doc, self._text = self._parse(text), text
+        return f"{self.path} changed on disk (edited by hand?): read again, the change kept"
+
+    def _save(self) -> None:
+        """Write the document now; the text it replaces goes into the undo journal. Refused when the file
+        changed on disk while the action ran (its change would be overwritten)."""
         after = tomlkit.dumps(self.doc)
-        if after != before:
-            write_atomic(self.path, after)
-            self.journal.record(before, after)
+        if after == self._text:
+            return
+        if digest(self._disk()) != digest(self._text):
+            raise JudgingError(f"{self.path} changed on disk during this action (edited by hand?): nothing "
+                               "written, so that change is kept; try again")
+        write_atomic(self.path, after)
+        self.journal.record(self._text, after)
+        self._text = after
 
     def undo(self) -> bool:
         """Restore the file as it was before the last action, of this session or an earlier one on the same
         file; False when there is none. Refused when the file was changed since by anything else."""
-        if self.closed:
-            raise JudgingError(f"{self.path}: this workbench was closed; open the file again")
+        self.sync()
         try:
             done = self.journal.undo()
         except UndoError as e:
             raise JudgingError(str(e)) from None
-        self.doc = self._read()
+        self._text = self._disk()
+        self.doc = self._parse(self._text)
         return done
 
     def _entries(self) -> AoT | list:
@@ -229,6 +278,7 @@ class Session:
 
     # -- queries --
 
+    @_action
     def write_query(self, qid: str, cls: str, text: str, kind: str = "", distractor: str = "",
                     notes: str | None = None) -> list[str]:
         """Add a query or edit one; returns what would fail before any page is read (:meth:`before`).
@@ -253,7 +303,6 @@ class Session:
                 q[field] = value
             elif field in q:
                 del q[field]
-        self._save()
         if reworded and "pooled" in q:
             self.rankings.pop(qid, None)
             self.pool(qid)
@@ -268,6 +317,7 @@ class Session:
                 out += [{**d, "file": str(f)} for d in data.get("draft", [])]
         return out
 
+    @_action
     def from_draft(self, draft: dict[str, Any], qid: str | None = None) -> str:
         """A draft made a query (its text to be edited; its source kept in the notes): one key in the widget."""
         qid = qid or str(draft["id"])
@@ -298,6 +348,7 @@ class Session:
             self.rankings[qid] = out
         return self.rankings[qid]
 
+    @_action
     def pool(self, qid: str) -> list[PageKey]:
         """Draw the query's pool (blind, de-duplicated) and record it; judgments of pages the pool no longer
         holds move to ``set_aside``. Returns the pool."""
@@ -316,7 +367,6 @@ class Session:
             q["skipped"] = _array(s for s in q["skipped"] if split_page_id(str(s)) in keep)
         set_ = self.doc.setdefault("set", tomlkit.table())
         set_["pool_depth"], set_["pool_arms"] = self.strategy.depth, _array(self.arms, multiline=False)
-        self._save()
         return pages
 
     def _judged(self, qid: str) -> list[tuple[PageKey, int]]:
@@ -357,6 +407,7 @@ class Session:
         except (KeyError, IndexError):
             raise JudgingError(f"{self.path}: {page_id(doc, page)} is not a page of corpus {self.docs.name!r}") from None
 
+    @_action
     def grade(self, qid: str, doc: str, page: int, gain: int) -> None:
         """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer)."""
         if gain not in self.gains():
@@ -371,8 +422,8 @@ class Session:
         else:
             j["gain"] = gain
         self._unskip(qid, (doc, page))
-        self._save()
 
+    @_action
     def evidence(self, qid: str, doc: str, page: int, quote: str) -> str:
         """Store a quote, verbatim, as the evidence of a graded page, after checking the page holds it (as
         ``qrels check --strict`` will); returns the quote stored (trimmed of surrounding white space)."""
@@ -385,9 +436,9 @@ class Session:
         if j is None:
             raise JudgingError(f"{self.path}: query {qid!r}: grade {page_id(doc, page)} before giving its evidence")
         j["evidence"] = quote
-        self._save()
         return quote
 
+    @_action
     def note(self, qid: str, text: str, doc: str | None = None, page: int | None = None) -> None:
         """A note on a judged page (its ``notes``), or on the query when no page is given or it is unjudged."""
         j = self._judgment(qid, (doc, page)) if doc and page else None
@@ -396,14 +447,13 @@ class Session:
             where["notes"] = text.strip()
         elif "notes" in where:
             del where["notes"]
-        self._save()
 
+    @_action
     def skip(self, qid: str, doc: str, page: int) -> None:
         """Put an unjudged page at the end of the queue (it stays unjudged: strict check still wants it)."""
         q = self._query(qid)
         if self._judgment(qid, (doc, page)) is None and page_id(doc, page) not in q.get("skipped", []):
             q.setdefault("skipped", tomlkit.array()).append(page_id(doc, page))
-            self._save()
 
     def _unskip(self, qid: str, page: PageKey) -> None:
         q = self._query(qid)

@@ -228,3 +228,27 @@ def test_an_adaptive_strategy_shows_its_next_page_alone_and_follows_the_judgment
         s.grade("q1", nxt.doc, nxt.page, 3 if n == 0 else 0)
     assert s.left("q1") == 0 and len(s.queue("q1")) == len(pool)
     s.close()
+
+
+def test_a_hand_edit_made_while_the_workbench_is_open_is_kept(session):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    edited = session.path.read_text().replace('name = "mine"', 'name = "renamed"') + \
+        '\n# added by hand\n[[query]]\nid = "q2"\nclass = "needle"\ntext = "seal migration"\n'
+    session.path.write_text(edited)
+    session.grade("q1", "walrus.pdf", 2, 3)
+    qs = qrels.load(session.path)
+    assert qs.name == "renamed" and [q.id for q in qs.queries] == ["q1", "q2"]
+    assert "# added by hand" in session.path.read_text()
+    assert [(j.doc, j.page, j.gain) for j in qs["q1"].judgments] == [("walrus.pdf", 2, 3)]
+    assert session.undo() and session.path.read_text() == edited  # undo takes the grade back, not the edit
+
+
+def test_an_action_the_hand_edit_left_without_its_query_is_refused_and_writes_nothing(session):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    edited = session.path.read_text().replace('id = "q1"', 'id = "renamed"')
+    session.path.write_text(edited)
+    with pytest.raises(JudgingError, match="no query 'q1'"):
+        session.grade("q1", "walrus.pdf", 2, 3)
+    assert session.path.read_text() == edited and session.ids() == ["renamed"]

@@ -31,3 +31,25 @@ def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):
     assert again.view["item"]["id"] != first and again.view["item"]["gain"] is None
     assert qrels.load(path)["q1"].judgments[0].gain == 2
     again.close()
+
+
+def test_a_hand_edit_is_kept_and_told_and_a_page_it_removed_is_not_graded(docs, isolated):  # noqa: F811
+    path = isolated / "mine.toml"
+    path.write_text(HEADER)
+    w = ek.judge(path, docs, ARMS)
+    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
+    send(w, action="pool")
+    shown = w.view["item"]["id"]
+    path.write_text(path.read_text().replace('name = "mine"', 'name = "renamed"') + "# mine\n")
+    send(w, action="grade", value=2)
+    assert "changed on disk" in w.view["message"]
+    qs = qrels.load(path)
+    assert qs.name == "renamed" and path.read_text().endswith("# mine\n")
+    assert [(f"{j.doc}#{j.page}", j.gain) for j in qs["q1"].judgments] == [(shown, 2)]
+    shown = w.view["item"]["id"]  # the next page; the hand edit now takes it out of the pool
+    edited = path.read_text().replace(f'"{shown}",', "").replace(f'"{shown}"', "")
+    path.write_text(edited)
+    send(w, action="grade", value=3)
+    assert w.view["message"].count("\n") == 0 and f"{shown} is no longer a page of query 'q1'" in w.view["message"]
+    assert path.read_text() == edited
+    w.close()
