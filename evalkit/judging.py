@@ -5,8 +5,9 @@ note, a skip, an undo) is written at once, atomically (a temporary file, then ``
 ``tomlkit``, so the comments and layout a person gave the file survive. What is left to read is a pure
 function of what the file holds (``pooled``, ``judgments`` in the order they were made, ``skipped``) and,
 for an adaptive strategy, of the arms' rankings (:mod:`evalkit.pooling`), so a kernel restart, a closed
-tab or a crash resumes where the assessor stopped. A second workbench on the same file is refused through
-a lock file holding the owner's pid; the lock of a process that died is taken over, and the user told.
+tab or a crash resumes where the assessor stopped. One workbench per file: a session holds an exclusive
+``flock`` on ``FILE.lock`` for its lifetime, which the kernel drops when the process dies, so a second
+workbench, in this process or another, is refused while the first lives, and a killed one's is taken over.
 
 What the workbench adds to a query in the file (documented in qrels/README.md, "The judging workbench")::
 
@@ -19,9 +20,12 @@ The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every ru
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import re
+import socket
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,44 +81,59 @@ def _action(method: Callable[Concatenate["Session", P], T]) -> Callable[Concaten
 
 # ---- the file: atomic writes and the lock ----------------------------------------------------------------
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
-def acquire(path: Path) -> str:
-    """Take the workbench lock of ``path``; returns what the user should be told ("" when nothing).
-    A live other process holding it is refused; this process's own lock (a re-run cell) and a dead
-    process's lock (a killed kernel) are taken over."""
-    lock = lock_path(path)
-    try:
-        held = int(lock.read_text().split()[0])
-    except (FileNotFoundError, ValueError, IndexError):
-        held = 0
-    if held and held != os.getpid() and _alive(held):
-        raise JudgingError(f"{path} is open in another workbench (process {held}, lock {lock}); close it there "
-                           "first, or delete the lock if that process is not judging")
-    write_atomic(lock, f"{os.getpid()}\n")
-    return f"took over the lock of process {held}, which is no longer running: nothing was lost" \
-        if held and held != os.getpid() else ""
+_OPEN: "weakref.WeakValueDictionary[str, Session]" = weakref.WeakValueDictionary()  # this process's, by file
 
 
-def release(path: Path) -> None:
+def _holder(text: str) -> int | None:
+    m = re.match(r"\s*(?:pid )?(\d+)", text)
+    return int(m.group(1)) if m else None
+
+
+def acquire(path: Path) -> tuple[int, str]:
+    """Take the workbench lock of ``path``: an exclusive ``flock`` on ``FILE.lock``, held until
+    :func:`release` (or until the process dies: the kernel drops it, so a killed kernel's lock is free).
+    Another holder, in this process or another, is refused, naming it. Returns the descriptor to keep and
+    what the user should be told ("" when nothing)."""
     lock = lock_path(path)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            os.close(fd)
+            who = ("another workbench of this process (close it first: w.close())" if _holder(text) == os.getpid()
+                   else f"another workbench ({text or 'a process starting up'})")
+            raise JudgingError(f"{path} is open in {who}; lock {lock}: one workbench per file") from None
+        try:
+            if os.stat(lock).st_ino == os.fstat(fd).st_ino:  # not removed by its owner since we opened it
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    text = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+    held = _holder(text)
+    return fd, (f"took over the lock of process {held}, which is no longer running: nothing was lost"
+                if held and held != os.getpid() else "")
+
+
+def release(path: Path, fd: int) -> None:
+    """Give the lock ``fd`` (from :func:`acquire`) back: its file removed while still held, so that whoever
+    opened it meanwhile sees it gone and takes a new one; only the owner ever removes it."""
     try:
-        if int(lock.read_text().split()[0]) == os.getpid():
+        lock = lock_path(path)
+        if os.stat(lock).st_ino == os.fstat(fd).st_ino:
             lock.unlink()
-    except (FileNotFoundError, ValueError, IndexError):
+    except FileNotFoundError:
         pass
+    finally:
+        os.close(fd)
 
 
 # ---- page text as the assessor sees it -------------------------------------------------------------------
@@ -172,24 +191,33 @@ class Session:
     """A judging session over one query file (created when missing). ``docs`` is the corpus the pages come
     from; ``arms`` the arm specs (or retrievers, registered with :func:`evalkit.api.arm`) pooled from;
     ``strategy`` a :mod:`evalkit.pooling` spec: ``depth(k=10)`` shows the whole pool, ``mtf`` and
-    ``maxmean`` the next page they choose."""
+    ``maxmean`` the next page they choose. One session per file holds its lock for its lifetime; with
+    ``replace``, a session of this process on the same file is closed first (a notebook cell run again)."""
 
     def __init__(self, path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = DEFAULT_ARMS,
-                 strategy: str = DEFAULT_STRATEGY):
+                 strategy: str = DEFAULT_STRATEGY, replace: bool = False):
         from .api import arm as register
 
         self.path, self.docs = Path(path), docs
         self.arms = [a if isinstance(a, str) else register(a) for a in arms]
         self.strategy = pooling.strategy(strategy)
         self.path.parent.mkdir(parents=True, exist_ok=True)  # a new set in a folder not made yet (qrels/ of a fresh project)
-        self.message = acquire(self.path)
-        self.closed = False
-        if not self.path.exists():
-            fresh = tomlkit.document()
-            fresh["set"] = {"name": self.path.stem, "corpus": docs.name}
-            write_atomic(self.path, tomlkit.dumps(fresh))
-        self._text = self._disk()  # the file as this session last read or wrote it
-        self.doc = self._parse(self._text)
+        key = os.path.realpath(self.path)
+        if replace and (earlier := _OPEN.get(key)) is not None:
+            earlier.close("it was replaced by a newer workbench on the same file (the cell run again?): use that one")
+        fd, self.message = acquire(self.path)
+        self._release = weakref.finalize(self, release, self.path, fd)  # also when dropped without close()
+        _OPEN[key], self.closed, self._why_closed = self, False, ""
+        try:
+            if not self.path.exists():
+                fresh = tomlkit.document()
+                fresh["set"] = {"name": self.path.stem, "corpus": docs.name}
+                write_atomic(self.path, tomlkit.dumps(fresh))
+            self._text = self._disk()  # the file as this session last read or wrote it
+            self.doc = self._parse(self._text)
+        except BaseException:
+            self.close()
+            raise
         self._depth = 0  # actions running (one calls another: a reword pools again), saved once, outermost
         self.journal = Journal(self.path)  # what undo restores, on disk: it outlives this session
         self.rankings: dict[str, dict[str, list[PageKey]]] = {}
@@ -209,10 +237,11 @@ class Session:
             raise JudgingError(f"{self.path}: not valid TOML ({e}): fix the file, then try again; nothing "
                                "written") from None
 
-    def close(self) -> None:
+    def close(self, why: str = "it was closed") -> None:
+        """Release the file's lock; every later action of this session is refused, saying ``why``."""
         if not self.closed:
-            release(self.path)
-            self.closed = True
+            self._release()
+            self.closed, self._why_closed = True, why
 
     # -- reading and writing the file --
 
@@ -221,7 +250,7 @@ class Session:
         edit, compared by the digest of its bytes), so that the next action applies to it and keeps it.
         Returns what to tell the user ("" when nothing changed)."""
         if self.closed:
-            raise JudgingError(f"{self.path}: this workbench was closed; open the file again")
+            raise JudgingError(f"{self.path}: this workbench writes nothing more: {self._why_closed}")
         text = self._disk()
         if digest(text) == digest(self._text):
             return ""

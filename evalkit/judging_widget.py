@@ -208,5 +208,7 @@ ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
 
 def judge(path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = judging.DEFAULT_ARMS,
           strategy: str = judging.DEFAULT_STRATEGY, drafts: str | Path = Path("qrels") / "drafts") -> Workbench:
-    """Open the judging workbench on a query file (created when missing) over a corpus; see :mod:`evalkit.judging`."""
-    return Workbench(Session(path, docs, arms, strategy), drafts)
+    """Open the judging workbench on a query file (created when missing) over a corpus; see :mod:`evalkit.judging`.
+    A workbench this kernel already has open on the file is closed first (the cell run again replaces it);
+    one in another process is refused."""
+    return Workbench(Session(path, docs, arms, strategy, replace=True), drafts)

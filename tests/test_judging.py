@@ -2,6 +2,7 @@
 shows before judging, and what it writes is what ``qrels check --strict`` accepts."""
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -123,19 +124,84 @@ def test_undo_survives_a_restart_and_keeps_an_edit_by_hand(session, docs):
     again.close()
 
 
-def test_a_second_workbench_is_refused_and_a_dead_owner_taken_over(session, docs):
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+HOLDER = """
+import sys
+import evalkit as ek
+from evalkit.judging import JudgingError, Session
+docs = ek.corpus(docs=sys.argv[2], progress=False)
+for _ in sys.stdin:  # "go": open the file, say whether it got in, hold it until the next line, close it
     try:
-        judging.lock_path(session.path).write_text(f"{other.pid}\n")
-        with pytest.raises(JudgingError, match=f"another workbench \\(process {other.pid}"):
+        s = Session(sys.argv[1], docs, ())
+        print("in", flush=True)
+    except JudgingError as e:
+        s = None
+        print("refused", e, flush=True)
+    sys.stdin.readline()
+    if s is not None:
+        s.close()
+    print("closed", flush=True)
+"""
+
+
+def holders(session, n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", HOLDER, str(session.path), str(session.docs.corpus.root)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ)
+            for _ in range(n)]
+
+
+def say(procs: list[subprocess.Popen], line: str) -> list[str]:
+    for p in procs:
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+    return [p.stdout.readline().strip() for p in procs]
+
+
+def test_a_second_workbench_of_this_process_is_refused_and_one_closed_or_dropped_frees_the_file(session, docs):
+    with pytest.raises(JudgingError, match="open in another workbench of this process"):
+        Session(session.path, docs, ARMS)
+    session.write_query("q1", "needle", "walrus migration sea ice")  # the first still writes
+    assert judging.lock_path(session.path).exists()
+    session.close()
+    with pytest.raises(JudgingError, match="writes nothing more: it was closed"):
+        session.grade("q1", "walrus.pdf", 2, 3)
+    again = Session(session.path, docs, ARMS)
+    del again  # dropped without close (a garbage-collected widget): the lock goes with it
+    gc.collect()
+    third = Session(session.path, docs, ARMS)
+    third.grade("q1", "walrus.pdf", 2, 3)
+    third.close()
+    assert not judging.lock_path(session.path).exists()
+    assert [(j.doc, j.page, j.gain) for j in qrels.load(session.path)["q1"].judgments] == [("walrus.pdf", 2, 3)]
+
+
+def test_a_workbench_of_another_process_is_refused_by_name_and_taken_over_once_it_is_killed(session, docs):
+    session.close()
+    [other] = holders(session, 1)
+    try:
+        assert say([other], "go") == ["in"]
+        with pytest.raises(JudgingError, match=f"open in another workbench \\(pid {other.pid} on "):
             Session(session.path, docs, ARMS)
     finally:
-        other.kill()
+        other.kill()  # SIGKILL: it never releases anything
         other.wait()
     again = Session(session.path, docs, ARMS)
     assert f"process {other.pid}, which is no longer running" in again.message
     again.close()
     assert not judging.lock_path(session.path).exists()
+
+
+def test_two_workbenches_opening_at_the_same_instant_never_both_get_in(session):
+    session.close()
+    procs = holders(session, 2)
+    try:
+        for _ in range(20):
+            got = say(procs, "go")  # both are waiting on this line: they try at the same instant
+            assert sorted(g.split()[0] for g in got) == ["in", "refused"], got
+            assert say(procs, "end") == ["closed", "closed"]
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait(timeout=60)
 
 
 def test_a_reworded_query_is_pooled_again_and_stale_judgments_set_aside(session):

@@ -3,7 +3,7 @@ view itself): keys become judgments in the file, and the view gets text only."""
 from __future__ import annotations
 
 import evalkit as ek
-from evalkit import qrels
+from evalkit import judging, qrels
 from tests.test_judging import ARMS, HEADER, docs  # noqa: F401 - fixture
 
 
@@ -53,3 +53,23 @@ def test_a_hand_edit_is_kept_and_told_and_a_page_it_removed_is_not_graded(docs, 
     assert w.view["message"].count("\n") == 0 and f"{shown} is no longer a page of query 'q1'" in w.view["message"]
     assert path.read_text() == edited
     w.close()
+
+
+def test_running_the_cell_again_replaces_the_earlier_workbench_which_then_writes_nothing(docs, isolated):  # noqa: F811
+    path = isolated / "mine.toml"
+    path.write_text(HEADER)
+    first = ek.judge(path, docs, ARMS)
+    send(first, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
+    send(first, action="pool")
+    send(first, action="grade", value=2)
+    second = ek.judge(path, docs, ARMS)  # the same cell run again
+    written = path.read_bytes()
+    send(first, action="grade", value=3)
+    assert "replaced by a newer workbench" in first.view["message"] and path.read_bytes() == written
+    first.close()  # closing the old one leaves the new one's lock alone
+    assert judging.lock_path(path).exists()
+    send(second, action="grade", value=1)
+    send(second, action="note", text="checked twice")
+    assert [j.gain for j in qrels.load(path)["q1"].judgments] == [2, 1]
+    assert second.view["left"] == len(qrels.load(path).pooled["q1"]) - 2
+    second.close()
