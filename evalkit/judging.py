@@ -25,6 +25,7 @@ import functools
 import os
 import re
 import socket
+import tomllib
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ T = TypeVar("T")
 DEFAULT_ARMS = ("global-index", "keyword", "semantic")
 DEFAULT_STRATEGY = "depth(k=10)"
 _WORD = re.compile(r"[^\W_]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+BOM = "\ufeff"
 
 
 class JudgingError(Exception):
@@ -65,6 +68,11 @@ def _action(method: Callable[Concatenate["Session", P], T]) -> Callable[Concaten
     def run(self: "Session", *args: P.args, **kwargs: P.kwargs) -> T:
         if self._depth:  # called by another action: that one reads and saves
             return method(self, *args, **kwargs)
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, str) and (bad := _SURROGATE.search(value)):
+                raise JudgingError(f"{self.path}: the text {value[:60]!r} holds a lone surrogate "
+                                   f"(U+{ord(bad.group()):04X}, half of a character that never arrived whole): "
+                                   "nothing written; type or paste it again")
         self.sync()
         self._depth += 1
         try:
@@ -79,7 +87,42 @@ def _action(method: Callable[Concatenate["Session", P], T]) -> Callable[Concaten
     return run
 
 
-# ---- the file: atomic writes and the lock ----------------------------------------------------------------
+# ---- the file: what is read and written, and the lock ----------------------------------------------------
+
+def _check(text: str, path: Path) -> None:
+    """Raise :class:`evalkit.qrels.QrelsError` unless ``text`` is a query file evalkit reads (a new one may
+    have no query yet) whose workbench fields are what the session expects. UTF-8 too: a lone surrogate
+    cannot be written."""
+    try:
+        raw = text.removeprefix(BOM).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise qrels.QrelsError(f"{path}: character {e.start} is a lone surrogate, which UTF-8 cannot hold") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise qrels.QrelsError(f"{path}: not valid TOML: {e}") from None
+    if "query" not in data:
+        return
+    qs = qrels.parse(raw, path)
+    for q, entry in zip(qs.queries, data["query"]):
+        skipped, aside = entry.get("skipped", []), entry.get("set_aside", [])
+        try:
+            if not isinstance(aside, list) or not isinstance(skipped, list):
+                raise ValueError
+            [split_page_id(p) for p in skipped]
+        except (ValueError, TypeError, AttributeError):
+            raise qrels.QrelsError(f"{path}: query {q.id!r}: 'skipped' is not a list of page ids "
+                                   "(\"doc.pdf#3\") or 'set_aside' not a list") from None
+
+
+def _styled(text: str, like: str) -> str:
+    """``text`` (tomlkit's, line ends as they come) with the line ends and byte-order mark of ``like``,
+    the file as read: a file saved from Windows stays CRLF."""
+    text = text.replace("\r\n", "\n")
+    body = like.removeprefix(BOM)
+    if body.find("\n") > 0 and body[body.find("\n") - 1] == "\r":
+        text = text.replace("\n", "\r\n")
+    return BOM + text if like.startswith(BOM) else text
 
 def lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
@@ -225,17 +268,24 @@ class Session:
         self._vocab: frozenset[str] | None = None
 
     def _disk(self) -> str:
+        """The file's text exactly as its bytes hold it (line endings and a byte-order mark included)."""
         try:
-            return self.path.read_text(encoding="utf-8")
+            return self.path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             raise JudgingError(f"{self.path}: the file is gone (moved or deleted?): nothing written") from None
+        except UnicodeDecodeError as e:
+            raise JudgingError(f"{self.path}: not UTF-8 (byte {e.start}): fix the file, then try again; "
+                               "nothing written") from None
+        except OSError as e:
+            raise JudgingError(f"{self.path}: cannot be read ({e.strerror}): nothing written") from None
 
     def _parse(self, text: str) -> tomlkit.TOMLDocument:
+        """The document of ``text``, refused in one line when evalkit could not read it as a query file."""
         try:
-            return tomlkit.parse(text)
-        except tomlkit.exceptions.TOMLKitError as e:
-            raise JudgingError(f"{self.path}: not valid TOML ({e}): fix the file, then try again; nothing "
-                               "written") from None
+            _check(text, self.path)
+            return tomlkit.parse(text.removeprefix(BOM))
+        except (qrels.QrelsError, tomlkit.exceptions.TOMLKitError) as e:
+            raise JudgingError(f"{e}: fix the file, then try again; nothing written") from None
 
     def close(self, why: str = "it was closed") -> None:
         """Release the file's lock; every later action of this session is refused, saying ``why``."""
@@ -260,14 +310,21 @@ class Session:
     def _save(self) -> None:
         """Write the document now; the text it replaces goes into the undo journal. Refused when the file
         changed on disk while the action ran (its change would be overwritten)."""
-        after = tomlkit.dumps(self.doc)
+        after = _styled(tomlkit.dumps(self.doc), self._text)
         if after == self._text:
             return
+        try:
+            _check(after, self.path)  # what is written is a file evalkit reads
+        except qrels.QrelsError as e:
+            raise JudgingError(f"{e} (the action would write that): nothing written") from None
         if digest(self._disk()) != digest(self._text):
             raise JudgingError(f"{self.path} changed on disk during this action (edited by hand?): nothing "
                                "written, so that change is kept; try again")
+        try:
+            self.journal.record(self._text, after)  # first: a kill before the file leaves an entry undo drops
+        except UndoError as e:
+            raise JudgingError(str(e)) from None
         write_atomic(self.path, after)
-        self.journal.record(self._text, after)
         self._text = after
 
     def undo(self) -> bool:

@@ -6,10 +6,11 @@ import gc
 import os
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
-from evalkit import api, judging, qrels
+from evalkit import api, judging, qrels, undo
 from evalkit.judging import JudgingError, Session
 from tests.conftest import make_pdf
 
@@ -318,3 +319,104 @@ def test_an_action_the_hand_edit_left_without_its_query_is_refused_and_writes_no
     with pytest.raises(JudgingError, match="no query 'q1'"):
         session.grade("q1", "walrus.pdf", 2, 3)
     assert session.path.read_text() == edited and session.ids() == ["renamed"]
+
+
+KILLED = """
+import sys, time
+import evalkit as ek
+from evalkit import judging, undo
+from evalkit.judging import Session
+s = Session(sys.argv[1], ek.corpus(docs=sys.argv[2], progress=False), ())
+real, calls = judging.write_atomic, []
+def pausing(path, text):  # the action's writes, in order; the one named by argv[3] never happens
+    calls.append(path)
+    if len(calls) == int(sys.argv[3]):
+        print("paused before", path.name, flush=True)
+        time.sleep(3600)
+    real(path, text)
+judging.write_atomic = undo.write_atomic = pausing
+s.grade("q1", "walrus.pdf", 2, 3)
+"""
+
+
+@pytest.mark.parametrize("write", [1, 2])
+def test_a_kill_between_the_two_writes_of_an_action_leaves_undo_usable(session, docs, write):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    pooled = session.path.read_text()
+    session.grade("q1", "walrus.pdf", 1, 0)
+    graded = session.path.read_text()
+    session.close()
+    child = subprocess.Popen([sys.executable, "-c", KILLED, str(session.path), str(docs.corpus.root), str(write)],
+                             stdout=subprocess.PIPE, text=True, env=os.environ)
+    try:
+        assert child.stdout.readline().startswith("paused before")
+    finally:
+        child.kill()  # SIGKILL between the journal's write and the file's (or before both)
+        child.wait()
+    again = Session(session.path, docs, ARMS)
+    landed = again.path.read_text() != graded
+    assert again.undo()  # never "edited by hand?"
+    assert again.path.read_text() == (graded if landed else pooled)
+    again.grade("q1", "walrus.pdf", 2, 2)
+    assert again.undo() and again.path.read_text() == (graded if landed else pooled)
+    again.close()
+
+
+def one_line_refusal(s: Session, match: str) -> None:
+    before = s.path.read_bytes()
+    for act in (lambda: s.grade("q1", "walrus.pdf", 2, 3), s.undo):
+        with pytest.raises(JudgingError, match=match) as e:
+            act()
+        assert "\n" not in str(e.value) and s.path.read_bytes() == before
+
+
+def test_a_broken_journal_or_query_file_is_refused_in_one_line_and_nothing_is_half_done(session):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    journal = undo.journal_path(session.path)
+    journal.unlink()
+    journal.mkdir()
+    one_line_refusal(session, "undo journal cannot be read \\(a folder\\)")
+    journal.rmdir()
+    journal.write_bytes(b"\xff\xfe not json\n")
+    one_line_refusal(session, "undo journal cannot be read \\(not UTF-8\\)")
+    journal.unlink()
+    good = session.path.read_text()
+    session.path.write_text(good + "[[query]\n")  # broken by hand
+    one_line_refusal(session, "mine.toml: not valid TOML")
+    session.path.write_text(good.replace('class = "needle"', "class = 5"))
+    one_line_refusal(session, "mine.toml: query 'q1': field 'class' is missing or not a str")
+    session.path.write_text(good)
+    session.grade("q1", "walrus.pdf", 2, 3)  # fixed by hand: the workbench goes on
+    assert qrels.load(session.path)["q1"].judgments[0].gain == 3
+
+
+def test_a_lone_surrogate_is_refused_where_it_comes_in_and_blocks_nothing_after(session):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    session.grade("q1", "walrus.pdf", 2, 3)
+    before = session.path.read_bytes()
+    with pytest.raises(JudgingError, match="lone surrogate \\(U\\+D83D"):
+        session.note("q1", "seal \ud83d", "walrus.pdf", 2)
+    assert session.path.read_bytes() == before
+    session.note("q1", "a seal", "walrus.pdf", 2)
+    session.grade("q1", "walrus.pdf", 1, 0)
+    assert [j.gain for j in qrels.load(session.path)["q1"].judgments] == [3, 0]
+
+
+def test_crlf_line_endings_and_a_byte_order_mark_are_kept_and_undone_byte_for_byte(docs, isolated):
+    path = isolated / "windows.toml"
+    original = b"\xef\xbb\xbf" + HEADER.replace("\n", "\r\n").encode()
+    path.write_bytes(original)
+    s = Session(path, docs, ARMS)
+    s.write_query("q1", "needle", "walrus migration sea ice")
+    s.pool("q1")
+    s.grade("q1", "walrus.pdf", 2, 3)
+    raw = path.read_bytes()
+    assert raw.startswith(original) and raw.count(b"\n") == raw.count(b"\r\n") > HEADER.count("\n")
+    assert tomllib.loads(raw.decode("utf-8-sig"))["query"][0]["judgments"][0]["gain"] == 3
+    while s.undo():
+        pass
+    assert path.read_bytes() == original
+    s.close()

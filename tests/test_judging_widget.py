@@ -73,3 +73,21 @@ def test_running_the_cell_again_replaces_the_earlier_workbench_which_then_writes
     assert [j.gain for j in qrels.load(path)["q1"].judgments] == [2, 1]
     assert second.view["left"] == len(qrels.load(path).pooled["q1"]) - 2
     second.close()
+
+
+def test_a_lone_surrogate_or_a_broken_file_is_a_message_and_the_next_key_works(docs, isolated):  # noqa: F811
+    path = isolated / "mine.toml"
+    path.write_text(HEADER)
+    w = ek.judge(path, docs, ARMS)
+    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
+    send(w, action="pool")
+    send(w, action="note", text="half an emoji \ud83d")  # what a browser may send
+    assert "lone surrogate" in w.view["message"] and "\n" not in w.view["message"]
+    good = path.read_text()
+    path.write_text(good + "[[query]\n")
+    send(w, action="grade", value=2)
+    assert "not valid TOML" in w.view["message"] and "\n" not in w.view["message"]
+    path.write_text(good)
+    send(w, action="grade", value=2)
+    assert w.view["message"] == "" and [j.gain for j in qrels.load(path)["q1"].judgments] == [2]
+    w.close()
