@@ -13,8 +13,10 @@ What the workbench adds to a query in the file (documented in qrels/README.md, "
 
     pooled = ["booktabs.pdf#6", ...]      # the pool drawn for the current text, in blind order
     skipped = ["ctable.pdf#5"]            # pages put to the end of the queue (still unjudged)
-    set_aside = [{ doc = ..., page = ..., gain = ..., evidence = ... }]   # judgments of an earlier
-                                          # wording whose pages the new pool no longer holds
+    set_aside = [{ doc = ..., page = ..., gain = ..., reread = ... }]   # judgments below gain 2 of an
+                                          # earlier wording whose pages the new pool no longer holds
+    judgments = [{ doc = ..., page = ..., gain = 3, reread = "old text" }]   # graded under an earlier
+                                          # wording: counts, and is to be read again (then ``previous``)
 
 The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every rule lives here.
 """
@@ -39,6 +41,7 @@ from . import pooling, qrels, validity
 from .atomic import write_atomic
 from .undo import Journal, UndoError, digest
 from .qrels import Problem, QuerySet
+from .measures import GOLD_GAIN
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words, words
 
@@ -224,10 +227,16 @@ class Item:
     gain: int | None
     evidence: str
     skipped: bool
+    reread: str = ""  # the earlier wording its grade was given under: to read again under the current one
 
     @property
     def id(self) -> str:
         return page_id(self.doc, self.page)
+
+    @property
+    def todo(self) -> bool:
+        """Left to read: never graded, or graded under an earlier wording."""
+        return self.gain is None or bool(self.reread)
 
 
 class Session:
@@ -368,7 +377,9 @@ class Session:
     def write_query(self, qid: str, cls: str, text: str, kind: str = "", distractor: str = "",
                     notes: str | None = None) -> list[str]:
         """Add a query or edit one; returns what would fail before any page is read (:meth:`before`).
-        A reworded query that has a pool is pooled again, its judgments of pages no longer pooled set aside."""
+        Rewording a query marks every page it has graded to be read again (``reread``, the wording the grade
+        was given under: it still counts until then, and ``check --strict`` lists it); one that has a pool
+        is pooled again (:meth:`pool`)."""
         qid, text = qid.strip(), " ".join(text.split())
         if not qid or not text:
             raise JudgingError(f"{self.path}: a query needs an id and a text")
@@ -382,14 +393,17 @@ class Session:
             table["judgments"] = tomlkit.array().multiline(True)
             self.doc.setdefault("query", tomlkit.aot()).append(table)
         q = self._query(qid)
-        reworded = str(q["text"]) != text
+        old = str(q["text"])
         q["class"], q["text"] = cls, text
+        for j in q.get("judgments", []) if old != text else []:
+            if "reread" not in j:  # reworded twice before reading: the grade's own wording stays
+                j["reread"] = old
         for field, value in (("kind", kind), ("distractor", distractor), *((("notes", notes),) if notes is not None else ())):
             if value:
                 q[field] = value
             elif field in q:
                 del q[field]
-        if reworded and "pooled" in q:
+        if old != text and "pooled" in q:
             self.rankings.pop(qid, None)
             self.pool(qid)
         return self.before(qid)
@@ -436,19 +450,21 @@ class Session:
 
     @_action
     def pool(self, qid: str) -> list[PageKey]:
-        """Draw the query's pool (blind, de-duplicated) and record it; judgments of pages the pool no longer
-        holds move to ``set_aside``. Returns the pool."""
+        """Draw the query's pool (blind, de-duplicated) and record it; judgments below gain 2 of pages the pool
+        no longer holds move to ``set_aside``, while a relevant page (gain 2 or more) is never set aside
+        unasked: it stays in the queue. Returns the pool."""
         q = self._query(qid)
         pages = self.strategy.pool(self.search(qid))
         q["pooled"] = _array(page_id(*p) for p in pages)
         keep = set(pages)
         judged = q.get("judgments", [])
-        moved = [j for j in judged if (str(j["doc"]), int(j["page"])) not in keep]
-        if moved:
+        stays = [(str(j["doc"]), int(j["page"])) in keep or int(j["gain"]) >= GOLD_GAIN for j in judged]
+        if not all(stays):
             aside = q.setdefault("set_aside", tomlkit.array().multiline(True))
-            for j in moved:
-                aside.append(j)
-            q["judgments"] = _array(j for j in judged if (str(j["doc"]), int(j["page"])) in keep)
+            for j, stay in zip(judged, stays):
+                if not stay:
+                    aside.append(j)
+            q["judgments"] = _array(j for j, stay in zip(judged, stays) if stay)
         if "skipped" in q:
             q["skipped"] = _array(s for s in q["skipped"] if split_page_id(str(s)) in keep)
         set_ = self.doc.setdefault("set", tomlkit.table())
@@ -473,12 +489,13 @@ class Session:
         else:
             order = [p for p in judged if p not in set(pooled)] + [p for p in pooled if p not in skipped or p in judged]
             order += [p for p in pooled if p in skipped and p not in judged]
-        return [Item(p[0], p[1], int(judged[p]["gain"]), str(judged[p].get("evidence", "")), False) if p in judged
+        return [Item(p[0], p[1], int(judged[p]["gain"]), str(judged[p].get("evidence", "")), False,
+                     str(judged[p].get("reread", ""))) if p in judged
                 else Item(p[0], p[1], None, "", p in skipped) for p in order]
 
     def left(self, qid: str) -> int:
         """Pages pooled for the query and not judged yet."""
-        return sum(i.gain is None for i in self.queue(qid))
+        return sum(i.todo for i in self.queue(qid))
 
     # -- judging --
 
@@ -495,7 +512,9 @@ class Session:
 
     @_action
     def grade(self, qid: str, doc: str, page: int, gain: int) -> None:
-        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer)."""
+        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer).
+        A page graded under an earlier wording keeps that grade, its wording and evidence as ``previous``;
+        its evidence is to be taken again, for the current wording."""
         if gain not in self.gains():
             raise JudgingError(f"{self.path}: gain {gain} is not in the rubric ({', '.join(map(str, sorted(self.gains())))})")
         self.text(doc, page)
@@ -506,6 +525,10 @@ class Session:
             j.update({"doc": doc, "page": page, "gain": gain})
             q.setdefault("judgments", tomlkit.array().multiline(True)).append(j)
         else:
+            if "reread" in j:
+                j["previous"] = _previous(j)
+                for key in ("reread", "evidence"):
+                    j.pop(key, None)
             j["gain"] = gain
         self._unskip(qid, (doc, page))
 
@@ -604,6 +627,15 @@ def _array(values: Any, multiline: bool = True) -> Array:
     for v in values:
         a.append(v)
     return a.multiline(multiline) if len(a) > 3 and multiline else a
+
+
+def _previous(j: InlineTable) -> InlineTable:
+    """The grade a page had under an earlier wording, kept on its judgment once it is graded again."""
+    out = tomlkit.inline_table()
+    out.update({"gain": int(j["gain"]), "text": str(j["reread"])})
+    if "evidence" in j:
+        out["evidence"] = str(j["evidence"])
+    return out
 
 
 def _trap_line(s: Session, qid: str, text: str, distractor: str) -> str:

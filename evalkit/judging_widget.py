@@ -50,7 +50,7 @@ class Workbench(anywidget.AnyWidget):
         if "pooled" in self.session._query(self.qid):
             self.session.search(self.qid)
         queue = self.session.queue(self.qid)
-        return next((i for i, item in enumerate(queue) if item.gain is None), max(len(queue) - 1, 0))
+        return next((i for i, item in enumerate(queue) if item.todo), max(len(queue) - 1, 0))
 
     def _item(self) -> judging.Item | None:
         queue = self.session.queue(self.qid) if self.qid else []
@@ -66,9 +66,10 @@ class Workbench(anywidget.AnyWidget):
         self.view = {
             "file": str(s.path), "classes": list(CLASSES), "kinds": list(ABSTAIN_KINDS),
             "query": query and {k: query.get(k, "") for k in ("id", "class", "text", "kind", "distractor")},
-            "left": sum(i.gain is None for i in queue), "position": f"{self.index + 1}/{len(queue)}",
+            "left": sum(i.todo for i in queue), "position": f"{self.index + 1}/{len(queue)}",
             "item": item and {"id": item.id, "gain": item.gain, "evidence": item.evidence, "skipped": item.skipped,
-                              "notes": str(judgment.get("notes", "")) if judgment is not None else ""},
+                              "notes": str(judgment.get("notes", "")) if judgment is not None else "",
+                              "reread": item.reread, "previous": _previous(judgment)},
             "segments": judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else [],
             "image": base64.b64encode(judging.render(s.docs, item.doc, item.page)).decode() if item and self.image else "",
             "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
@@ -189,13 +190,19 @@ class Workbench(anywidget.AnyWidget):
 
     def _advance(self, qid: str) -> None:
         queue = self.session.queue(qid)
-        nxt = next((i for i in range(self.index + 1, len(queue)) if queue[i].gain is None), None)
-        self.index = nxt if nxt is not None else self._first_unjudged() if any(i.gain is None for i in queue) else self.index
+        nxt = next((i for i in range(self.index + 1, len(queue)) if queue[i].todo), None)
+        self.index = nxt if nxt is not None else self._first_unjudged() if any(i.todo for i in queue) else self.index
         self.image = False
 
     def close(self) -> None:
         self.session.close()
         super().close()
+
+
+def _previous(judgment: Any) -> str:
+    """A page's grade under an earlier wording, as the view shows it once the page is graded again."""
+    prev = judgment.get("previous") if judgment is not None else None
+    return f"{prev.get('gain')} under {str(prev.get('text', ''))!r}" if isinstance(prev, dict) else ""
 
 
 ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {

@@ -205,15 +205,39 @@ def test_two_workbenches_opening_at_the_same_instant_never_both_get_in(session):
             p.wait(timeout=60)
 
 
-def test_a_reworded_query_is_pooled_again_and_stale_judgments_set_aside(session):
+def test_a_reworded_query_is_pooled_again_and_only_pages_below_gain_2_set_aside(session):
     session.write_query("q1", "needle", "walrus migration sea ice")
     session.pool("q1")
     session.grade("q1", "walrus.pdf", 2, 3)
+    session.grade("q1", "ice.pdf", 1, 0)
     session.write_query("q1", "needle", "penguins")
-    q = qrels.load(session.path)["q1"]
-    assert ("walrus.pdf", 2) not in qrels.load(session.path).pooled["q1"]
-    assert q.judgments == ()
-    assert 'set_aside' in session.path.read_text() and "walrus.pdf" in session.path.read_text().split("set_aside")[1]
+    qs = qrels.load(session.path)
+    assert {("walrus.pdf", 2), ("ice.pdf", 1)}.isdisjoint(qs.pooled["q1"])
+    assert [(j.doc, j.page, j.gain) for j in qs["q1"].judgments] == [("walrus.pdf", 2, 3)]  # never set aside unasked
+    aside = tomllib.loads(session.path.read_text())["query"][0]["set_aside"]
+    assert aside == [{"doc": "ice.pdf", "page": 1, "gain": 0, "reread": "walrus migration sea ice"}]
+
+
+def test_a_reword_sends_every_graded_page_back_to_be_read_and_keeps_the_old_grade_as_previous(session):
+    session.write_query("q1", "needle", "walrus migration")
+    session.pool("q1")
+    judge_all(session, "q1")
+    graded = [i.id for i in session.queue("q1")]
+    assert session.left("q1") == 0
+    session.write_query("q1", "needle", "how large is a walrus")
+    queue = session.queue("q1")
+    again = [i.id for i in queue if i.reread == "walrus migration"]
+    assert set(again) == set(graded) & {i.id for i in queue} and "walrus.pdf#2" in again
+    assert session.left("q1") == len(again) + sum(i.gain is None for i in queue)
+    assert qrels.load(session.path)["q1"].judgments[-1].gain == 3  # it still counts until read again
+    strict = [p.message for p in session.problems("q1") if p.field == "judgments"]
+    assert any("graded under an earlier wording, to read again" in m and "walrus.pdf#2" in m for m in strict)
+    session.grade("q1", "walrus.pdf", 2, 1)
+    j = tomllib.loads(session.path.read_text())["query"][0]["judgments"]
+    [w] = [x for x in j if x["doc"] == "walrus.pdf" and x["page"] == 2]
+    assert w == {"doc": "walrus.pdf", "page": 2, "gain": 1,
+                 "previous": {"gain": 3, "text": "walrus migration", "evidence": "follows the sea ice south"}}
+    assert session.left("q1") == len(again) - 1 + sum(i.gain is None for i in queue)
 
 
 def test_validity_shows_before_any_page_is_read(session):

@@ -11,6 +11,15 @@ def send(w, **msg):
     w._on_msg(w, msg, [])
 
 
+def goto(w, pid: str) -> None:
+    send(w, action="move", value=-99)
+    for _ in range(99):
+        if w.view["item"]["id"] == pid:
+            return
+        send(w, action="move", value=1)
+    raise AssertionError(f"{pid} is not in the queue")
+
+
 def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):  # noqa: F811
     path = isolated / "mine.toml"
     path.write_text(HEADER)
@@ -90,4 +99,24 @@ def test_a_lone_surrogate_or_a_broken_file_is_a_message_and_the_next_key_works(d
     path.write_text(good)
     send(w, action="grade", value=2)
     assert w.view["message"] == "" and [j.gain for j in qrels.load(path)["q1"].judgments] == [2]
+    w.close()
+
+
+def test_a_reworded_query_shows_its_graded_pages_again_with_the_grade_they_had(docs, isolated):  # noqa: F811
+    path = isolated / "mine.toml"
+    path.write_text(HEADER)
+    w = ek.judge(path, docs, ARMS)
+    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration")
+    send(w, action="pool")
+    for _ in range(w.view["left"]):
+        send(w, action="grade", value=3 if w.view["item"]["id"] == "walrus.pdf#2" else 0)
+    assert w.view["left"] == 0
+    send(w, action="write", id="q1", **{"class": "needle"}, text="how large is a walrus")
+    assert w.view["left"] > 0 and w.view["item"]["reread"] == "walrus migration"
+    goto(w, "walrus.pdf#2")
+    assert w.view["item"]["gain"] == 3 and w.view["item"]["reread"] == "walrus migration"
+    send(w, action="grade", value=1)
+    goto(w, "walrus.pdf#2")
+    assert w.view["item"]["previous"] == "3 under 'walrus migration'" and not w.view["item"]["reread"]
+    assert w.view["item"]["evidence"] == ""  # the quote was for the earlier wording: taken again
     w.close()
