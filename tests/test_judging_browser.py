@@ -182,7 +182,7 @@ def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
         page.keyboard.press("e")
         page.locator(".ek-evidence").wait_for(timeout=20_000)
         page.screenshot(path=str(SHOTS / "judge-evidence.png"))
-        kernel = int(judging.lock_path(path).read_text().split()[0])
+        kernel = int(judging.lock_path(path).read_text().split()[1])  # "pid N on HOST": the kernel holding it
         os.kill(kernel, signal.SIGKILL)  # a crash: nothing may be lost
         page.reload()
         run_all(page)

@@ -11,6 +11,16 @@ def send(w, **msg):
     w._on_msg(w, msg, [])
 
 
+def pooled(docs, isolated, text: str):  # noqa: F811
+    """A workbench on a new file with query q1 written and pooled, as the keys do it."""
+    path = isolated / "mine.toml"
+    path.write_text(HEADER)
+    w = ek.judge(path, docs, ARMS)
+    send(w, action="write", id="q1", **{"class": "needle"}, text=text)
+    send(w, action="pool")
+    return path, w
+
+
 def goto(w, pid: str) -> None:
     send(w, action="move", value=-99)
     for _ in range(99):
@@ -21,11 +31,7 @@ def goto(w, pid: str) -> None:
 
 
 def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):  # noqa: F811
-    path = isolated / "mine.toml"
-    path.write_text(HEADER)
-    w = ek.judge(path, docs, ARMS)
-    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
-    send(w, action="pool")
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
     assert w.view["left"] == len(qrels.load(path).pooled["q1"]) and w.view["segments"]
     first = w.view["item"]["id"]
     send(w, action="grade", value=2)
@@ -43,11 +49,7 @@ def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):
 
 
 def test_a_hand_edit_is_kept_and_told_and_a_page_it_removed_is_not_graded(docs, isolated):  # noqa: F811
-    path = isolated / "mine.toml"
-    path.write_text(HEADER)
-    w = ek.judge(path, docs, ARMS)
-    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
-    send(w, action="pool")
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
     shown = w.view["item"]["id"]
     path.write_text(path.read_text().replace('name = "mine"', 'name = "renamed"') + "# mine\n")
     send(w, action="grade", value=2)
@@ -65,11 +67,7 @@ def test_a_hand_edit_is_kept_and_told_and_a_page_it_removed_is_not_graded(docs, 
 
 
 def test_running_the_cell_again_replaces_the_earlier_workbench_which_then_writes_nothing(docs, isolated):  # noqa: F811
-    path = isolated / "mine.toml"
-    path.write_text(HEADER)
-    first = ek.judge(path, docs, ARMS)
-    send(first, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
-    send(first, action="pool")
+    path, first = pooled(docs, isolated, "walrus migration sea ice")
     send(first, action="grade", value=2)
     second = ek.judge(path, docs, ARMS)  # the same cell run again
     written = path.read_bytes()
@@ -85,11 +83,7 @@ def test_running_the_cell_again_replaces_the_earlier_workbench_which_then_writes
 
 
 def test_a_lone_surrogate_or_a_broken_file_is_a_message_and_the_next_key_works(docs, isolated):  # noqa: F811
-    path = isolated / "mine.toml"
-    path.write_text(HEADER)
-    w = ek.judge(path, docs, ARMS)
-    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
-    send(w, action="pool")
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
     send(w, action="note", text="half an emoji \ud83d")  # what a browser may send
     assert "lone surrogate" in w.view["message"] and "\n" not in w.view["message"]
     good = path.read_text()
@@ -103,11 +97,7 @@ def test_a_lone_surrogate_or_a_broken_file_is_a_message_and_the_next_key_works(d
 
 
 def test_a_reworded_query_shows_its_graded_pages_again_with_the_grade_they_had(docs, isolated):  # noqa: F811
-    path = isolated / "mine.toml"
-    path.write_text(HEADER)
-    w = ek.judge(path, docs, ARMS)
-    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration")
-    send(w, action="pool")
+    path, w = pooled(docs, isolated, "walrus migration")
     for _ in range(w.view["left"]):
         send(w, action="grade", value=3 if w.view["item"]["id"] == "walrus.pdf#2" else 0)
     assert w.view["left"] == 0
