@@ -27,7 +27,6 @@ import functools
 import os
 import re
 import socket
-import tomllib
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -92,22 +91,18 @@ def _action(method: Callable[Concatenate["Session", P], T]) -> Callable[Concaten
 
 # ---- the file: what is read and written, and the lock ----------------------------------------------------
 
-def _check(text: str, path: Path) -> None:
-    """Raise :class:`evalkit.qrels.QrelsError` unless ``text`` is a query file evalkit reads (a new one may
-    have no query yet) whose workbench fields are what the session expects. UTF-8 too: a lone surrogate
-    cannot be written."""
+def _check(text: str, doc: tomlkit.TOMLDocument, path: Path) -> None:
+    """Raise :class:`evalkit.qrels.QrelsError` unless ``text`` (whose document is ``doc``) is a query file
+    evalkit reads (a new one may have no query yet) with the workbench's fields as the session expects
+    them. UTF-8 too: a lone surrogate cannot be written."""
     try:
         raw = text.removeprefix(BOM).encode("utf-8")
     except UnicodeEncodeError as e:
         raise qrels.QrelsError(f"{path}: character {e.start} is a lone surrogate, which UTF-8 cannot hold") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise qrels.QrelsError(f"{path}: not valid TOML: {e}") from None
-    if "query" not in data:
+    if "query" not in doc:
         return
     qs = qrels.parse(raw, path)
-    for q, entry in zip(qs.queries, data["query"]):
+    for q, entry in zip(qs.queries, doc["query"]):
         skipped, aside = entry.get("skipped", []), entry.get("set_aside", [])
         try:
             if not isinstance(aside, list) or not isinstance(skipped, list):
@@ -169,9 +164,12 @@ def acquire(path: Path) -> tuple[int, str]:
                 if held and held != os.getpid() else "")
 
 
-def release(path: Path, fd: int) -> None:
-    """Give the lock ``fd`` (from :func:`acquire`) back: its file removed while still held, so that whoever
-    opened it meanwhile sees it gone and takes a new one; only the owner ever removes it."""
+def release(path: Path, fd: int, owner: int) -> None:
+    """Give the lock ``fd`` (from :func:`acquire`, in process ``owner``) back: its file removed while still
+    held, so that whoever opened it meanwhile sees it gone and takes a new one. Only the owner removes it
+    (not a forked child that inherited the descriptor)."""
+    if os.getpid() != owner:
+        return
     try:
         lock = lock_path(path)
         if os.stat(lock).st_ino == os.fstat(fd).st_ino:
@@ -258,7 +256,7 @@ class Session:
         if replace and (earlier := _OPEN.get(key)) is not None:
             earlier.close("it was replaced by a newer workbench on the same file (the cell run again?): use that one")
         fd, self.message = acquire(self.path)
-        self._release = weakref.finalize(self, release, self.path, fd)  # also when dropped without close()
+        self._release = weakref.finalize(self, release, self.path, fd, os.getpid())  # also when dropped unclosed
         _OPEN[key], self.closed, self._why_closed = self, False, ""
         try:
             if not self.path.exists():
@@ -291,9 +289,13 @@ class Session:
     def _parse(self, text: str) -> tomlkit.TOMLDocument:
         """The document of ``text``, refused in one line when evalkit could not read it as a query file."""
         try:
-            _check(text, self.path)
-            return tomlkit.parse(text.removeprefix(BOM))
-        except (qrels.QrelsError, tomlkit.exceptions.TOMLKitError) as e:
+            doc = tomlkit.parse(text.removeprefix(BOM))
+            _check(text, doc, self.path)
+            return doc
+        except tomlkit.exceptions.TOMLKitError as e:
+            raise JudgingError(f"{self.path}: not valid TOML ({e}): fix the file, then try again; nothing "
+                               "written") from None
+        except qrels.QrelsError as e:
             raise JudgingError(f"{e}: fix the file, then try again; nothing written") from None
 
     def close(self, why: str = "it was closed") -> None:
@@ -323,7 +325,7 @@ class Session:
         if after == self._text:
             return
         try:
-            _check(after, self.path)  # what is written is a file evalkit reads
+            _check(after, self.doc, self.path)  # what is written is a file evalkit reads
         except qrels.QrelsError as e:
             raise JudgingError(f"{e} (the action would write that): nothing written") from None
         if digest(self._disk()) != digest(self._text):
