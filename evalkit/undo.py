@@ -87,10 +87,8 @@ class Journal:
     def record(self, before: str, after: str) -> None:
         """Note an action about to replace ``before`` (the file now) by ``after``: call it before writing
         the file. Entries of earlier actions whose file never came are dropped first."""
-        entries, now = self._entries(), digest(before)
-        while entries and entries[-1]["before"] == now != entries[-1]["after"]:
-            entries.pop()
-        entry = {"before": now, "after": digest(after), "patch": reverse_patch(before, after)}
+        entries = _landed(self._entries(), digest(before))
+        entry = {"before": digest(before), "after": digest(after), "patch": reverse_patch(before, after)}
         self._write([*entries, entry])
 
     def __len__(self) -> int:
@@ -101,16 +99,28 @@ class Journal:
         entries = self._entries()
         if not entries:
             return False
-        last, now = entries[-1], self.path.read_bytes().decode("utf-8")  # line ends as they are
-        if digest(now) == last["before"]:  # never written, or undone already (a kill between the two writes)
-            self._write(entries[:-1])
-            return self.undo()
-        if digest(now) != last["after"]:
+        now = self.path.read_bytes().decode("utf-8")  # line ends as they are
+        entries = _landed(entries, digest(now))
+        if not entries:
+            self._write([])
+            return False
+        if digest(now) != entries[-1]["after"]:
             raise UndoError(f"{self.path} changed since the workbench's last action (edited by hand?): "
                             f"nothing undone, so that change is kept")
-        write_atomic(self.path, apply_patch(now, last["patch"]))
-        self._write(entries[:-1])
+        write_atomic(self.path, apply_patch(now, entries[-1]["patch"]))
+        try:
+            self._write(entries[:-1])
+        except OSError:  # the file is back: its digest tells the next undo that this entry is done
+            pass
         return True
+
+
+def _landed(entries: list[dict], now: str) -> list[dict]:
+    """``entries`` without the last ones whose file never came, or was undone already (a kill between the
+    journal's write and the file's): the file ``now`` is still what they started from."""
+    while entries and entries[-1]["before"] == now != entries[-1]["after"]:
+        entries = entries[:-1]
+    return entries
 
 
 def _well_formed(entry: object) -> bool:

@@ -92,3 +92,22 @@ def test_an_unreadable_journal_is_one_clear_line(tmp_path, broken):
         undo.journal_path(f).write_bytes("caf\xe9\n".encode("latin-1"))
     with pytest.raises(UndoError, match=r"\.q\.toml\.undo: the undo journal cannot be read \((a folder|not UTF-8)\)"):
         Journal(f).record("a\n", "b\n")
+
+
+def test_an_undo_whose_journal_cannot_be_shortened_is_done_and_not_done_twice(tmp_path, monkeypatch):
+    f = tmp_path / "q.toml"
+    j = Journal(f)
+    for before, after in (("", "a\n"), ("a\n", "a\nb\n")):
+        j.record(before, after)
+        f.write_text(after)
+    real = undo.write_atomic
+
+    def full_disk(path, text):
+        if path == undo.journal_path(f):
+            raise OSError(28, "No space left on device")
+        real(path, text)
+
+    monkeypatch.setattr(undo, "write_atomic", full_disk)
+    assert j.undo() and f.read_text() == "a\n"  # the file is back: reported done
+    monkeypatch.undo()
+    assert j.undo() and f.read_text() == ""  # the next undo knows the first was done
