@@ -63,6 +63,10 @@ class Workbench(anywidget.AnyWidget):
         queue = s.queue(self.qid) if self.qid else []
         judgment = s._judgment(self.qid, (item.doc, item.page)) if item and self.qid else None
         self.shown = item.id if item else None
+        try:
+            segments = judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else []
+        except JudgingError as e:  # a page the file names (edited by hand) that the corpus does not have
+            segments, self.message, item = [], str(e), None
         self.view = {
             "file": str(s.path), "classes": list(CLASSES), "kinds": list(ABSTAIN_KINDS),
             "query": query and {k: query.get(k, "") for k in ("id", "class", "text", "kind", "distractor")},
@@ -70,7 +74,7 @@ class Workbench(anywidget.AnyWidget):
             "item": item and {"id": item.id, "gain": item.gain, "evidence": item.evidence, "skipped": item.skipped,
                               "notes": str(judgment.get("notes", "")) if judgment is not None else "",
                               "reread": item.reread, "previous": _previous(judgment)},
-            "segments": judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else [],
+            "segments": segments,
             "image": base64.b64encode(judging.render(s.docs, item.doc, item.page)).decode() if item and self.image else "",
             "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
             "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}" for p in s.problems(self.qid)] if self.qid else [],

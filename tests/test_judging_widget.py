@@ -63,6 +63,9 @@ def test_a_hand_edit_is_kept_and_told_and_a_page_it_removed_is_not_graded(docs, 
     send(w, action="grade", value=3)
     assert w.view["message"].count("\n") == 0 and f"{shown} is no longer a page of query 'q1'" in w.view["message"]
     assert path.read_text() == edited
+    path.write_text(edited.replace("pooled = [", 'pooled = ["nosuch.pdf#1", ', 1))  # a page the corpus lacks
+    send(w, action="move", value=-99)
+    assert w.view["item"] is None and "nosuch.pdf#1 is not a page of corpus" in w.view["message"]
     w.close()
 
 
