@@ -134,6 +134,15 @@ def _holder(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _close_earlier(key: str) -> bool:
+    """Close this process's open session on the file ``key`` (a notebook cell run again); whether there was one."""
+    earlier = _OPEN.get(key)
+    if earlier is None or earlier.closed:
+        return False
+    earlier.close("it was replaced by a newer workbench on the same file (the cell run again?): use that one")
+    return True
+
+
 def acquire(path: Path) -> tuple[int, str]:
     """Take the workbench lock of ``path``: an exclusive ``flock`` on ``FILE.lock``, held until
     :func:`release` (or until the process dies: the kernel drops it, so a killed kernel's lock is free).
@@ -253,11 +262,14 @@ class Session:
         self.strategy = pooling.strategy(strategy)
         self.path.parent.mkdir(parents=True, exist_ok=True)  # a new set in a folder not made yet (qrels/ of a fresh project)
         key = os.path.realpath(self.path)
-        if replace and (earlier := _OPEN.get(key)) is not None:
-            earlier.close("it was replaced by a newer workbench on the same file (the cell run again?): use that one")
+        replaced = replace and _close_earlier(key)
         fd, self.message = acquire(self.path)
+        if replaced:
+            self.message = "the earlier workbench of this kernel on this file is closed: this one writes now"
         self._release = weakref.finalize(self, release, self.path, fd, os.getpid())  # also when dropped unclosed
-        _OPEN[key], self.closed, self._why_closed = self, False, ""
+        self.closed: bool = False
+        self._why_closed = ""
+        _OPEN[key] = self
         try:
             if not self.path.exists():
                 fresh = tomlkit.document()

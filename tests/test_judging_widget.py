@@ -73,6 +73,7 @@ def test_running_the_cell_again_replaces_the_earlier_workbench_which_then_writes
     path, first = pooled(docs, isolated, "walrus migration sea ice")
     send(first, action="grade", value=2)
     second = ek.judge(path, docs, ARMS)  # the same cell run again
+    assert "earlier workbench of this kernel on this file is closed" in second.view["message"]
     written = path.read_bytes()
     send(first, action="grade", value=3)
     assert "replaced by a newer workbench" in first.view["message"] and path.read_bytes() == written
