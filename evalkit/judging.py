@@ -22,11 +22,9 @@ The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every ru
 """
 from __future__ import annotations
 
-import fcntl
 import functools
 import os
 import re
-import socket
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,9 +36,10 @@ from tomlkit.items import AoT, Array, InlineTable, Table
 
 from . import pooling, qrels, validity
 from .atomic import write_atomic
-from .undo import Journal, UndoError, digest
-from .qrels import Problem, QuerySet
+from .judging_file import BOM, JudgingError, acquire, check, release, styled
 from .measures import GOLD_GAIN
+from .qrels import Problem, QuerySet
+from .undo import Journal, UndoError, digest
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words, words
 
@@ -54,11 +53,6 @@ DEFAULT_ARMS = ("global-index", "keyword", "semantic")
 DEFAULT_STRATEGY = "depth(k=10)"
 _WORD = re.compile(r"[^\W_]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-BOM = "\ufeff"
-
-
-class JudgingError(Exception):
-    """An action the workbench refuses; the message names the file, query or page and why."""
 
 
 def _action(method: Callable[Concatenate["Session", P], T]) -> Callable[Concatenate["Session", P], T]:
@@ -89,49 +83,7 @@ def _action(method: Callable[Concatenate["Session", P], T]) -> Callable[Concaten
     return run
 
 
-# ---- the file: what is read and written, and the lock ----------------------------------------------------
-
-def _check(text: str, doc: tomlkit.TOMLDocument, path: Path) -> None:
-    """Raise :class:`evalkit.qrels.QrelsError` unless ``text`` (whose document is ``doc``) is a query file
-    evalkit reads (a new one may have no query yet) with the workbench's fields as the session expects
-    them. UTF-8 too: a lone surrogate cannot be written."""
-    try:
-        raw = text.removeprefix(BOM).encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise qrels.QrelsError(f"{path}: character {e.start} is a lone surrogate, which UTF-8 cannot hold") from None
-    if "query" not in doc:
-        return
-    qs = qrels.parse(raw, path)
-    for q, entry in zip(qs.queries, doc["query"]):
-        skipped, aside = entry.get("skipped", []), entry.get("set_aside", [])
-        try:
-            if not isinstance(aside, list) or not isinstance(skipped, list):
-                raise ValueError
-            [split_page_id(p) for p in skipped]
-        except (ValueError, TypeError, AttributeError):
-            raise qrels.QrelsError(f"{path}: query {q.id!r}: 'skipped' is not a list of page ids "
-                                   "(\"doc.pdf#3\") or 'set_aside' not a list") from None
-
-
-def _styled(text: str, like: str) -> str:
-    """``text`` (tomlkit's, line ends as they come) with the line ends and byte-order mark of ``like``,
-    the file as read: a file saved from Windows stays CRLF."""
-    text = text.replace("\r\n", "\n")
-    body = like.removeprefix(BOM)
-    if body.find("\n") > 0 and body[body.find("\n") - 1] == "\r":
-        text = text.replace("\n", "\r\n")
-    return BOM + text if like.startswith(BOM) else text
-
-def lock_path(path: Path) -> Path:
-    return path.with_name(path.name + ".lock")
-
-
 _OPEN: "weakref.WeakValueDictionary[str, Session]" = weakref.WeakValueDictionary()  # this process's, by file
-
-
-def _holder(text: str) -> int | None:
-    m = re.match(r"\s*(?:pid )?(\d+)", text)
-    return int(m.group(1)) if m else None
 
 
 def _close_earlier(key: str) -> bool:
@@ -141,52 +93,6 @@ def _close_earlier(key: str) -> bool:
         return False
     earlier.close("it was replaced by a newer workbench on the same file (the cell run again?): use that one")
     return True
-
-
-def acquire(path: Path) -> tuple[int, str]:
-    """Take the workbench lock of ``path``: an exclusive ``flock`` on ``FILE.lock``, held until
-    :func:`release` (or until the process dies: the kernel drops it, so a killed kernel's lock is free).
-    Another holder, in this process or another, is refused, naming it. Returns the descriptor to keep and
-    what the user should be told ("" when nothing)."""
-    lock = lock_path(path)
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = os.pread(fd, 4096, 0).decode(errors="replace").strip()
-            os.close(fd)
-            who = ("another workbench of this process (close it first: w.close())" if _holder(text) == os.getpid()
-                   else f"another workbench ({text or 'a process starting up'})")
-            raise JudgingError(f"{path} is open in {who}; lock {lock}: one workbench per file") from None
-        try:
-            if os.stat(lock).st_ino == os.fstat(fd).st_ino:  # not removed by its owner since we opened it
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
-    text = os.pread(fd, 4096, 0).decode(errors="replace").strip()
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
-    held = _holder(text)
-    return fd, (f"took over the lock of process {held}, which is no longer running: nothing was lost"
-                if held and held != os.getpid() else "")
-
-
-def release(path: Path, fd: int, owner: int) -> None:
-    """Give the lock ``fd`` (from :func:`acquire`, in process ``owner``) back: its file removed while still
-    held, so that whoever opened it meanwhile sees it gone and takes a new one. Only the owner removes it
-    (not a forked child that inherited the descriptor)."""
-    if os.getpid() != owner:
-        return
-    try:
-        lock = lock_path(path)
-        if os.stat(lock).st_ino == os.fstat(fd).st_ino:
-            lock.unlink()
-    except FileNotFoundError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ---- page text as the assessor sees it -------------------------------------------------------------------
@@ -302,7 +208,7 @@ class Session:
         """The document of ``text``, refused in one line when evalkit could not read it as a query file."""
         try:
             doc = tomlkit.parse(text.removeprefix(BOM))
-            _check(text, doc, self.path)
+            check(text, doc, self.path)
             return doc
         except tomlkit.exceptions.TOMLKitError as e:
             raise JudgingError(f"{self.path}: not valid TOML ({e}): fix the file, then try again; nothing "
@@ -333,11 +239,11 @@ class Session:
     def _save(self) -> None:
         """Write the document now; the text it replaces goes into the undo journal. Refused when the file
         changed on disk while the action ran (its change would be overwritten)."""
-        after = _styled(tomlkit.dumps(self.doc), self._text)
+        after = styled(tomlkit.dumps(self.doc), self._text)
         if after == self._text:
             return
         try:
-            _check(after, self.doc, self.path)  # what is written is a file evalkit reads
+            check(after, self.doc, self.path)  # what is written is a file evalkit reads
         except qrels.QrelsError as e:
             raise JudgingError(f"{e} (the action would write that): nothing written") from None
         if digest(self._disk()) != digest(self._text):

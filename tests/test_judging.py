@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from evalkit import api, judging, qrels, undo
+from evalkit import api, judging, judging_file, qrels, undo
 from evalkit.judging import JudgingError, Session
 from tests.conftest import make_pdf
 
@@ -161,7 +161,7 @@ def test_a_second_workbench_of_this_process_is_refused_and_one_closed_or_dropped
     with pytest.raises(JudgingError, match="open in another workbench of this process"):
         Session(session.path, docs, ARMS)
     session.write_query("q1", "needle", "walrus migration sea ice")  # the first still writes
-    assert judging.lock_path(session.path).exists()
+    assert judging_file.lock_path(session.path).exists()
     session.close()
     with pytest.raises(JudgingError, match="writes nothing more: it was closed"):
         session.grade("q1", "walrus.pdf", 2, 3)
@@ -171,7 +171,7 @@ def test_a_second_workbench_of_this_process_is_refused_and_one_closed_or_dropped
     third = Session(session.path, docs, ARMS)
     third.grade("q1", "walrus.pdf", 2, 3)
     third.close()
-    assert not judging.lock_path(session.path).exists()
+    assert not judging_file.lock_path(session.path).exists()
     assert [(j.doc, j.page, j.gain) for j in qrels.load(session.path)["q1"].judgments] == [("walrus.pdf", 2, 3)]
 
 
@@ -188,7 +188,7 @@ def test_a_workbench_of_another_process_is_refused_by_name_and_taken_over_once_i
     again = Session(session.path, docs, ARMS)
     assert f"process {other.pid}, which is no longer running" in again.message
     again.close()
-    assert not judging.lock_path(session.path).exists()
+    assert not judging_file.lock_path(session.path).exists()
 
 
 def test_two_workbenches_opening_at_the_same_instant_never_both_get_in(session):

@@ -3,7 +3,7 @@ view itself): keys become judgments in the file, and the view gets text only."""
 from __future__ import annotations
 
 import evalkit as ek
-from evalkit import judging, qrels
+from evalkit import judging_file, qrels
 from tests.test_judging import ARMS, HEADER, docs  # noqa: F401 - fixture
 
 
@@ -78,7 +78,7 @@ def test_running_the_cell_again_replaces_the_earlier_workbench_which_then_writes
     send(first, action="grade", value=3)
     assert "replaced by a newer workbench" in first.view["message"] and path.read_bytes() == written
     first.close()  # closing the old one leaves the new one's lock alone
-    assert judging.lock_path(path).exists()
+    assert judging_file.lock_path(path).exists()
     send(second, action="grade", value=1)
     send(second, action="note", text="checked twice")
     assert [j.gain for j in qrels.load(path)["q1"].judgments] == [2, 1]
