@@ -5,34 +5,41 @@ note, a skip, an undo) is written at once, atomically (a temporary file, then ``
 ``tomlkit``, so the comments and layout a person gave the file survive. What is left to read is a pure
 function of what the file holds (``pooled``, ``judgments`` in the order they were made, ``skipped``) and,
 for an adaptive strategy, of the arms' rankings (:mod:`evalkit.pooling`), so a kernel restart, a closed
-tab or a crash resumes where the assessor stopped. A second workbench on the same file is refused through
-a lock file holding the owner's pid; the lock of a process that died is taken over, and the user told.
+tab or a crash resumes where the assessor stopped. One workbench per file: a session holds an exclusive
+``flock`` on ``FILE.lock`` for its lifetime, which the kernel drops when the process dies, so a second
+workbench, in this process or another, is refused while the first lives, and a killed one's is taken over.
 
 What the workbench adds to a query in the file (documented in qrels/README.md, "The judging workbench")::
 
     pooled = ["booktabs.pdf#6", ...]      # the pool drawn for the current text, in blind order
     skipped = ["ctable.pdf#5"]            # pages put to the end of the queue (still unjudged)
-    set_aside = [{ doc = ..., page = ..., gain = ..., evidence = ... }]   # judgments of an earlier
-                                          # wording whose pages the new pool no longer holds
+    set_aside = [{ doc = ..., page = ..., gain = ..., reread = ... }]   # judgments below gain 2 of an
+                                          # earlier wording whose pages the new pool no longer holds
+    judgments = [{ doc = ..., page = ..., gain = 3, reread = "old text" }]   # graded under an earlier
+                                          # wording: counts, and is to be read again (then ``previous``)
 
 The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every rule lives here.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import tomlkit
 from tomlkit.items import AoT, Array, InlineTable, Table
 
 from . import pooling, qrels, validity
 from .atomic import write_atomic
-from .undo import Journal, UndoError
+from .judging_file import BOM, JudgingError, acquire, check, release, styled
+from .measures import GOLD_GAIN
 from .qrels import Problem, QuerySet
+from .undo import Journal, UndoError, digest
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
 from .text import contains, content_words, words
 
@@ -40,55 +47,52 @@ if TYPE_CHECKING:
     from .api import OpenCorpus
 
 PageKey = tuple[str, int]
+P = ParamSpec("P")
+T = TypeVar("T")
 DEFAULT_ARMS = ("global-index", "keyword", "semantic")
 DEFAULT_STRATEGY = "depth(k=10)"
 _WORD = re.compile(r"[^\W_]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class JudgingError(Exception):
-    """An action the workbench refuses; the message names the file, query or page and why."""
+def _action(method: Callable[Concatenate["Session", P], T]) -> Callable[Concatenate["Session", P], T]:
+    """A change of the file, all or nothing: the session first reads the file again if it changed on disk
+    (:meth:`Session.sync`: a hand edit is kept, and an action that no longer applies is refused), then
+    changes its document and saves it once; when anything fails on the way, the document goes back to
+    the file's text and nothing is written."""
+    @functools.wraps(method)
+    def run(self: "Session", *args: P.args, **kwargs: P.kwargs) -> T:
+        if self._depth:  # called by another action: that one reads and saves
+            return method(self, *args, **kwargs)
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, str) and (bad := _SURROGATE.search(value)):
+                raise JudgingError(f"{self.path}: the text {value[:60]!r} holds a lone surrogate "
+                                   f"(U+{ord(bad.group()):04X}, half of a character that never arrived whole): "
+                                   "nothing written; type or paste it again")
+        self.sync()
+        self._depth += 1
+        try:
+            out = method(self, *args, **kwargs)
+            self._save()
+            return out
+        except BaseException:
+            self.doc = self._parse(self._text)
+            raise
+        finally:
+            self._depth -= 1
+    return run
 
 
-# ---- the file: atomic writes and the lock ----------------------------------------------------------------
+_OPEN: "weakref.WeakValueDictionary[str, Session]" = weakref.WeakValueDictionary()  # this process's, by file
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+
+def _close_earlier(key: str) -> bool:
+    """Close this process's open session on the file ``key`` (a notebook cell run again); whether there was one."""
+    earlier = _OPEN.get(key)
+    if earlier is None or earlier.closed:
         return False
-    except PermissionError:
-        return True
+    earlier.close("it was replaced by a newer workbench on the same file (the cell run again?): use that one")
     return True
-
-
-def lock_path(path: Path) -> Path:
-    return path.with_name(path.name + ".lock")
-
-
-def acquire(path: Path) -> str:
-    """Take the workbench lock of ``path``; returns what the user should be told ("" when nothing).
-    A live other process holding it is refused; this process's own lock (a re-run cell) and a dead
-    process's lock (a killed kernel) are taken over."""
-    lock = lock_path(path)
-    try:
-        held = int(lock.read_text().split()[0])
-    except (FileNotFoundError, ValueError, IndexError):
-        held = 0
-    if held and held != os.getpid() and _alive(held):
-        raise JudgingError(f"{path} is open in another workbench (process {held}, lock {lock}); close it there "
-                           "first, or delete the lock if that process is not judging")
-    write_atomic(lock, f"{os.getpid()}\n")
-    return f"took over the lock of process {held}, which is no longer running: nothing was lost" \
-        if held and held != os.getpid() else ""
-
-
-def release(path: Path) -> None:
-    lock = lock_path(path)
-    try:
-        if int(lock.read_text().split()[0]) == os.getpid():
-            lock.unlink()
-    except (FileNotFoundError, ValueError, IndexError):
-        pass
 
 
 # ---- page text as the assessor sees it -------------------------------------------------------------------
@@ -136,72 +140,132 @@ class Item:
     gain: int | None
     evidence: str
     skipped: bool
+    reread: str = ""  # the earlier wording its grade was given under: to read again under the current one
 
     @property
     def id(self) -> str:
         return page_id(self.doc, self.page)
+
+    @property
+    def todo(self) -> bool:
+        """Left to read: never graded, or graded under an earlier wording."""
+        return self.gain is None or bool(self.reread)
 
 
 class Session:
     """A judging session over one query file (created when missing). ``docs`` is the corpus the pages come
     from; ``arms`` the arm specs (or retrievers, registered with :func:`evalkit.api.arm`) pooled from;
     ``strategy`` a :mod:`evalkit.pooling` spec: ``depth(k=10)`` shows the whole pool, ``mtf`` and
-    ``maxmean`` the next page they choose."""
+    ``maxmean`` the next page they choose. One session per file holds its lock for its lifetime; with
+    ``replace``, a session of this process on the same file is closed first (a notebook cell run again)."""
 
     def __init__(self, path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = DEFAULT_ARMS,
-                 strategy: str = DEFAULT_STRATEGY):
+                 strategy: str = DEFAULT_STRATEGY, replace: bool = False):
         from .api import arm as register
 
         self.path, self.docs = Path(path), docs
         self.arms = [a if isinstance(a, str) else register(a) for a in arms]
         self.strategy = pooling.strategy(strategy)
         self.path.parent.mkdir(parents=True, exist_ok=True)  # a new set in a folder not made yet (qrels/ of a fresh project)
-        self.message = acquire(self.path)
-        self.closed = False
-        if not self.path.exists():
-            fresh = tomlkit.document()
-            fresh["set"] = {"name": self.path.stem, "corpus": docs.name}
-            write_atomic(self.path, tomlkit.dumps(fresh))
-        self.doc = self._read()
+        key = os.path.realpath(self.path)
+        replaced = replace and _close_earlier(key)
+        fd, self.message = acquire(self.path)
+        if replaced:
+            self.message = "the earlier workbench of this kernel on this file is closed: this one writes now"
+        self._release = weakref.finalize(self, release, self.path, fd, os.getpid())  # also when dropped unclosed
+        self.closed: bool = False
+        self._why_closed = ""
+        _OPEN[key] = self
+        try:
+            if not self.path.exists():
+                fresh = tomlkit.document()
+                fresh["set"] = {"name": self.path.stem, "corpus": docs.name}
+                write_atomic(self.path, tomlkit.dumps(fresh))
+            self._text = self._disk()  # the file as this session last read or wrote it
+            self.doc = self._parse(self._text)
+        except BaseException:
+            self.close()
+            raise
+        self._depth = 0  # actions running (one calls another: a reword pools again), saved once, outermost
         self.journal = Journal(self.path)  # what undo restores, on disk: it outlives this session
         self.rankings: dict[str, dict[str, list[PageKey]]] = {}
         self._ranker: validity.Ranker | None = None
         self._vocab: frozenset[str] | None = None
 
-    def _read(self) -> tomlkit.TOMLDocument:
-        text, _ = qrels.decode(self.path.read_bytes(), self.path)
+    def _disk(self) -> str:
+        """The file's text exactly as its bytes hold it (line endings and a byte-order mark included)."""
         try:
-            return tomlkit.parse(text)
-        except tomlkit.exceptions.TOMLKitError as e:
-            raise JudgingError(f"{self.path}: not valid TOML: {e}") from None
+            return self.path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise JudgingError(f"{self.path}: the file is gone (moved or deleted?): nothing written") from None
+        except UnicodeDecodeError as e:
+            raise JudgingError(f"{self.path}: not UTF-8 (byte {e.start}): fix the file, then try again; "
+                               "nothing written") from None
+        except OSError as e:
+            raise JudgingError(f"{self.path}: cannot be read ({e.strerror}): nothing written") from None
 
-    def close(self) -> None:
+    def _parse(self, text: str) -> tomlkit.TOMLDocument:
+        """The document of ``text``, refused in one line when evalkit could not read it as a query file."""
+        try:
+            doc = tomlkit.parse(text.removeprefix(BOM))
+            check(text, doc, self.path)
+            return doc
+        except tomlkit.exceptions.TOMLKitError as e:
+            raise JudgingError(f"{self.path}: not valid TOML ({e}): fix the file, then try again; nothing "
+                               "written") from None
+        except qrels.QrelsError as e:
+            raise JudgingError(f"{e}: fix the file, then try again; nothing written") from None
+
+    def close(self, why: str = "it was closed") -> None:
+        """Release the file's lock; every later action of this session is refused, saying ``why``."""
         if not self.closed:
-            release(self.path)
-            self.closed = True
+            self._release()
+            self.closed, self._why_closed = True, why
 
     # -- reading and writing the file --
 
-    def _save(self) -> None:
-        """Write the document now; the text it replaces goes into the undo journal."""
+    def sync(self) -> str:
+        """Read the file again when it changed on disk since this session last read or wrote it (a hand
+        edit, compared by the digest of its bytes), so that the next action applies to it and keeps it.
+        Returns what to tell the user ("" when nothing changed)."""
         if self.closed:
-            raise JudgingError(f"{self.path}: this workbench was closed; open the file again")
-        before = self.path.read_text(encoding="utf-8")
-        after = tomlkit.dumps(self.doc)
-        if after != before:
-            write_atomic(self.path, after)
-            self.journal.record(before, after)
+            raise JudgingError(f"{self.path}: this workbench writes nothing more: {self._why_closed}")
+        text = self._disk()
+        if digest(text) == digest(self._text):
+            return ""
+        self.doc, self._text = self._parse(text), text
+        return f"{self.path} changed on disk (edited by hand?): read again, the change kept"
+
+    def _save(self) -> None:
+        """Write the document now; the text it replaces goes into the undo journal. Refused when the file
+        changed on disk while the action ran (its change would be overwritten)."""
+        after = styled(tomlkit.dumps(self.doc), self._text)
+        if after == self._text:
+            return
+        try:
+            check(after, self.doc, self.path)  # what is written is a file evalkit reads
+        except qrels.QrelsError as e:
+            raise JudgingError(f"{e} (the action would write that): nothing written") from None
+        if digest(self._disk()) != digest(self._text):
+            raise JudgingError(f"{self.path} changed on disk during this action (edited by hand?): nothing "
+                               "written, so that change is kept; try again")
+        try:
+            self.journal.record(self._text, after)  # first: a kill before the file leaves an entry undo drops
+        except UndoError as e:
+            raise JudgingError(str(e)) from None
+        write_atomic(self.path, after)
+        self._text = after
 
     def undo(self) -> bool:
         """Restore the file as it was before the last action, of this session or an earlier one on the same
         file; False when there is none. Refused when the file was changed since by anything else."""
-        if self.closed:
-            raise JudgingError(f"{self.path}: this workbench was closed; open the file again")
+        self.sync()
         try:
             done = self.journal.undo()
         except UndoError as e:
             raise JudgingError(str(e)) from None
-        self.doc = self._read()
+        self._text = self._disk()
+        self.doc = self._parse(self._text)
         return done
 
     def _entries(self) -> AoT | list:
@@ -229,10 +293,13 @@ class Session:
 
     # -- queries --
 
+    @_action
     def write_query(self, qid: str, cls: str, text: str, kind: str = "", distractor: str = "",
                     notes: str | None = None) -> list[str]:
         """Add a query or edit one; returns what would fail before any page is read (:meth:`before`).
-        A reworded query that has a pool is pooled again, its judgments of pages no longer pooled set aside."""
+        Rewording a query marks every page it has graded to be read again (``reread``, the wording the grade
+        was given under: it still counts until then, and ``check --strict`` lists it); one that has a pool
+        is pooled again (:meth:`pool`)."""
         qid, text = qid.strip(), " ".join(text.split())
         if not qid or not text:
             raise JudgingError(f"{self.path}: a query needs an id and a text")
@@ -246,15 +313,17 @@ class Session:
             table["judgments"] = tomlkit.array().multiline(True)
             self.doc.setdefault("query", tomlkit.aot()).append(table)
         q = self._query(qid)
-        reworded = str(q["text"]) != text
+        old = str(q["text"])
         q["class"], q["text"] = cls, text
+        for j in q.get("judgments", []) if old != text else []:
+            if "reread" not in j:  # reworded twice before reading: the grade's own wording stays
+                j["reread"] = old
         for field, value in (("kind", kind), ("distractor", distractor), *((("notes", notes),) if notes is not None else ())):
             if value:
                 q[field] = value
             elif field in q:
                 del q[field]
-        self._save()
-        if reworded and "pooled" in q:
+        if old != text and "pooled" in q:
             self.rankings.pop(qid, None)
             self.pool(qid)
         return self.before(qid)
@@ -268,6 +337,7 @@ class Session:
                 out += [{**d, "file": str(f)} for d in data.get("draft", [])]
         return out
 
+    @_action
     def from_draft(self, draft: dict[str, Any], qid: str | None = None) -> str:
         """A draft made a query (its text to be edited; its source kept in the notes): one key in the widget."""
         qid = qid or str(draft["id"])
@@ -298,25 +368,27 @@ class Session:
             self.rankings[qid] = out
         return self.rankings[qid]
 
+    @_action
     def pool(self, qid: str) -> list[PageKey]:
-        """Draw the query's pool (blind, de-duplicated) and record it; judgments of pages the pool no longer
-        holds move to ``set_aside``. Returns the pool."""
+        """Draw the query's pool (blind, de-duplicated) and record it; judgments below gain 2 of pages the pool
+        no longer holds move to ``set_aside``, while a relevant page (gain 2 or more) is never set aside
+        unasked: it stays in the queue. Returns the pool."""
         q = self._query(qid)
         pages = self.strategy.pool(self.search(qid))
         q["pooled"] = _array(page_id(*p) for p in pages)
         keep = set(pages)
         judged = q.get("judgments", [])
-        moved = [j for j in judged if (str(j["doc"]), int(j["page"])) not in keep]
-        if moved:
+        stays = [(str(j["doc"]), int(j["page"])) in keep or int(j["gain"]) >= GOLD_GAIN for j in judged]
+        if not all(stays):
             aside = q.setdefault("set_aside", tomlkit.array().multiline(True))
-            for j in moved:
-                aside.append(j)
-            q["judgments"] = _array(j for j in judged if (str(j["doc"]), int(j["page"])) in keep)
+            for j, stay in zip(judged, stays):
+                if not stay:
+                    aside.append(j)
+            q["judgments"] = _array(j for j, stay in zip(judged, stays) if stay)
         if "skipped" in q:
             q["skipped"] = _array(s for s in q["skipped"] if split_page_id(str(s)) in keep)
         set_ = self.doc.setdefault("set", tomlkit.table())
         set_["pool_depth"], set_["pool_arms"] = self.strategy.depth, _array(self.arms, multiline=False)
-        self._save()
         return pages
 
     def _judged(self, qid: str) -> list[tuple[PageKey, int]]:
@@ -337,12 +409,13 @@ class Session:
         else:
             order = [p for p in judged if p not in set(pooled)] + [p for p in pooled if p not in skipped or p in judged]
             order += [p for p in pooled if p in skipped and p not in judged]
-        return [Item(p[0], p[1], int(judged[p]["gain"]), str(judged[p].get("evidence", "")), False) if p in judged
+        return [Item(p[0], p[1], int(judged[p]["gain"]), str(judged[p].get("evidence", "")), False,
+                     str(judged[p].get("reread", ""))) if p in judged
                 else Item(p[0], p[1], None, "", p in skipped) for p in order]
 
     def left(self, qid: str) -> int:
         """Pages pooled for the query and not judged yet."""
-        return sum(i.gain is None for i in self.queue(qid))
+        return sum(i.todo for i in self.queue(qid))
 
     # -- judging --
 
@@ -357,8 +430,11 @@ class Session:
         except (KeyError, IndexError):
             raise JudgingError(f"{self.path}: {page_id(doc, page)} is not a page of corpus {self.docs.name!r}") from None
 
+    @_action
     def grade(self, qid: str, doc: str, page: int, gain: int) -> None:
-        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer)."""
+        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer).
+        A page graded under an earlier wording keeps that grade, its wording and evidence as ``previous``;
+        its evidence is to be taken again, for the current wording."""
         if gain not in self.gains():
             raise JudgingError(f"{self.path}: gain {gain} is not in the rubric ({', '.join(map(str, sorted(self.gains())))})")
         self.text(doc, page)
@@ -369,10 +445,14 @@ class Session:
             j.update({"doc": doc, "page": page, "gain": gain})
             q.setdefault("judgments", tomlkit.array().multiline(True)).append(j)
         else:
+            if "reread" in j:
+                j["previous"] = _previous(j)
+                for key in ("reread", "evidence"):
+                    j.pop(key, None)
             j["gain"] = gain
         self._unskip(qid, (doc, page))
-        self._save()
 
+    @_action
     def evidence(self, qid: str, doc: str, page: int, quote: str) -> str:
         """Store a quote, verbatim, as the evidence of a graded page, after checking the page holds it (as
         ``qrels check --strict`` will); returns the quote stored (trimmed of surrounding white space)."""
@@ -385,9 +465,9 @@ class Session:
         if j is None:
             raise JudgingError(f"{self.path}: query {qid!r}: grade {page_id(doc, page)} before giving its evidence")
         j["evidence"] = quote
-        self._save()
         return quote
 
+    @_action
     def note(self, qid: str, text: str, doc: str | None = None, page: int | None = None) -> None:
         """A note on a judged page (its ``notes``), or on the query when no page is given or it is unjudged."""
         j = self._judgment(qid, (doc, page)) if doc and page else None
@@ -396,14 +476,13 @@ class Session:
             where["notes"] = text.strip()
         elif "notes" in where:
             del where["notes"]
-        self._save()
 
+    @_action
     def skip(self, qid: str, doc: str, page: int) -> None:
         """Put an unjudged page at the end of the queue (it stays unjudged: strict check still wants it)."""
         q = self._query(qid)
         if self._judgment(qid, (doc, page)) is None and page_id(doc, page) not in q.get("skipped", []):
             q.setdefault("skipped", tomlkit.array()).append(page_id(doc, page))
-            self._save()
 
     def _unskip(self, qid: str, page: PageKey) -> None:
         q = self._query(qid)
@@ -468,6 +547,15 @@ def _array(values: Any, multiline: bool = True) -> Array:
     for v in values:
         a.append(v)
     return a.multiline(multiline) if len(a) > 3 and multiline else a
+
+
+def _previous(j: InlineTable) -> InlineTable:
+    """The grade a page had under an earlier wording, kept on its judgment once it is graded again."""
+    out = tomlkit.inline_table()
+    out.update({"gain": int(j["gain"]), "text": str(j["reread"])})
+    if "evidence" in j:
+        out["evidence"] = str(j["evidence"])
+    return out
 
 
 def _trap_line(s: Session, qid: str, text: str, distractor: str) -> str:

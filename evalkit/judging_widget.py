@@ -35,6 +35,7 @@ class Workbench(anywidget.AnyWidget):
         self.qid: str | None = next((q for q in session.ids() if session.left(q)), next(iter(session.ids()), None))
         self.index = self._first_unjudged()
         self.image = self.rubric = False
+        self.shown: str | None = None  # the page the view shows: the one a key acts on
         self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
         self.on_msg(self._on_msg)
         self.refresh()
@@ -49,7 +50,7 @@ class Workbench(anywidget.AnyWidget):
         if "pooled" in self.session._query(self.qid):
             self.session.search(self.qid)
         queue = self.session.queue(self.qid)
-        return next((i for i, item in enumerate(queue) if item.gain is None), max(len(queue) - 1, 0))
+        return next((i for i, item in enumerate(queue) if item.todo), max(len(queue) - 1, 0))
 
     def _item(self) -> judging.Item | None:
         queue = self.session.queue(self.qid) if self.qid else []
@@ -61,13 +62,19 @@ class Workbench(anywidget.AnyWidget):
         query = dict(s._query(self.qid).unwrap()) if self.qid else None
         queue = s.queue(self.qid) if self.qid else []
         judgment = s._judgment(self.qid, (item.doc, item.page)) if item and self.qid else None
+        self.shown = item.id if item else None
+        try:
+            segments = judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else []
+        except JudgingError as e:  # a page the file names (edited by hand) that the corpus does not have
+            segments, self.message, item = [], str(e), None
         self.view = {
             "file": str(s.path), "classes": list(CLASSES), "kinds": list(ABSTAIN_KINDS),
             "query": query and {k: query.get(k, "") for k in ("id", "class", "text", "kind", "distractor")},
-            "left": sum(i.gain is None for i in queue), "position": f"{self.index + 1}/{len(queue)}",
+            "left": sum(i.todo for i in queue), "position": f"{self.index + 1}/{len(queue)}",
             "item": item and {"id": item.id, "gain": item.gain, "evidence": item.evidence, "skipped": item.skipped,
-                              "notes": str(judgment.get("notes", "")) if judgment is not None else ""},
-            "segments": judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else [],
+                              "notes": str(judgment.get("notes", "")) if judgment is not None else "",
+                              "reread": item.reread, "previous": _previous(judgment)},
+            "segments": segments,
             "image": base64.b64encode(judging.render(s.docs, item.doc, item.page)).decode() if item and self.image else "",
             "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
             "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}" for p in s.problems(self.qid)] if self.qid else [],
@@ -77,11 +84,15 @@ class Workbench(anywidget.AnyWidget):
     # -- the assessor's actions --
 
     def _on_msg(self, _widget: Any, msg: dict[str, Any], _buffers: Sequence[bytes]) -> None:
-        self.message = ""
+        self.message, notice = "", ""
         try:
+            notice = self.session.sync()  # the file as it is on disk now, a hand edit included
             ACTIONS[str(msg.get("action"))](self, msg)
         except (JudgingError, KeyError) as e:
             self.message = str(e)
+        self.message = "; ".join(m for m in (notice, self.message) if m)
+        if self.qid is not None and self.qid not in self.session.ids():  # gone from the file
+            self._open(next(iter(self.session.ids()), None))
         self.refresh()
 
     def grade(self, msg: dict[str, Any]) -> None:
@@ -95,10 +106,9 @@ class Workbench(anywidget.AnyWidget):
         self.message = f"evidence stored: {quote[:120]!r}"
 
     def note(self, msg: dict[str, Any]) -> None:
-        if self.qid is None:
-            raise JudgingError("save the query before writing a note on it")
-        item = self._item()
-        self.session.note(self.qid, str(msg.get("text", "")), *((item.doc, item.page) if item else ()))
+        qid = self._need_query("save the query before writing a note on it")
+        item = self._shown_item(qid)
+        self.session.note(qid, str(msg.get("text", "")), *((item.doc, item.page) if item else ()))
 
     def skip(self, msg: dict[str, Any]) -> None:
         qid, item = self._need_item()
@@ -131,10 +141,9 @@ class Workbench(anywidget.AnyWidget):
         self.qid, self.before, self.index = None, [], 0
 
     def pool(self, msg: dict[str, Any]) -> None:
-        if self.qid is None:
-            raise JudgingError("save the query before pooling pages for it")
-        pages = self.session.pool(self.qid)
-        self.before = self.session.before(self.qid)
+        qid = self._need_query("save the query before pooling pages for it")
+        pages = self.session.pool(qid)
+        self.before = self.session.before(qid)
         self.index = self._first_unjudged()
         self.message = f"pooled {len(pages)} page(s) with {self.session.strategy.label} from {len(self.session.arms)} arm(s)"
 
@@ -153,25 +162,51 @@ class Workbench(anywidget.AnyWidget):
     def toggle_rubric(self, msg: dict[str, Any]) -> None:
         self.rubric = not self.rubric
 
-    def _open(self, qid: str) -> None:
+    def _open(self, qid: str | None) -> None:
         self.qid = qid
-        self.index, self.before, self.image = self._first_unjudged(), self.session.before(qid), False
+        self.index, self.before, self.image = self._first_unjudged(), self.session.before(qid) if qid else [], False
+
+    def _need_query(self, why: str) -> str:
+        if self.qid is None:
+            raise JudgingError(why)
+        if self.qid not in self.session.ids():
+            raise JudgingError(f"{self.session.path}: query {self.qid!r} is no longer in the file (changed on "
+                               "disk): nothing written")
+        return self.qid
+
+    def _shown_item(self, qid: str) -> judging.Item | None:
+        """The page the view shows, where the file (maybe edited since) now puts it; refused when the file
+        no longer has it for the query, so that a key never lands on a page the assessor did not see."""
+        if self.shown is not None:
+            at = next((i for i, item in enumerate(self.session.queue(qid)) if item.id == self.shown), None)
+            if at is None:
+                raise JudgingError(f"{self.session.path}: {self.shown} is no longer a page of query {qid!r} (the "
+                                   "file changed on disk): nothing written")
+            self.index = at
+        return self._item()
 
     def _need_item(self) -> tuple[str, judging.Item]:
-        item = self._item()
-        if item is None or self.qid is None:
+        qid = self._need_query("no page to judge here: write a query first")
+        item = self._shown_item(qid)
+        if item is None:
             raise JudgingError("no page to judge here: pool the query first (p)")
-        return self.qid, item
+        return qid, item
 
     def _advance(self, qid: str) -> None:
         queue = self.session.queue(qid)
-        nxt = next((i for i in range(self.index + 1, len(queue)) if queue[i].gain is None), None)
-        self.index = nxt if nxt is not None else self._first_unjudged() if any(i.gain is None for i in queue) else self.index
+        nxt = next((i for i in range(self.index + 1, len(queue)) if queue[i].todo), None)
+        self.index = nxt if nxt is not None else self._first_unjudged() if any(i.todo for i in queue) else self.index
         self.image = False
 
     def close(self) -> None:
         self.session.close()
         super().close()
+
+
+def _previous(judgment: Any) -> str:
+    """A page's grade under an earlier wording, as the view shows it once the page is graded again."""
+    prev = judgment.get("previous") if judgment is not None else None
+    return f"{prev.get('gain')} under {str(prev.get('text', ''))!r}" if isinstance(prev, dict) else ""
 
 
 ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
@@ -184,5 +219,7 @@ ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
 
 def judge(path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = judging.DEFAULT_ARMS,
           strategy: str = judging.DEFAULT_STRATEGY, drafts: str | Path = Path("qrels") / "drafts") -> Workbench:
-    """Open the judging workbench on a query file (created when missing) over a corpus; see :mod:`evalkit.judging`."""
-    return Workbench(Session(path, docs, arms, strategy), drafts)
+    """Open the judging workbench on a query file (created when missing) over a corpus; see :mod:`evalkit.judging`.
+    A workbench this kernel already has open on the file is closed first (the cell run again replaces it);
+    one in another process is refused."""
+    return Workbench(Session(path, docs, arms, strategy, replace=True), drafts)

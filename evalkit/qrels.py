@@ -55,6 +55,10 @@ class QuerySet:
     # query id -> the pages the judging workbench pooled for it (its ``pooled = ["doc#N", ...]``): every
     # one must be judged before ``check --strict`` passes, so an unfinished pool is never taken as complete
     pooled: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict, hash=False, compare=False)
+    # query id -> its judged pages graded under an earlier wording (a judgment's ``reread = "old text"``,
+    # written by the workbench when a query is reworded): they count, and ``check --strict`` wants them read
+    # again under the current text
+    reread: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict, hash=False, compare=False)
 
     def by_class(self) -> dict[str, list[Query]]:
         out: dict[str, list[Query]] = {c: [] for c in CLASSES}
@@ -150,6 +154,7 @@ def parse(raw: bytes, path: Path) -> QuerySet:
     if not isinstance(pool_arms, list) or not all(isinstance(a, str) for a in pool_arms):
         raise QrelsError(f"{path}: [set] pool_arms is not a list of arm specs: {pool_arms!r}")
     queries, pooled = [], {}
+    reread: dict[str, list[tuple[str, int]]] = {}
     for i, q in enumerate(entries, 1):
         if not isinstance(q, dict):
             raise QrelsError(f"{path}: query #{i} is not a table")
@@ -169,6 +174,10 @@ def parse(raw: bytes, path: Path) -> QuerySet:
                     raise QrelsError(f"{where}: judgments[{j}].{key} is missing or not a {want.__name__}")
             if why := ids.unsafe(jd["doc"]):
                 raise QrelsError(f"{where}: judgments[{j}].doc {jd['doc']!r} {why}")
+            if not isinstance(jd.get("reread", ""), str):
+                raise QrelsError(f"{where}: judgments[{j}].reread is not a string (the wording it was graded under)")
+            if jd.get("reread"):
+                reread.setdefault(q["id"], []).append((jd["doc"], jd["page"]))
             judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
         for key in ("notes", "distractor", "kind"):
             if not isinstance(q.get(key, ""), str):
@@ -184,7 +193,7 @@ def parse(raw: bytes, path: Path) -> QuerySet:
             raise QrelsError(f"{path}: [set] {key} {header[key]!r} {why}")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
                     header.get("description", ""), gains, hashlib.sha256(text.encode()).hexdigest(), depth, tuple(pool_arms),
-                    path, pooled)
+                    path, pooled, {qid: tuple(p) for qid, p in reread.items()})
 
 
 def _pooled(value: object, where: str) -> tuple[tuple[str, int], ...]:
@@ -252,6 +261,10 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
         if strict and unread:
             bad("pooled", f"{len(unread)} pooled page(s) not judged yet: {', '.join(unread[:5])}"
                           f"{' …' if len(unread) > 5 else ''}")
+        again = [page_id(*p) for p in qs.reread.get(q.id, ())]
+        if strict and again:
+            bad("judgments", f"{len(again)} page(s) graded under an earlier wording, to read again under this "
+                             f"one: {', '.join(again[:5])}{' …' if len(again) > 5 else ''}")
         if strict and q.cls == "described" and pages is not None:
             share, shared = described_overlap(q, pages)
             if share > DESCRIBED_MAX_OVERLAP:
@@ -374,8 +387,8 @@ def split(qs: QuerySet, seed: int = 0) -> tuple[QuerySet, QuerySet]:
             halves[(start + i) % 2].extend(mine[j])
     position = {q.id: i for i, q in enumerate(qs.queries)}  # each half in the file's own order
     a, b = (tuple(sorted(h, key=lambda q: position[q.id])) for h in halves)
-    return (replace(qs, name=f"{qs.name}-a", queries=a, digest="", path=None, pooled={}),
-            replace(qs, name=f"{qs.name}-b", queries=b, digest="", path=None, pooled={}))
+    return (replace(qs, name=f"{qs.name}-a", queries=a, digest="", path=None, pooled={}, reread={}),
+            replace(qs, name=f"{qs.name}-b", queries=b, digest="", path=None, pooled={}, reread={}))
 
 
 def write_split(path: Path, outs: tuple[Path, Path], seed: int = 0) -> tuple[QuerySet, QuerySet]:

@@ -5,6 +5,10 @@ the action left it back into the file before it, with the sha256 of both. A patc
 a 500 kB query file is a few lines. Undo applies the last patch only while the file is still byte for byte
 what that action wrote, so an edit made by hand in between is never thrown away; the journal keeps the
 last :data:`LIMIT` actions and is removed when nothing is left to undo.
+
+An action's entry is written *before* the file (an intent), and undo writes the file before shortening
+the journal, so a kill at any point leaves entries whose digests tell what happened: an entry whose file
+never came (the file is still its ``before``) is dropped, by undo and by the next :meth:`Journal.record`.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ Patch = list[tuple[int, int, str]]
 
 
 class UndoError(Exception):
-    """Undo refused: the file is no longer what the last action wrote."""
+    """Undo refused (the file is no longer what the last action wrote), or the journal unreadable."""
 
 
 def digest(text: str) -> str:
@@ -60,12 +64,18 @@ class Journal:
             lines = self.file.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
             return []
+        except (OSError, UnicodeDecodeError) as e:
+            why = "a folder" if self.file.is_dir() else "not UTF-8" if isinstance(e, UnicodeDecodeError) else e.strerror
+            raise UndoError(f"{self.file}: the undo journal cannot be read ({why}): move it away to go on "
+                            "(undo then starts from the next action); nothing written") from None
         entries = []
         for line in lines:  # a line that does not parse (a file damaged by hand) cannot be undone: left out
             try:
-                entries.append(json.loads(line))
+                entry = json.loads(line)
             except ValueError:
                 continue
+            if _well_formed(entry):
+                entries.append(entry)
         return entries
 
     def _write(self, entries: list[dict]) -> None:
@@ -75,9 +85,11 @@ class Journal:
             self.file.unlink(missing_ok=True)
 
     def record(self, before: str, after: str) -> None:
-        """Note an action that replaced ``before`` by ``after`` (call it once the file holds ``after``)."""
+        """Note an action about to replace ``before`` (the file now) by ``after``: call it before writing
+        the file. Entries of earlier actions whose file never came are dropped first."""
+        entries = _landed(self._entries(), digest(before))
         entry = {"before": digest(before), "after": digest(after), "patch": reverse_patch(before, after)}
-        self._write([*self._entries(), entry])
+        self._write([*entries, entry])
 
     def __len__(self) -> int:
         return len(self._entries())
@@ -87,13 +99,32 @@ class Journal:
         entries = self._entries()
         if not entries:
             return False
-        last, now = entries[-1], self.path.read_text(encoding="utf-8")
-        if digest(now) == last["before"]:  # undone already, the journal not yet told (a crash in between)
-            self._write(entries[:-1])
-            return self.undo()
-        if digest(now) != last["after"]:
+        now = self.path.read_bytes().decode("utf-8")  # line ends as they are
+        entries = _landed(entries, digest(now))
+        if not entries:
+            self._write([])
+            return False
+        if digest(now) != entries[-1]["after"]:
             raise UndoError(f"{self.path} changed since the workbench's last action (edited by hand?): "
                             f"nothing undone, so that change is kept")
-        write_atomic(self.path, apply_patch(now, last["patch"]))
-        self._write(entries[:-1])
+        write_atomic(self.path, apply_patch(now, entries[-1]["patch"]))
+        try:
+            self._write(entries[:-1])
+        except OSError:  # the file is back: its digest tells the next undo that this entry is done
+            pass
         return True
+
+
+def _landed(entries: list[dict], now: str) -> list[dict]:
+    """``entries`` without the last ones whose file never came, or was undone already (a kill between the
+    journal's write and the file's): the file ``now`` is still what they started from."""
+    while entries and entries[-1]["before"] == now != entries[-1]["after"]:
+        entries = entries[:-1]
+    return entries
+
+
+def _well_formed(entry: object) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("before"), str) and isinstance(entry.get("after"), str)
+            and isinstance(entry.get("patch"), list)
+            and all(isinstance(p, list) and len(p) == 3 and isinstance(p[0], int) and isinstance(p[1], int)
+                    and isinstance(p[2], str) for p in entry["patch"]))

@@ -2,13 +2,15 @@
 shows before judging, and what it writes is what ``qrels check --strict`` accepts."""
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
-from evalkit import api, judging, qrels
+from evalkit import api, judging, judging_file, qrels, undo
 from evalkit.judging import JudgingError, Session
 from tests.conftest import make_pdf
 
@@ -123,30 +125,119 @@ def test_undo_survives_a_restart_and_keeps_an_edit_by_hand(session, docs):
     again.close()
 
 
-def test_a_second_workbench_is_refused_and_a_dead_owner_taken_over(session, docs):
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+HOLDER = """
+import sys
+import evalkit as ek
+from evalkit.judging import JudgingError, Session
+docs = ek.corpus(docs=sys.argv[2], progress=False)
+for _ in sys.stdin:  # "go": open the file, say whether it got in, hold it until the next line, close it
     try:
-        judging.lock_path(session.path).write_text(f"{other.pid}\n")
-        with pytest.raises(JudgingError, match=f"another workbench \\(process {other.pid}"):
+        s = Session(sys.argv[1], docs, ())
+        print("in", flush=True)
+    except JudgingError as e:
+        s = None
+        print("refused", e, flush=True)
+    sys.stdin.readline()
+    if s is not None:
+        s.close()
+    print("closed", flush=True)
+"""
+
+
+def holders(session, n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", HOLDER, str(session.path), str(session.docs.corpus.root)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ)
+            for _ in range(n)]
+
+
+def say(procs: list[subprocess.Popen], line: str) -> list[str]:
+    for p in procs:
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+    return [p.stdout.readline().strip() for p in procs]
+
+
+def test_a_second_workbench_of_this_process_is_refused_and_one_closed_or_dropped_frees_the_file(session, docs):
+    with pytest.raises(JudgingError, match="open in another workbench of this process"):
+        Session(session.path, docs, ARMS)
+    session.write_query("q1", "needle", "walrus migration sea ice")  # the first still writes
+    assert judging_file.lock_path(session.path).exists()
+    session.close()
+    with pytest.raises(JudgingError, match="writes nothing more: it was closed"):
+        session.grade("q1", "walrus.pdf", 2, 3)
+    again = Session(session.path, docs, ARMS)
+    del again  # dropped without close (a garbage-collected widget): the lock goes with it
+    gc.collect()
+    third = Session(session.path, docs, ARMS)
+    third.grade("q1", "walrus.pdf", 2, 3)
+    third.close()
+    assert not judging_file.lock_path(session.path).exists()
+    assert [(j.doc, j.page, j.gain) for j in qrels.load(session.path)["q1"].judgments] == [("walrus.pdf", 2, 3)]
+
+
+def test_a_workbench_of_another_process_is_refused_by_name_and_taken_over_once_it_is_killed(session, docs):
+    session.close()
+    [other] = holders(session, 1)
+    try:
+        assert say([other], "go") == ["in"]
+        with pytest.raises(JudgingError, match=f"open in another workbench \\(pid {other.pid} on "):
             Session(session.path, docs, ARMS)
     finally:
-        other.kill()
+        other.kill()  # SIGKILL: it never releases anything
         other.wait()
     again = Session(session.path, docs, ARMS)
     assert f"process {other.pid}, which is no longer running" in again.message
     again.close()
-    assert not judging.lock_path(session.path).exists()
+    assert not judging_file.lock_path(session.path).exists()
 
 
-def test_a_reworded_query_is_pooled_again_and_stale_judgments_set_aside(session):
+def test_two_workbenches_opening_at_the_same_instant_never_both_get_in(session):
+    session.close()
+    procs = holders(session, 2)
+    try:
+        for _ in range(20):
+            got = say(procs, "go")  # both are waiting on this line: they try at the same instant
+            assert sorted(g.split()[0] for g in got) == ["in", "refused"], got
+            assert say(procs, "end") == ["closed", "closed"]
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait(timeout=60)
+
+
+def test_a_reworded_query_is_pooled_again_and_only_pages_below_gain_2_set_aside(session):
     session.write_query("q1", "needle", "walrus migration sea ice")
     session.pool("q1")
     session.grade("q1", "walrus.pdf", 2, 3)
+    session.grade("q1", "ice.pdf", 1, 0)
     session.write_query("q1", "needle", "penguins")
-    q = qrels.load(session.path)["q1"]
-    assert ("walrus.pdf", 2) not in qrels.load(session.path).pooled["q1"]
-    assert q.judgments == ()
-    assert 'set_aside' in session.path.read_text() and "walrus.pdf" in session.path.read_text().split("set_aside")[1]
+    qs = qrels.load(session.path)
+    assert {("walrus.pdf", 2), ("ice.pdf", 1)}.isdisjoint(qs.pooled["q1"])
+    assert [(j.doc, j.page, j.gain) for j in qs["q1"].judgments] == [("walrus.pdf", 2, 3)]  # never set aside unasked
+    aside = tomllib.loads(session.path.read_text())["query"][0]["set_aside"]
+    assert aside == [{"doc": "ice.pdf", "page": 1, "gain": 0, "reread": "walrus migration sea ice"}]
+
+
+def test_a_reword_sends_every_graded_page_back_to_be_read_and_keeps_the_old_grade_as_previous(session):
+    session.write_query("q1", "needle", "walrus migration")
+    session.pool("q1")
+    judge_all(session, "q1")
+    graded = [i.id for i in session.queue("q1")]
+    assert session.left("q1") == 0
+    session.write_query("q1", "needle", "how large is a walrus")
+    queue = session.queue("q1")
+    again = [i.id for i in queue if i.reread == "walrus migration"]
+    assert set(again) == set(graded) & {i.id for i in queue} and "walrus.pdf#2" in again
+    assert session.left("q1") == len(again) + sum(i.gain is None for i in queue)
+    assert qrels.load(session.path)["q1"].judgments[-1].gain == 3  # it still counts until read again
+    strict = [p.message for p in session.problems("q1") if p.field == "judgments"]
+    assert any("graded under an earlier wording, to read again" in m and "walrus.pdf#2" in m for m in strict)
+    session.grade("q1", "walrus.pdf", 2, 1)
+    j = tomllib.loads(session.path.read_text())["query"][0]["judgments"]
+    [w] = [x for x in j if x["doc"] == "walrus.pdf" and x["page"] == 2]
+    assert w == {"doc": "walrus.pdf", "page": 2, "gain": 1,
+                 "previous": {"gain": 3, "text": "walrus migration", "evidence": "follows the sea ice south"}}
+    assert session.left("q1") == len(again) - 1 + sum(i.gain is None for i in queue)
 
 
 def test_validity_shows_before_any_page_is_read(session):
@@ -240,3 +331,128 @@ def test_the_workbench_opens_a_query_file_with_a_byte_order_mark_and_crlf(docs, 
         assert s.ids() == ["q1"] and s.query_set().name == "mine"
     finally:
         s.close()
+
+
+def test_a_hand_edit_made_while_the_workbench_is_open_is_kept(session):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    edited = session.path.read_text().replace('name = "mine"', 'name = "renamed"') + \
+        '\n# added by hand\n[[query]]\nid = "q2"\nclass = "needle"\ntext = "seal migration"\n'
+    session.path.write_text(edited)
+    session.grade("q1", "walrus.pdf", 2, 3)
+    qs = qrels.load(session.path)
+    assert qs.name == "renamed" and [q.id for q in qs.queries] == ["q1", "q2"]
+    assert "# added by hand" in session.path.read_text()
+    assert [(j.doc, j.page, j.gain) for j in qs["q1"].judgments] == [("walrus.pdf", 2, 3)]
+    assert session.undo() and session.path.read_text() == edited  # undo takes the grade back, not the edit
+
+
+def test_an_action_the_hand_edit_left_without_its_query_is_refused_and_writes_nothing(session):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    edited = session.path.read_text().replace('id = "q1"', 'id = "renamed"')
+    session.path.write_text(edited)
+    with pytest.raises(JudgingError, match="no query 'q1'"):
+        session.grade("q1", "walrus.pdf", 2, 3)
+    assert session.path.read_text() == edited and session.ids() == ["renamed"]
+
+
+KILLED = """
+import sys, time
+import evalkit as ek
+from evalkit import judging, undo
+from evalkit.judging import Session
+s = Session(sys.argv[1], ek.corpus(docs=sys.argv[2], progress=False), ())
+real, calls = judging.write_atomic, []
+def pausing(path, text):  # the action's writes, in order; the one named by argv[3] never happens
+    calls.append(path)
+    if len(calls) == int(sys.argv[3]):
+        print("paused before", path.name, flush=True)
+        time.sleep(3600)
+    real(path, text)
+judging.write_atomic = undo.write_atomic = pausing
+s.grade("q1", "walrus.pdf", 2, 3)
+"""
+
+
+@pytest.mark.parametrize("write", [1, 2])
+def test_a_kill_between_the_two_writes_of_an_action_leaves_undo_usable(session, docs, write):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    pooled = session.path.read_text()
+    session.grade("q1", "walrus.pdf", 1, 0)
+    graded = session.path.read_text()
+    session.close()
+    child = subprocess.Popen([sys.executable, "-c", KILLED, str(session.path), str(docs.corpus.root), str(write)],
+                             stdout=subprocess.PIPE, text=True, env=os.environ)
+    try:
+        assert child.stdout.readline().startswith("paused before")
+    finally:
+        child.kill()  # SIGKILL between the journal's write and the file's (or before both)
+        child.wait()
+    again = Session(session.path, docs, ARMS)
+    landed = again.path.read_text() != graded
+    assert again.undo()  # never "edited by hand?"
+    assert again.path.read_text() == (graded if landed else pooled)
+    again.grade("q1", "walrus.pdf", 2, 2)
+    assert again.undo() and again.path.read_text() == (graded if landed else pooled)
+    again.close()
+
+
+def one_line_refusal(s: Session, match: str) -> None:
+    before = s.path.read_bytes()
+    for act in (lambda: s.grade("q1", "walrus.pdf", 2, 3), s.undo):
+        with pytest.raises(JudgingError, match=match) as e:
+            act()
+        assert "\n" not in str(e.value) and s.path.read_bytes() == before
+
+
+def test_a_broken_journal_or_query_file_is_refused_in_one_line_and_nothing_is_half_done(session):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    journal = undo.journal_path(session.path)
+    journal.unlink()
+    journal.mkdir()
+    one_line_refusal(session, "undo journal cannot be read \\(a folder\\)")
+    journal.rmdir()
+    journal.write_bytes(b"\xff\xfe not json\n")
+    one_line_refusal(session, "undo journal cannot be read \\(not UTF-8\\)")
+    journal.unlink()
+    good = session.path.read_text()
+    session.path.write_text(good + "[[query]\n")  # broken by hand
+    one_line_refusal(session, "mine.toml: not valid TOML")
+    session.path.write_text(good.replace('class = "needle"', "class = 5"))
+    one_line_refusal(session, "mine.toml: query 'q1': field 'class' is missing or not a str")
+    session.path.write_text(good)
+    session.grade("q1", "walrus.pdf", 2, 3)  # fixed by hand: the workbench goes on
+    assert qrels.load(session.path)["q1"].judgments[0].gain == 3
+
+
+def test_a_lone_surrogate_is_refused_where_it_comes_in_and_blocks_nothing_after(session):
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    session.pool("q1")
+    session.grade("q1", "walrus.pdf", 2, 3)
+    before = session.path.read_bytes()
+    with pytest.raises(JudgingError, match="lone surrogate \\(U\\+D83D"):
+        session.note("q1", "seal \ud83d", "walrus.pdf", 2)
+    assert session.path.read_bytes() == before
+    session.note("q1", "a seal", "walrus.pdf", 2)
+    session.grade("q1", "walrus.pdf", 1, 0)
+    assert [j.gain for j in qrels.load(session.path)["q1"].judgments] == [3, 0]
+
+
+def test_crlf_line_endings_and_a_byte_order_mark_are_kept_and_undone_byte_for_byte(docs, isolated):
+    path = isolated / "windows.toml"
+    original = b"\xef\xbb\xbf" + HEADER.replace("\n", "\r\n").encode()
+    path.write_bytes(original)
+    s = Session(path, docs, ARMS)
+    s.write_query("q1", "needle", "walrus migration sea ice")
+    s.pool("q1")
+    s.grade("q1", "walrus.pdf", 2, 3)
+    raw = path.read_bytes()
+    assert raw.startswith(original) and raw.count(b"\n") == raw.count(b"\r\n") > HEADER.count("\n")
+    assert tomllib.loads(raw.decode("utf-8-sig"))["query"][0]["judgments"][0]["gain"] == 3
+    while s.undo():
+        pass
+    assert path.read_bytes() == original
+    s.close()

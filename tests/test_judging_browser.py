@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from evalkit import api, judging, qrels
+from evalkit import api, judging, judging_file, qrels
 from tests.conftest import ROOT, make_pdf
 
 pytestmark = pytest.mark.slow
@@ -182,7 +182,7 @@ def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
         page.keyboard.press("e")
         page.locator(".ek-evidence").wait_for(timeout=20_000)
         page.screenshot(path=str(SHOTS / "judge-evidence.png"))
-        kernel = int(judging.lock_path(path).read_text().split()[0])
+        kernel = int(judging_file.lock_path(path).read_text().split()[1])  # "pid N on HOST": the kernel holding it
         os.kill(kernel, signal.SIGKILL)  # a crash: nothing may be lost
         page.reload()
         run_all(page)

@@ -3,7 +3,7 @@ view itself): keys become judgments in the file, and the view gets text only."""
 from __future__ import annotations
 
 import evalkit as ek
-from evalkit import qrels
+from evalkit import judging_file, qrels
 from tests.test_judging import ARMS, HEADER, docs  # noqa: F401 - fixture
 
 
@@ -11,12 +11,27 @@ def send(w, **msg):
     w._on_msg(w, msg, [])
 
 
-def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):  # noqa: F811
+def pooled(docs, isolated, text: str):  # noqa: F811
+    """A workbench on a new file with query q1 written and pooled, as the keys do it."""
     path = isolated / "mine.toml"
     path.write_text(HEADER)
     w = ek.judge(path, docs, ARMS)
-    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus migration sea ice")
+    send(w, action="write", id="q1", **{"class": "needle"}, text=text)
     send(w, action="pool")
+    return path, w
+
+
+def goto(w, pid: str) -> None:
+    send(w, action="move", value=-99)
+    for _ in range(99):
+        if w.view["item"]["id"] == pid:
+            return
+        send(w, action="move", value=1)
+    raise AssertionError(f"{pid} is not in the queue")
+
+
+def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):  # noqa: F811
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
     assert w.view["left"] == len(qrels.load(path).pooled["q1"]) and w.view["segments"]
     first = w.view["item"]["id"]
     send(w, action="grade", value=2)
@@ -31,3 +46,71 @@ def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):
     assert again.view["item"]["id"] != first and again.view["item"]["gain"] is None
     assert qrels.load(path)["q1"].judgments[0].gain == 2
     again.close()
+
+
+def test_a_hand_edit_is_kept_and_told_and_a_page_it_removed_is_not_graded(docs, isolated):  # noqa: F811
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    shown = w.view["item"]["id"]
+    path.write_text(path.read_text().replace('name = "mine"', 'name = "renamed"') + "# mine\n")
+    send(w, action="grade", value=2)
+    assert "changed on disk" in w.view["message"]
+    qs = qrels.load(path)
+    assert qs.name == "renamed" and path.read_text().endswith("# mine\n")
+    assert [(f"{j.doc}#{j.page}", j.gain) for j in qs["q1"].judgments] == [(shown, 2)]
+    shown = w.view["item"]["id"]  # the next page; the hand edit now takes it out of the pool
+    edited = path.read_text().replace(f'"{shown}",', "").replace(f'"{shown}"', "")
+    path.write_text(edited)
+    send(w, action="grade", value=3)
+    assert w.view["message"].count("\n") == 0 and f"{shown} is no longer a page of query 'q1'" in w.view["message"]
+    assert path.read_text() == edited
+    path.write_text(edited.replace("pooled = [", 'pooled = ["nosuch.pdf#1", ', 1))  # a page the corpus lacks
+    send(w, action="move", value=-99)
+    assert w.view["item"] is None and "nosuch.pdf#1 is not a page of corpus" in w.view["message"]
+    w.close()
+
+
+def test_running_the_cell_again_replaces_the_earlier_workbench_which_then_writes_nothing(docs, isolated):  # noqa: F811
+    path, first = pooled(docs, isolated, "walrus migration sea ice")
+    send(first, action="grade", value=2)
+    second = ek.judge(path, docs, ARMS)  # the same cell run again
+    assert "earlier workbench of this kernel on this file is closed" in second.view["message"]
+    written = path.read_bytes()
+    send(first, action="grade", value=3)
+    assert "replaced by a newer workbench" in first.view["message"] and path.read_bytes() == written
+    first.close()  # closing the old one leaves the new one's lock alone
+    assert judging_file.lock_path(path).exists()
+    send(second, action="grade", value=1)
+    send(second, action="note", text="checked twice")
+    assert [j.gain for j in qrels.load(path)["q1"].judgments] == [2, 1]
+    assert second.view["left"] == len(qrels.load(path).pooled["q1"]) - 2
+    second.close()
+
+
+def test_a_lone_surrogate_or_a_broken_file_is_a_message_and_the_next_key_works(docs, isolated):  # noqa: F811
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    send(w, action="note", text="half an emoji \ud83d")  # what a browser may send
+    assert "lone surrogate" in w.view["message"] and "\n" not in w.view["message"]
+    good = path.read_text()
+    path.write_text(good + "[[query]\n")
+    send(w, action="grade", value=2)
+    assert "not valid TOML" in w.view["message"] and "\n" not in w.view["message"]
+    path.write_text(good)
+    send(w, action="grade", value=2)
+    assert w.view["message"] == "" and [j.gain for j in qrels.load(path)["q1"].judgments] == [2]
+    w.close()
+
+
+def test_a_reworded_query_shows_its_graded_pages_again_with_the_grade_they_had(docs, isolated):  # noqa: F811
+    path, w = pooled(docs, isolated, "walrus migration")
+    for _ in range(w.view["left"]):
+        send(w, action="grade", value=3 if w.view["item"]["id"] == "walrus.pdf#2" else 0)
+    assert w.view["left"] == 0
+    send(w, action="write", id="q1", **{"class": "needle"}, text="how large is a walrus")
+    assert w.view["left"] > 0 and w.view["item"]["reread"] == "walrus migration"
+    goto(w, "walrus.pdf#2")
+    assert w.view["item"]["gain"] == 3 and w.view["item"]["reread"] == "walrus migration"
+    send(w, action="grade", value=1)
+    goto(w, "walrus.pdf#2")
+    assert w.view["item"]["previous"] == "3 under 'walrus migration'" and not w.view["item"]["reread"]
+    assert w.view["item"]["evidence"] == ""  # the quote was for the earlier wording: taken again
+    w.close()

@@ -132,6 +132,8 @@ def test_strict_only_rules_pass_without_strict(tmp_path):
      "query 'x': judgments\\[1\\].page is missing or not a int"),
     ('[[query]]\nclass = "needle"\ntext = "t"', "query #1: field 'id'"),
     ("[set]\nname='x'", "no \\[\\[query\\]\\] entries"),
+    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, reread = 2 }]',
+     "query 'x': judgments\\[1\\].reread is not a string"),
 ])
 def test_malformed_files_name_the_query_and_field(tmp_path, text, message):
     with pytest.raises(QrelsError, match=message):
@@ -356,3 +358,13 @@ def test_a_bom_crlf_copy_of_a_shipped_set_passes_qrels_check(real_env, monkeypat
     copy.write_bytes(b"\xef\xbb\xbf" + (ROOT / "qrels" / "rmanuals.toml").read_bytes().replace(b"\n", b"\r\n"))
     corpora.fetch(corpora.load("rmanuals"))
     assert main(["qrels", "check", str(copy), "--strict"]) == 0, capsys.readouterr()
+
+
+def test_a_page_graded_under_an_earlier_wording_counts_but_strict_wants_it_read_again(tmp_path):
+    qs = _load(tmp_path, '[[query]]\nid = "x"\nclass = "needle"\ntext = "new words"\njudgments = [\n'
+                         '  { doc = "a.pdf", page = 3, gain = 2, evidence = "e", reread = "old words" },\n'
+                         '  { doc = "a.pdf", page = 4, gain = 0 }]')
+    assert qs.reread == {"x": (("a.pdf", 3),)} and qs["x"].relevant
+    [p] = [p for p in qrels.check(qs, None, strict=True) if p.field == "judgments"]
+    assert "1 page(s) graded under an earlier wording, to read again under this one: a.pdf#3" in p.message
+    assert not [p for p in qrels.check(qs, None) if p.field == "judgments"]

@@ -68,3 +68,46 @@ def test_the_journal_is_bounded(tmp_path, monkeypatch):
     while j.undo():
         pass
     assert f.read_text() == "3\n"
+
+
+def test_an_entry_whose_file_never_came_is_dropped_by_the_next_action_and_by_undo(tmp_path):
+    f = tmp_path / "q.toml"
+    j = Journal(f)
+    f.write_text("a\n")
+    j.record("a\n", "a\nb\n")  # the intent, written first; the process is killed before the file
+    j.record("a\n", "a\nc\n")  # the next action: the entry that never landed is dropped
+    f.write_text("a\nc\n")
+    assert len(j) == 1
+    j.record("a\nc\n", "a\nc\nd\n")  # killed again before the file: undo drops it and undoes the one before
+    assert j.undo() and f.read_text() == "a\n" and not undo.journal_path(f).exists()
+
+
+@pytest.mark.parametrize("broken", ["folder", "latin-1"])
+def test_an_unreadable_journal_is_one_clear_line(tmp_path, broken):
+    f = tmp_path / "q.toml"
+    f.write_text("a\n")
+    if broken == "folder":
+        undo.journal_path(f).mkdir()
+    else:
+        undo.journal_path(f).write_bytes("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(UndoError, match=r"\.q\.toml\.undo: the undo journal cannot be read \((a folder|not UTF-8)\)"):
+        Journal(f).record("a\n", "b\n")
+
+
+def test_an_undo_whose_journal_cannot_be_shortened_is_done_and_not_done_twice(tmp_path, monkeypatch):
+    f = tmp_path / "q.toml"
+    j = Journal(f)
+    for before, after in (("", "a\n"), ("a\n", "a\nb\n")):
+        j.record(before, after)
+        f.write_text(after)
+    real = undo.write_atomic
+
+    def full_disk(path, text):
+        if path == undo.journal_path(f):
+            raise OSError(28, "No space left on device")
+        real(path, text)
+
+    monkeypatch.setattr(undo, "write_atomic", full_disk)
+    assert j.undo() and f.read_text() == "a\n"  # the file is back: reported done
+    monkeypatch.undo()
+    assert j.undo() and f.read_text() == ""  # the next undo knows the first was done

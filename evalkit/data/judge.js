@@ -51,10 +51,13 @@ function pageView(view) {
   const item = view.item;
   if (!item) return h("div", {class: "ek-empty", text: view.query ? "Nothing left to read: press p to pool, ] for the next query." : "Write a query (or press d for a draft)."});
   const head = h("div", {class: "ek-head", text: `${item.id}   ${view.position}   grade: ${item.gain === null ? "—" : item.gain}${item.skipped ? "   (skipped)" : ""}`});
+  const again = item.reread ? `graded ${item.gain} under the earlier wording "${item.reread}": read it again and grade it for this one`
+                            : item.previous ? `previous grade: ${item.previous}` : "";
   const text = h("pre", {class: "ek-text"});
   for (const [run, marked] of view.segments) text.append(marked ? h("mark", {text: run}) : document.createTextNode(run));
   const parts = [head, text];
   if (item.evidence) parts.splice(1, 0, h("div", {class: "ek-evidence", text: `evidence: ${item.evidence}`}));
+  if (again) parts.splice(1, 0, h("div", {class: "ek-reread", text: again}));
   if (view.image) parts.push(h("img", {class: "ek-image", src: `data:image/png;base64,${view.image}`, alt: item.id}));
   return h("div", {class: "ek-page"}, ...parts);
 }
@@ -94,7 +97,7 @@ function render({model, el}) {
     .ek-field { margin-right: 8px; } .ek-field span { margin-right: 4px; color: #555; }
     .ek-text { white-space: pre-wrap; max-height: 420px; overflow: auto; background: #fafafa; border: 1px solid #ddd; padding: 6px; user-select: text; }
     .ek-text mark { background: #ffe066; }
-    .ek-head { font-family: monospace; margin-top: 6px; } .ek-evidence { color: #060; }
+    .ek-head { font-family: monospace; margin-top: 6px; } .ek-evidence { color: #060; } .ek-reread { color: #850; }
     .ek-image { max-width: 100%; border: 1px solid #ccc; }`});
   const body = h("div");
   el.append(style, body);
