@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
+from . import agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
 from . import corpora, dirs, judging, robustness, runner, simulate, validity
 from . import escape as esc
 from .cache import CacheError, explain
@@ -16,6 +16,7 @@ from .results import Results
 from .resultsdir import ResultsError
 from .records import split_page_id
 from .text import snippet, split_top
+from .version import __version__
 
 
 class UsageError(Exception):

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from . import __version__, answers, arms, executor, ids, measures, resultsdir
+from . import answers, arms, executor, ids, measures, resultsdir
 from .corpora import Corpus
 from .embeddings import ModelSpec
 from .environment import completed, environment
@@ -37,6 +37,7 @@ from .qrels import QuerySet
 from .records import Chunk, Hit, Query, Result, page_id
 from .results import summarize
 from .resultsdir import slug
+from .version import __version__
 
 DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
 CHUNK_TEXTS = 10  # chunks whose text a record keeps: what the evidence measure at 10 reads
