@@ -34,6 +34,7 @@ import pandas as pd
 from . import arms, calibration, dirs, measures
 from .arms import lexical
 from .corpora import Corpus
+from .display import Markdown
 from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, windows
 from .pages import PageStore
 from .environment import completed, environment
@@ -554,10 +555,8 @@ def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Seq
 NOTEBOOK = dirs.shipped("bench.ipynb")
 
 
-def environment_summary(env: dict):
+def environment_summary(env: dict) -> Markdown:
     """One Markdown line on where the figures were measured (the notebook's first output)."""
-    from .reporting import Markdown
-
     m = env.get("machine", {})
     pk = ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items())
     before, after = env.get("load_average_before", [math.nan]), env.get("load_average_after", [math.nan])
