@@ -166,7 +166,7 @@ def cmd_qrels_check(args) -> int:
 def cmd_qrels_plan(args) -> int:
     from . import planning
 
-    frame = planning.rescore(api.queries(args.file), args.results)
+    frame = runner.rescore(api.queries(args.file), args.results)
     if frame.empty or frame["arm"].nunique() < 2:
         raise UsageError(f"{args.results}: the power planner needs the answers of two or more arms to the "
                          f"queries of {args.file}")
