@@ -33,7 +33,9 @@ import pandas as pd
 
 from . import arms, calibration, dirs, measures
 from .arms import lexical
+from .benchdir import RATE_UNITS, TIME_UNITS, load, with_ratios
 from .corpora import Corpus
+from .display import Markdown
 from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, windows
 from .pages import PageStore
 from .environment import completed, environment
@@ -364,35 +366,6 @@ def write(out: Path, figures: Sequence[Figure], env: dict, scale_frame: pd.DataF
         fig.savefig(out / "scale.png", dpi=150, bbox_inches="tight", facecolor="white")
 
 
-TIME_UNITS = ("ms", "ms/page")  # divided by the reference time: how many reference workloads one takes
-RATE_UNITS = ("pages/s", "windows/s")  # multiplied by it: how many items are done in one reference's time
-
-
-def per_reference(value: float, unit: str, reference_ms: float) -> float:
-    """A figure relative to the calibration workload (:mod:`evalkit.calibration`); NaN for ratios and sizes,
-    which are not times."""
-    if unit in TIME_UNITS:
-        return value / reference_ms
-    if unit in RATE_UNITS:
-        return value * reference_ms / 1000
-    return math.nan
-
-
-def with_ratios(figures: pd.DataFrame, env: dict) -> pd.DataFrame:
-    """``figures`` with ``calibrated`` (the value relative to its reference reading: the one taken with its
-    section, else -- a directory from before sections were calibrated -- the environment's wall reading;
-    NaN where there is none) and its unit."""
-    timed = figures["unit"].isin(TIME_UNITS + RATE_UNITS)
-    given = figures["reference"].astype(object) if "reference" in figures else pd.Series(None, index=figures.index)
-    kind = given.where(given.notna() & (given != ""), timed.map({True: "wall", False: ""}))  # older files: wall
-    own = figures["reference_ms"] if "reference_ms" in figures else pd.Series(math.nan, index=figures.index)
-    ref = own.fillna(calibration.reference_ms(env))
-    return figures.assign(reference=kind, calibrated=[per_reference(v, u, r) for v, u, r in
-                                                      zip(figures["value"], figures["unit"], ref)],
-                          calibrated_unit=["x reference" if u in TIME_UNITS else "per reference" if u in RATE_UNITS
-                                           else "" for u in figures["unit"]])
-
-
 def _time_ratio(first: pd.Series, second: pd.Series, units: pd.Series) -> pd.Series:
     """How many times longer the second took: second/first for times, first/second for rates, NaN for
     figures that are not times (ratios, sizes)."""
@@ -447,20 +420,6 @@ def table(figures: Sequence[Figure] | pd.DataFrame) -> str:
     """The figures as a plain-text table."""
     f = figures if isinstance(figures, pd.DataFrame) else pd.DataFrame([asdict(x) for x in figures])
     return f.to_string(index=False, float_format=lambda v: f"{v:.4g}")
-
-
-def load(path: Path | str) -> dict[str, pd.DataFrame | dict]:
-    """A bench directory's files: ``figures``, ``environment``, and ``scale``/``fit`` when present."""
-    path = Path(path)
-    if not (path / "bench.csv").exists():
-        raise FileNotFoundError(f"{path} is not a bench directory (no bench.csv): run `evalkit bench --out {path}`")
-    env = json.loads((path / "environment.json").read_text())
-    out: dict[str, pd.DataFrame | dict] = {"figures": with_ratios(pd.read_csv(path / "bench.csv"), env),
-                                           "environment": env}
-    if (path / "scale.csv").exists():
-        out["scale"] = pd.read_csv(path / "scale.csv")
-        out["fit"] = pd.read_csv(path / "scale_fit.csv")
-    return out
 
 
 def begin() -> dict:
@@ -554,10 +513,8 @@ def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Seq
 NOTEBOOK = dirs.shipped("bench.ipynb")
 
 
-def environment_summary(env: dict):
+def environment_summary(env: dict) -> Markdown:
     """One Markdown line on where the figures were measured (the notebook's first output)."""
-    from .reporting import Markdown
-
     m = env.get("machine", {})
     pk = ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items())
     before, after = env.get("load_average_before", [math.nan]), env.get("load_average_after", [math.nan])

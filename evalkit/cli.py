@@ -6,7 +6,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
+from . import agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
 from . import corpora, dirs, judging, robustness, runner, simulate, validity
 from . import escape as esc
 from .cache import CacheError, explain
@@ -16,6 +16,7 @@ from .results import Results
 from .resultsdir import ResultsError
 from .records import split_page_id
 from .text import snippet, split_top
+from .version import __version__
 
 
 class UsageError(Exception):
@@ -165,7 +166,7 @@ def cmd_qrels_check(args) -> int:
 def cmd_qrels_plan(args) -> int:
     from . import planning
 
-    frame = planning.rescore(api.queries(args.file), args.results)
+    frame = runner.rescore(api.queries(args.file), args.results)
     if frame.empty or frame["arm"].nunique() < 2:
         raise UsageError(f"{args.results}: the power planner needs the answers of two or more arms to the "
                          f"queries of {args.file}")

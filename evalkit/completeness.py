@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from . import escape as esc
+from .display import Markdown
 from .records import CLASSES
-from .reporting import Markdown
 from .results import Results
 
 MEASURE = "Judged@10"

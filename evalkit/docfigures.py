@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import calibration, comparison, gating, stats
+from . import benchdir, calibration, comparison, gating, stats
 from .escape import markdown_inline as md
 from .results import Results
 
@@ -252,9 +252,7 @@ def latency_frame(figures: pd.DataFrame) -> pd.DataFrame:
 def bench_table(path: Path) -> str:
     """``evalkit bench``'s figures: latency per arm and k (:func:`latency_frame`), then every other figure with
     its unit and per reference, and the run's calibration line."""
-    from . import bench
-
-    loaded = bench.load(need(path / "bench.csv", "evalkit bench").parent)
+    loaded = benchdir.load(need(path / "bench.csv", "evalkit bench").parent)
     f: pd.DataFrame = loaded["figures"]
     notes = f.loc[f["section"] == "latency", "note"].dropna().unique()
     rest = f[f["section"] != "latency"]
@@ -269,9 +267,7 @@ def bench_table(path: Path) -> str:
 def cost_curve_table(path: Path, first: str) -> str:
     """``evalkit bench --scale``: median latency per arm and subset size, the index build time and size, and the
     growth exponents and 400 ÷ 100 ratios (:func:`evalkit.bench.exponents`)."""
-    from . import bench
-
-    loaded = bench.load(need(path / "scale.csv", first).parent)
+    loaded = benchdir.load(need(path / "scale.csv", first).parent)
     scale: pd.DataFrame = loaded["scale"]
     fit: pd.DataFrame = loaded["fit"]
     wide = scale.pivot_table(index=["documents", "pages"], columns="arm", values="median_ms", sort=False)

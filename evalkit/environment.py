@@ -9,7 +9,8 @@ import sqlite3
 import sys
 from importlib import metadata
 
-from . import __version__, calibration
+from . import calibration
+from .version import __version__
 
 PACKAGES = ("pymupdf", "fastembed", "onnxruntime", "numpy", "pandas", "scipy", "pyarrow", "tqdm")
 

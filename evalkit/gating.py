@@ -14,10 +14,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, comparison, dirs, rules
+from . import comparison, dirs, rules
 from . import escape as esc
 from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
+from .version import __version__
 
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
 MARK = {"pass": "PASS", "fail": "FAIL", "underpowered": "UNDERPOWERED", "skipped": "SKIPPED"}

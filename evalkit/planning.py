@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from . import stats
-from .qrels import QuerySet
 from .records import CLASSES
 
 
@@ -59,15 +56,3 @@ def text(table: pd.DataFrame, measure: str, delta: float, target: float = stats.
         lines.append(f"  {cls:<10} {int(r['queries']):>4} queries  {mdd:<15} needs {needed}")
     return "\n".join(lines)
 
-
-def rescore(qs: QuerySet, results_path: Path) -> pd.DataFrame:
-    """The arms' recorded answers in a results directory scored with ``qs``'s current judgments (queries
-    both hold; a query reworded since it was asked is left out), one row per (query, arm)."""
-    from . import runner
-    from .results import Results
-
-    res = Results.load(results_path)
-    infos = res.manifest["arms"]
-    asked = [runner.recorded(res.path / "runs" / f"{a['file']}.jsonl") for a in infos]
-    shared = tuple(q for q in qs.queries if all(a.get(q.id, {}).get("text") == q.text for a in asked))
-    return runner.per_query(replace(qs, queries=shared), infos, res.path / "runs")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -18,15 +20,33 @@ from matplotlib.figure import Figure
 
 from . import refusal
 from . import escape as esc
-from .arms import parse_spec
-from .results import Results
 from .resultsdir import ResultsError
+from .specs import parse_spec
 
 METRIC = "nDCG@10"
 
 
 class RefusalError(ValueError):
     """An arm a refusal measure cannot be computed for; the message says which and why."""
+
+
+class Run(Protocol):
+    """What the refusal measures read of a results directory: a :class:`~evalkit.results.Results`, whose
+    ``refusal()`` calls back here (so this module names what it needs instead of importing the class)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def manifest(self) -> dict: ...
+
+    @property
+    def per_query(self) -> pd.DataFrame: ...
+
+    @property
+    def arms(self) -> list[str]: ...
+
+    def arm(self, name: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -43,7 +63,7 @@ class Confidences:
     metric: np.ndarray | None      # nDCG@10 of the answer each query would get, if known
 
 
-def arm_info(results: Results, arm: str) -> dict:
+def arm_info(results: Run, arm: str) -> dict:
     """The manifest entry of ``arm`` (named as :meth:`Results.arm` resolves it)."""
     try:
         label = results.arm(arm)
@@ -52,7 +72,7 @@ def arm_info(results: Results, arm: str) -> dict:
     return next(info for info in results.manifest["arms"] if info["label"] == label)
 
 
-def admitted(results: Results) -> list[str]:
+def admitted(results: Run) -> list[str]:
     """The arms of a run that record a confidence for every query, in manifest order."""
     pq = results.per_query
     if "confidence" not in pq.columns:
@@ -71,7 +91,7 @@ def record_only(info: dict) -> str:
     return f"admit(arm={p['arm']},policy={p['policy']})" if "policy" in p else info["label"]
 
 
-def confidences(results: Results, arm: str) -> Confidences:
+def confidences(results: Run, arm: str) -> Confidences:
     info = arm_info(results, arm)
     label = info["label"]
     if label not in admitted(results):
@@ -88,7 +108,7 @@ def confidences(results: Results, arm: str) -> Confidences:
                        _metric(results, info, rows))
 
 
-def _metric(results: Results, info: dict, rows: pd.DataFrame) -> np.ndarray | None:
+def _metric(results: Run, info: dict, rows: pd.DataFrame) -> np.ndarray | None:
     """The per-query metric of the answers, from a run that answered every query it could."""
     pq = results.per_query
     candidates = [info["label"]] if _threshold(info) == -math.inf else []
@@ -117,7 +137,7 @@ def measures(d: Confidences, threshold: float | None = None) -> dict:
     return out
 
 
-def text(results: Results, arm: str, threshold: float | None = None, curve: bool = False) -> str:
+def text(results: Run, arm: str, threshold: float | None = None, curve: bool = False) -> str:
     """What ``evalkit refusal RESULTS --arm SPEC`` prints."""
     d = confidences(results, arm)
     m = measures(d, threshold)
@@ -141,7 +161,7 @@ def text(results: Results, arm: str, threshold: float | None = None, curve: bool
     return "\n".join(lines)
 
 
-def calibrated(results: Results, arm: str, max_wrongful: float) -> tuple[str, dict]:
+def calibrated(results: Run, arm: str, max_wrongful: float) -> tuple[str, dict]:
     """The admission spec with the threshold chosen on this run (``max_wrongful`` at most), and the
     measures it has here (self-tuned: optimistic; report it on another set)."""
     info = arm_info(results, arm)
@@ -152,7 +172,7 @@ def calibrated(results: Results, arm: str, max_wrongful: float) -> tuple[str, di
     return f"{record_only(info)[:-1]},threshold={t})", measures(d, t)
 
 
-def table(results: Results) -> pd.DataFrame:
+def table(results: Run) -> pd.DataFrame:
     """One row per arm that records confidences: both rates with intervals at its own threshold, correct
     refusal per abstain kind, AUROC, AURC and nAUC."""
     rows = []
@@ -167,7 +187,7 @@ def table(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("arm") if rows else pd.DataFrame()
 
 
-def fig_tradeoff(results: Results) -> Figure | None:
+def fig_tradeoff(results: Run) -> Figure | None:
     """Correct vs wrongful refusal over every threshold, one curve per policy (its record-only run, else its
     own confidences), each thresholded arm's operating point marked on its policy's curve."""
     arms = admitted(results)

@@ -28,6 +28,7 @@ from pandas.io.formats.style import Styler
 from . import calibration, comparison, dirs, notebooks, planning, resultsdir, stats
 from . import escape as esc
 from . import qrels as _qrels
+from .display import Markdown
 from .records import CLASSES
 from .results import DEFINITIONS, HEADLINE, Results
 from .text import split_top
@@ -55,13 +56,6 @@ OUTCOME_LABELS = {"answered": "answered", "wrongful_refusal": "refused (wrongly)
                   "correct_refusal": "refused (correctly)", "answered_abstain": "answered (should refuse)"}
 MEASURE_LABELS = {"nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc"}
 ALL = "all answerable"
-
-
-class Markdown(str):
-    """A string a notebook shows as Markdown (the last expression of a cell)."""
-
-    def _repr_markdown_(self) -> str:
-        return str(self)
 
 
 # ---- colours and parameters ------------------------------------------------------------------------------

@@ -28,15 +28,16 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from . import __version__, answers, arms, executor, ids, measures, resultsdir
+from . import answers, arms, executor, ids, measures, resultsdir
 from .corpora import Corpus
 from .embeddings import ModelSpec
 from .environment import completed, environment
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
 from .records import Chunk, Hit, Query, Result, page_id
-from .results import summarize
+from .results import Results, summarize
 from .resultsdir import slug
+from .version import __version__
 
 DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
 CHUNK_TEXTS = 10  # chunks whose text a record keeps: what the evidence measure at 10 reads
@@ -364,3 +365,14 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
                          "hits": len(result.hits), "latency_s": rec["latency"],
                          "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
     return pd.DataFrame(rows)
+
+
+def rescore(qs: QuerySet, results_path: Path) -> pd.DataFrame:
+    """The arms' recorded answers in a results directory scored with ``qs``'s current judgments (queries
+    both hold; a query reworded since it was asked is left out), one row per (query, arm): what the power
+    planner (:mod:`evalkit.planning`) reads the spread of differences from."""
+    res = Results.load(results_path)
+    infos = res.manifest["arms"]
+    asked = [recorded(res.path / "runs" / f"{a['file']}.jsonl") for a in infos]
+    shared = tuple(q for q in qs.queries if all(a.get(q.id, {}).get("text") == q.text for a in asked))
+    return per_query(replace(qs, queries=shared), infos, res.path / "runs")

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import numbers
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..answers import AnswerError
 from ..records import Chunk
-from .protocol import Adapter, document, unpaged
-
-if TYPE_CHECKING:
-    from ..arms.function import FunctionArm
+from .protocol import Adapter, Caller, document, unpaged
 
 SCORES = ("score", "relevance_score")  # where retrievers that score (vector stores, rerankers) put it
 
@@ -30,7 +27,7 @@ def _ask(target: Any, query: str, k: int, params: dict) -> list[Any]:
     return list(target.invoke(query, **params))[:k]
 
 
-def _convert(item: Any, arm: FunctionArm) -> Chunk | None:
+def _convert(item: Any, arm: Caller) -> Chunk | None:
     module = sys.modules.get("langchain_core.documents")
     if module is None or not isinstance(item, module.Document):
         return None

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..answers import AnswerError
 from ..records import Chunk
 from ..text import contains
-from .protocol import Adapter, document, unpaged
-
-if TYPE_CHECKING:
-    from ..arms.function import FunctionArm
+from .protocol import Adapter, Caller, document, unpaged
 
 
 def claims(target: Any) -> bool:
@@ -40,7 +37,7 @@ def page_labels(path: str, sha256: str) -> tuple[str, ...]:
         return tuple(page.get_label() for page in pdf)
 
 
-def physical(label: str, doc: str, text: str, arm: FunctionArm) -> int:
+def physical(label: str, doc: str, text: str, arm: Caller) -> int:
     """The physical page (1-based) of ``doc`` that prints ``label``: the only one, or, where labels repeat,
     the only one of them whose text holds the node's ``text``. Anything else is an error of the query."""
     d = arm.corpus.document(doc)
@@ -59,7 +56,7 @@ def physical(label: str, doc: str, text: str, arm: FunctionArm) -> int:
     return holding[0]
 
 
-def _convert(item: Any, arm: FunctionArm) -> Chunk | None:
+def _convert(item: Any, arm: Caller) -> Chunk | None:
     module = sys.modules.get("llama_index.core.schema")
     if module is None or not isinstance(item, module.NodeWithScore):
         return None

@@ -5,13 +5,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..answers import AnswerError
 from ..records import Chunk
 
 if TYPE_CHECKING:
-    from ..arms.function import FunctionArm
+    from ..corpora import Corpus
+
+
+class Caller(Protocol):
+    """What an adapter reads of the arm it serves (a :class:`~evalkit.arms.function.FunctionArm`, which
+    imports the adapters): the corpus, and a document's text page by page or whole."""
+
+    corpus: Corpus
+
+    def page_texts(self, doc: str) -> tuple[str, ...]: ...
+
+    def document_text(self, doc: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -22,7 +33,7 @@ class Adapter:
     name: str
     convention: str
     ask: Callable[[Any, str, int, dict], Iterable[Any]]
-    convert: Callable[[Any, "FunctionArm"], Chunk | None]
+    convert: Callable[[Any, Caller], Chunk | None]
 
 
 def _ask_plain(target: Any, query: str, k: int, params: dict) -> Iterable[Any]:
@@ -37,7 +48,7 @@ PLAIN = Adapter(
     _ask_plain, lambda item, arm: None)
 
 
-def document(path: Any, arm: FunctionArm, what: str) -> str:
+def document(path: Any, arm: Caller, what: str) -> str:
     """The corpus document a library names by a file path (or a bare file name): its file name. One that is
     not in the corpus is an error of the query, naming the path."""
     name = re.split(r"[/\\]", str(path))[-1]
@@ -47,7 +58,7 @@ def document(path: Any, arm: FunctionArm, what: str) -> str:
         raise AnswerError(f"{what} {path!r} is not a document of corpus {arm.corpus.name!r}") from None
 
 
-def unpaged(doc: str, text: str, score: float | None, start: Any, arm: FunctionArm) -> Chunk:
+def unpaged(doc: str, text: str, score: float | None, start: Any, arm: Caller) -> Chunk:
     """A chunk that names no page: at ``start`` of the document's text when evalkit's text is the chunk's
     text there (a chunk cut from :meth:`evalkit.api.OpenCorpus.text`), else placed where its text is found.
     A library's offset into its own extraction of the PDF is never trusted blindly: it differs from evalkit's."""

@@ -19,7 +19,6 @@ Writing an arm in another package::
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
@@ -27,11 +26,7 @@ from typing import Any, ClassVar, TypeVar
 from ..corpora import Corpus
 from ..pages import PageStore
 from ..records import Result
-from ..text import split_top
-
-
-class ArmError(ValueError):
-    """An arm name or parameter that cannot be used; the message names the arm and the parameter."""
+from ..specs import ArmError, is_function, parse_spec
 
 
 class ArmFailure(RuntimeError):
@@ -183,35 +178,6 @@ class Registry(Mapping[str, type[Arm]]):
 def registry() -> Registry:
     """Every arm by name (:class:`Registry`)."""
     return Registry()
-
-
-_SPEC = re.compile(r"^\s*([\w.@-]+)\s*(?:\((.*)\))?\s*$", re.S)
-# The name ``ek.arm`` gives a retriever of one Python process: NAME@DIGEST (:mod:`evalkit.arms.function`)
-_FUNCTION = re.compile(r"[A-Za-z][\w.-]*@[0-9a-f]{8}")
-
-
-def is_function(spec: str) -> bool:
-    """Whether ``spec`` names a retriever registered with ``ek.arm`` (``NAME@DIGEST``): a record of code that
-    lived in one process (a notebook), which no other process can resolve by name."""
-    m = _SPEC.match(spec)
-    return bool(m and _FUNCTION.fullmatch(m.group(1)))
-
-
-def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """``"hybrid(keyword=keyword(idf_scope=corpus),depth=50)"`` -> ``("hybrid", {...})``; values may nest."""
-    m = _SPEC.match(spec)
-    if not m:
-        raise ArmError(f"cannot read arm {spec!r}: want NAME or NAME(key=value,...)")
-    name, body = m.group(1), m.group(2) or ""
-    params: dict[str, str] = {}
-    for part in split_top(body, ","):
-        if not part.strip():
-            continue
-        key, eq, value = part.partition("=")
-        if not eq:
-            raise ArmError(f"arm {spec!r}: parameter {part.strip()!r} has no '='")
-        params[key.strip()] = value.strip()
-    return name, params
 
 
 C = TypeVar("C", bound=type[Configurable])  # an arm class or a policy class

@@ -1,4 +1,5 @@
-"""conformal: a refusal threshold the user's own corpus sets, with no judgments.
+"""conformal: a refusal threshold the user's own corpus sets, with no judgments. The pseudo-queries and the
+p-value are here; the policy (:class:`~evalkit.arms.policies.ConformalPolicy`) sits with the other policies.
 
 Any label-free policy's confidence (``spread`` by default) is turned into a conformal p-value against
 pseudo-queries the corpus answers by construction: ``n`` passages of ``words`` consecutive words, each from
@@ -18,13 +19,7 @@ those, the bound is far looser than promised for real questions (docs/refusal.md
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
-
-from ..records import Result
-from . import ArmError
-from .policies import Policy, Verdict, make_policy, validate
 
 
 def pseudo_queries(pages: list[str], n: int, words: int, seed: int) -> list[str]:
@@ -47,51 +42,3 @@ def p_value(calibration: np.ndarray, score: float) -> float:
     """Conformal p-value of ``score`` among ``calibration`` (sorted ascending): (1 + #{c ≤ score}) / (n + 1).
     Ties count for the query, so a refusal at p ≤ α stays within α."""
     return (1 + int(np.searchsorted(calibration, score, side="right"))) / (len(calibration) + 1)
-
-
-class ConformalPolicy(Policy):
-    """The p-value of ``policy``'s confidence among the corpus's own pseudo-queries (module docstring)."""
-
-    name = "conformal"
-    defaults = {"policy": "spread", "n": 200, "words": 12, "seed": 0}
-    minimum = {"n": 19, "words": 0}  # 19: the least n at which p can reach 0.05; words 0: the query's length
-
-    @classmethod
-    def resolve(cls, params):
-        resolved = super().resolve(params)
-        validate(resolved["policy"])
-        return resolved
-
-    def __init__(self, corpus, store, **params):
-        super().__init__(corpus, store, **params)
-        self.base = make_policy(self.params["policy"], corpus, store)
-        if self.base.depth:
-            raise ArmError(f"policy 'conformal': policy={self.base.label} reads the arm's ranking; "
-                           "a pseudo-query has none (use a policy that reads the corpus: spread, semantic, idf-mass)")
-        self.params["policy"] = self.base.label
-        self.corpus_name = corpus.name
-        self.pages = [t for d in sorted(corpus.documents, key=lambda d: d.sha256) for t in store.texts(d)]
-        self.by_length = {}  # words -> sorted confidences of that many words' passages
-        if self.params["words"]:  # drawn now, so a corpus too short for them fails when the arm is built
-            self.passages(self.params["words"])
-
-    def passages(self, words: int) -> np.ndarray:
-        """The base policy's confidences on ``n`` pseudo-queries of ``words`` words, sorted (cached)."""
-        if words not in self.by_length:
-            p = self.params
-            got = np.sort([self.base.assess(q, Result()).confidence
-                           for q in pseudo_queries(self.pages, p["n"], words, p["seed"])])
-            if not len(got):
-                raise ArmError(f"policy 'conformal': no page of {self.corpus_name} has {words} words to draw a "
-                               "pseudo-query from")
-            self.by_length[words] = got
-        return self.by_length[words]
-
-    def assess(self, query: str, result: Result) -> Verdict:
-        v = self.base.assess(query, result)
-        if v.confidence == -math.inf:  # a veto stays one
-            return Verdict(-math.inf, v.measure, v.evidence)
-        words = self.params["words"] or max(1, len(query.split()))
-        calibration = self.passages(words)
-        among = f"among {len(calibration)} {words}-word passages of the corpus"
-        return Verdict(p_value(calibration, v.confidence), f"p-value of {v.measure} {among}", v.evidence)

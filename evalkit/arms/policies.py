@@ -22,6 +22,8 @@ The built-ins, compared in docs/refusal.md:
 - ``evidence``: a logistic model over four signals, fitted on a development set (``evalkit refusal fit``):
   best semantic match, the share of the query's IDF mass found together on one page (do its rare words
   co-occur anywhere?), agreement of the keyword and semantic rankings, and term familiarity.
+- ``conformal``: another policy's confidence as a conformal p-value among passages drawn from the corpus
+  (:mod:`evalkit.arms.conformal`), so a threshold carries a wrongful-refusal bound to any corpus.
 
 Plug-in policies come from the ``evalkit.admission`` entry point group, like arms.
 """
@@ -38,6 +40,7 @@ from scipy.optimize import minimize
 from ..records import Result
 from ..text import names, rare_words
 from . import ArmError, Configurable, lookup, make
+from .conformal import p_value, pseudo_queries
 from .lexical import GlobalIndex, query_terms
 from .semantic import page_maxima
 
@@ -383,13 +386,62 @@ def format_weights(w) -> str:
     return ":".join(f"{v:.4g}" for v in w)
 
 
+# ---- conformal: a p-value among the corpus's own pseudo-queries ---------------------------------------
+
+
+class ConformalPolicy(Policy):
+    """The p-value of ``policy``'s confidence among the corpus's own pseudo-queries (:mod:`evalkit.arms.conformal`)."""
+
+    name = "conformal"
+    defaults = {"policy": "spread", "n": 200, "words": 12, "seed": 0}
+    minimum = {"n": 19, "words": 0}  # 19: the least n at which p can reach 0.05; words 0: the query's length
+
+    @classmethod
+    def resolve(cls, params):
+        resolved = super().resolve(params)
+        validate(resolved["policy"])
+        return resolved
+
+    def __init__(self, corpus, store, **params):
+        super().__init__(corpus, store, **params)
+        self.base = make_policy(self.params["policy"], corpus, store)
+        if self.base.depth:
+            raise ArmError(f"policy 'conformal': policy={self.base.label} reads the arm's ranking; "
+                           "a pseudo-query has none (use a policy that reads the corpus: spread, semantic, idf-mass)")
+        self.params["policy"] = self.base.label
+        self.corpus_name = corpus.name
+        self.pages = [t for d in sorted(corpus.documents, key=lambda d: d.sha256) for t in store.texts(d)]
+        self.by_length = {}  # words -> sorted confidences of that many words' passages
+        if self.params["words"]:  # drawn now, so a corpus too short for them fails when the arm is built
+            self.passages(self.params["words"])
+
+    def passages(self, words: int) -> np.ndarray:
+        """The base policy's confidences on ``n`` pseudo-queries of ``words`` words, sorted (cached)."""
+        if words not in self.by_length:
+            p = self.params
+            got = np.sort([self.base.assess(q, Result()).confidence
+                           for q in pseudo_queries(self.pages, p["n"], words, p["seed"])])
+            if not len(got):
+                raise ArmError(f"policy 'conformal': no page of {self.corpus_name} has {words} words to draw a "
+                               "pseudo-query from")
+            self.by_length[words] = got
+        return self.by_length[words]
+
+    def assess(self, query: str, result: Result) -> Verdict:
+        v = self.base.assess(query, result)
+        if v.confidence == -math.inf:  # a veto stays one
+            return Verdict(-math.inf, v.measure, v.evidence)
+        words = self.params["words"] or max(1, len(query.split()))
+        calibration = self.passages(words)
+        among = f"among {len(calibration)} {words}-word passages of the corpus"
+        return Verdict(p_value(calibration, v.confidence), f"p-value of {v.measure} {among}", v.evidence)
+
+
 # ---- registry ------------------------------------------------------------------------------------------------
 
 
 def registry() -> dict[str, type[Policy]]:
     """Every policy by name: the built-ins, then plug-ins from the ``evalkit.admission`` entry points."""
-    from .conformal import ConformalPolicy
-
     policies: dict[str, type[Policy]] = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy,
                                                              NamesPolicy, EvidencePolicy, ConformalPolicy)}
     for ep in entry_points(group="evalkit.admission"):
