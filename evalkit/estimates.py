@@ -1,28 +1,24 @@
-"""Measures and paired differences from a person's grades on a sample of each pool plus a judge's predictions
-on every pooled page, with intervals that stay valid whatever the judge's quality (prediction-powered
-inference, Angelopoulos et al. 2023; PPI++'s power tuning, 2023; stratified by query class).
+"""Measures and paired differences from a person's grades plus a judge's predictions on every pooled page,
+with intervals that stay valid whatever the judge's quality: prediction-powered inference (Angelopoulos et
+al., Science 2023), PPI++'s power tuning (Angelopoulos, Duchi & Zrnic 2023) and stratified PPI by query
+class (Fisch et al., NeurIPS 2024), as Oosterhuis et al. (KDD 2024) apply PPI to IR measures.
 
-Design. Every pooled page i of a query is graded by the person independently with a recorded inclusion
-probability pi_i (Poisson sampling); the judge gives every pooled page a distribution q_i over gains 0..3,
-and must not have seen this query's grades (cross-fitting by query). A page's *corrected* distribution is
+The judge gives every pooled page a distribution q_i over gains 0..3 and must not have seen the grades of
+the query it predicts (cross-fitting by query). Its prediction of a query's measure is the measure's
+*multilinear extension* F(q) = E[f(g)], g_i ~ q_i independent, computed exactly (never sampled): GoldDoc@3
+is one minus a product, a document's gain distribution a product per level, nDCG@10 a dynamic programme over
+the multiset of the ten largest gains (286 states) carrying E[DCG; state] beside the state's mass.
 
-    q~_i = q_i + 1[i graded] (delta_{g_i} - q_i) / pi_i        (a signed measure; E q~_i = delta_{g_i})
+Two designs, both unbiased for any judge:
 
-Why this is exact for nonlinear measures. nDCG's normaliser, the document gain (the best page of a
-document) and GoldDoc@3 (any gold document among the first three) are not linear in the page gains, so
-correcting each page's gain is unbiased for DCG only. But the *multilinear extension* of a measure f,
-F(q_1..q_n) = E[f(g)] with g_i ~ q_i independent, is linear in each q_i separately; since the q~_i are
-independent with means delta_{g_i}, E F(q~) = F(delta_g) = f(g): the estimate of every query's measure is
-unbiased for any judge. F is computed exactly (never sampled): GoldDoc@3 is one minus a product, a
-document's gain distribution is a product per level, and nDCG@10 is a dynamic programme over the multiset
-of the ten largest gains (286 states), carrying E[DCG; state] beside the state's mass. When every page is
-graded (pi = 1) the estimate is the measure itself. The judge enters through lam * q_i + (1 - lam) * [gain
-0]: lam = 0 is the person-only (Horvitz-Thompson) estimate, and any lam keeps the estimate unbiased.
-
-Across queries the per-query estimates are independent (the judge cross-fitted), so the interval is a
-t-interval on their mean, stratified by class (each class's variance over its own queries). lam is chosen
-per query from a grid to minimise the variance of the *other* queries of its class (cross-fitted: a query's
-own grades never choose its lam, which keeps its estimate unbiased). Everything here is pure.
+* **Pages** (:func:`corrected`): every pooled page graded independently with a recorded probability pi_i;
+  q~_i = q_i + 1[graded] (delta_{g_i} - q_i) / pi_i. F is linear in each q_i separately and the q~_i are
+  independent with means delta_{g_i}, so E F(q~) = f(g), nonlinear normaliser, document maximum and
+  GoldDoc@3 included. But the signed q~ multiply (weights 1 / pi on several pages at once), so with a few
+  graded pages per pool one query's estimate varies far more than queries do
+  (docs/deciding-with-few-grades.md measures it). Use it only where most of a pool is graded.
+* **Queries** (:func:`ppi_mean`, :func:`stratified_ppi`, :func:`estimate`): a random set of queries graded
+  whole (their measures exact), the judge's F(q) on every query; the PPI++ mean. What the replays use.
 """
 from __future__ import annotations
 
@@ -109,23 +105,35 @@ def _states() -> tuple[np.ndarray, np.ndarray]:
     return trans, inv
 
 
+def _scatter(index: np.ndarray, values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum ``values`` into a zero array of ``shape`` at the flat ``index``es."""
+    return np.bincount(index, values.ravel(), minlength=math.prod(shape)).astype(float).reshape(shape)
+
+
 def expected_ndcg(dist: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """E[nDCG] per arm under independent gains ``dist`` (n, 4), signed allowed: ``weights[a, i]`` is
-    1 / log2(rank + 1) where arm a ranks unit i in its first DEPTH, else 0. A unit with a certain gain of 0
-    changes nothing and is skipped."""
+    """E[nDCG] per arm under independent gains ``dist`` ((n, 4), or (batch, n, 4) for several versions of
+    the same pool at once; signed allowed): ``weights[a, i]`` is 1 / log2(rank + 1) where arm a ranks unit
+    i in its first DEPTH, else 0. Returns (arms,) or (batch, arms). A unit whose gain is 0 for certain in
+    every version changes nothing and is skipped."""
     trans, inv = _states()
-    n_arms, n_states = weights.shape[0], trans.shape[1]
-    mass, moment = np.zeros(n_states), np.zeros((n_arms, n_states))
-    mass[0] = 1.0
-    flat = trans[:, None, :] + n_states * np.arange(n_arms)[None, :, None]  # (k, arm, state) -> arm * S + next
-    k = np.arange(GAINS, dtype=float)
-    for q, w in zip(dist, weights.T):
-        if q[0] == 1.0 and not q[1:].any():
+    d = dist[None] if dist.ndim == 2 else dist
+    n_batch, n_arms, n_states = d.shape[0], weights.shape[0], trans.shape[1]
+    mass, moment = np.zeros((n_batch, n_states)), np.zeros((n_batch, n_arms, n_states))
+    mass[:, 0] = 1.0
+    rows = n_states * np.arange(n_batch * n_arms).reshape(n_batch, 1, n_arms, 1)
+    flat = (trans[None, :, None, :] + rows).ravel()  # (batch, k, arm, state) -> (batch * arms + arm) * S + next
+    flat_mass = (trans[None] + n_states * np.arange(n_batch)[:, None, None]).ravel()
+    k = np.arange(GAINS, dtype=float)[None, :, None, None]
+    for i in range(d.shape[1]):
+        q = d[:, i, :]  # (batch, 4)
+        if np.all(q[:, 0] == 1.0) and not q[:, 1:].any():
             continue
-        mom = q[:, None, None] * (moment[None] + (w[None, :, None] * k[:, None, None]) * mass[None, None, :])
-        moment = np.bincount(flat.ravel(), mom.ravel(), minlength=n_arms * n_states).reshape(n_arms, n_states)
-        mass = np.bincount(trans.ravel(), (q[:, None] * mass[None, :]).ravel(), minlength=n_states)
-    return moment @ inv
+        w = weights[None, None, :, i, None]
+        mom = q[:, :, None, None] * (moment[:, None] + w * k * mass[:, None, None, :])
+        moment = _scatter(flat, mom, moment.shape)
+        mass = _scatter(flat_mass, q[:, :, None] * mass[:, None, :], mass.shape)
+    out = moment @ inv
+    return out[0] if dist.ndim == 2 else out
 
 
 def expected_golddoc(dist: np.ndarray, member: np.ndarray) -> np.ndarray:
@@ -155,12 +163,13 @@ class Pool:
     doc_weights: np.ndarray  # (arms, docs)
     gold_member: np.ndarray  # (arms, n) bool: the page's document is among the arm's first three
 
-    def estimate(self, lam: float) -> np.ndarray:
-        """(measures, arms): every measure of :data:`MEASURES` for every arm, unbiased for any judge."""
-        q = corrected(self.prior.copy(), self.grade, self.pi, lam)
-        docs = doc_distributions(q, self.doc, self.doc_weights.shape[1])
-        return np.stack([expected_ndcg(q, self.page_weights), expected_ndcg(docs, self.doc_weights),
-                         expected_golddoc(q, self.gold_member)])
+    def estimate(self, lambdas: Sequence[float] = LAMBDAS) -> np.ndarray:
+        """(lambdas, measures, arms): every measure of :data:`MEASURES` for every arm at every judge
+        weight, each unbiased for any judge."""
+        q = np.stack([corrected(self.prior.copy(), self.grade, self.pi, lam) for lam in lambdas])
+        docs = np.stack([doc_distributions(x, self.doc, self.doc_weights.shape[1]) for x in q])
+        gold = np.stack([expected_golddoc(x, self.gold_member) for x in q])
+        return np.stack([expected_ndcg(q, self.page_weights), expected_ndcg(docs, self.doc_weights), gold], axis=1)
 
 
 def _rank_weights(ranked: Sequence[str], index: Mapping[str, int], size: int) -> np.ndarray:
@@ -197,70 +206,105 @@ def pool(query: str, cls: str, rankings: Mapping[str, Sequence[str]], prior: Map
 
 def table(pools: Sequence[Pool], lambdas: Sequence[float] = LAMBDAS) -> np.ndarray:
     """(lambdas, queries, measures, arms): every query's estimates at every judge weight."""
-    return np.array([[p.estimate(lam) for p in pools] for lam in lambdas]).reshape(
-        len(lambdas), len(pools), len(MEASURES), -1)
+    return np.stack([p.estimate(lambdas) for p in pools], axis=1).reshape(len(lambdas), len(pools), len(MEASURES), -1)
 
 
 # --------------------------------------------------------------------------------------------------------
-# Across queries: stratified, power-tuned, cross-fitted
-
-
-def cross_fitted(values: np.ndarray, strata: np.ndarray) -> np.ndarray:
-    """(queries,): each query's value at the judge weight (row of ``values``, (lambdas, queries)) whose
-    variance over the *other* queries of its stratum is smallest; a stratum of one query takes the first
-    row (the person alone). A query's own grades never choose its weight, so its estimate stays unbiased."""
-    out = values[0].copy()
-    for s in np.unique(strata):
-        idx = np.flatnonzero(strata == s)
-        if idx.size < 3:
-            continue
-        v = values[:, idx]
-        n = idx.size - 1
-        total, squares = v.sum(axis=1, keepdims=True), (v**2).sum(axis=1, keepdims=True)
-        rest_mean = (total - v) / n
-        rest_var = ((squares - v**2) - n * rest_mean**2) / (n - 1)  # (lambdas, queries of s)
-        out[idx] = v[np.argmin(rest_var, axis=0), np.arange(idx.size)]
-    return out
+# Across queries: prediction-powered means (PPI++), stratified by class
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A stratified mean with its t-interval: ``n`` queries, ``df`` Welch-Satterthwaite's degrees of
-    freedom, ``se`` its standard error."""
+    """A mean with its interval: ``n`` queries graded by the person, ``unlabeled`` predicted only, ``lam``
+    the judge's weight (0: the person's grades alone), ``df`` the t quantile's degrees of freedom."""
 
     mean: float
     low: float
     high: float
     se: float
     n: int
+    unlabeled: int
+    lam: float
     df: float
 
 
-def stratified(values: np.ndarray, strata: np.ndarray, confidence: float = 0.95) -> Interval:
-    """The mean of ``values`` weighting each stratum by its share of the queries (the plain mean), with
-    the stratified standard error (each stratum's own variance) and a Welch-Satterthwaite t-interval. A
-    stratum of one query contributes no variance estimate: it borrows the pooled variance of the others."""
-    n = values.size
-    parts = []
-    for s in np.unique(strata):
-        v = values[strata == s]
-        parts.append((v.size, v.var(ddof=1) if v.size > 1 else math.nan))
-    pooled = np.nanmean([var for _, var in parts]) if any(not math.isnan(var) for _, var in parts) else math.nan
-    terms = [(m / n) ** 2 * (pooled if math.isnan(var) else var) / m for m, var in parts]
-    se = math.sqrt(sum(terms)) if n > 1 else math.nan
-    denom = sum(t**2 / max(m - 1, 1) for t, (m, _) in zip(terms, parts))
-    df = (se**4 / denom) if denom > 0 else max(n - 1, 1)
-    mean = float(values.mean()) if n else math.nan
-    half = float(_st.t.ppf(0.5 + confidence / 2, df)) * se if se > 0 else 0.0
-    return Interval(mean, mean - half, mean + half, se, n, df)
+PSEUDO = 0.35  # the two pseudo-queries' distance from the mean: the smallest of 0.25, 0.35, 0.5 keeping GoldDoc@3 covered
+STRATUM = 10  # the fewest graded queries per class for a stratified estimate
+
+
+def _var(x: np.ndarray) -> float:
+    return float(x.var(ddof=1)) if x.size > 1 else math.nan
+
+
+def _guarded_var(x: np.ndarray) -> float:
+    """The sample variance with two pseudo-queries at mean +- PSEUDO added (as Agresti-Coull adds pseudo
+    counts): a handful of graded queries that happen to agree (GoldDoc@3's difference is 0 on most queries)
+    would otherwise give a zero-width interval; the guard fades as 2 / (n + 1)."""
+    if x.size < 2:
+        return math.nan
+    return float((((x - x.mean()) ** 2).sum() + 2 * PSEUDO**2) / (x.size + 1))
+
+
+def power_tuned(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) -> float:
+    """PPI++'s variance-minimising judge weight for a mean (Angelopoulos, Duchi & Zrnic 2023, ppi-python's
+    ``_calc_lam_glm``): Cov(Y, Yhat) / ((1 + n / N) Var(Yhat)), clipped to [0, 1]; 0 without spread."""
+    n, big = y.size, yhat_unlabeled.size
+    var = _var(np.concatenate([yhat, yhat_unlabeled]))
+    if n < 2 or big == 0 or not var > 0:
+        return 0.0
+    cov = float(np.mean((y - y.mean()) * (yhat - yhat.mean())))
+    return float(np.clip(cov / ((1 + n / big) * var), 0.0, 1.0))
+
+
+def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, lam: float | None = None,
+             confidence: float = 0.95) -> Interval:
+    """The prediction-powered mean: lam * mean(Yhat over the unlabeled) + mean(Y - lam * Yhat over the
+    labeled), unbiased for any judge and any fixed lam; its standard error adds both parts' variances (the
+    two sets are disjoint, so independent). t quantile with n - 1 degrees of freedom (ppi-python uses the
+    normal one; with a handful of graded queries it undercovers). ``lam`` None: :func:`power_tuned`."""
+    y, yhat, unl = (np.asarray(v, dtype=float) for v in (y, yhat, yhat_unlabeled))
+    lam = power_tuned(y, yhat, unl) if lam is None else lam
+    n, big = y.size, unl.size
+    rect = y - lam * yhat
+    mean = lam * (unl.mean() if big else 0.0) + (rect.mean() if n else math.nan)
+    var = _guarded_var(rect) / n if n > 1 else math.nan
+    var += lam**2 * (_var(unl) / big if big > 1 else 0.0)
+    return _interval(mean, var, n - 1, n, big, lam, confidence)
+
+
+def _interval(mean: float, var: float, df: float, n: int, big: int, lam: float, confidence: float) -> Interval:
+    se = math.sqrt(var) if var >= 0 else math.nan
+    half = float(_st.t.ppf(0.5 + confidence / 2, df)) * se if df >= 1 and se > 0 else (0.0 if se == 0 else math.nan)
+    return Interval(float(mean), float(mean - half), float(mean + half), se, n, big, lam, df)
+
+
+def stratified_ppi(y: np.ndarray, yhat: np.ndarray, strata: np.ndarray, yhat_unlabeled: np.ndarray,
+                   strata_unlabeled: np.ndarray, lam: float | None = None, confidence: float = 0.95) -> Interval:
+    """Stratified PPI (Fisch et al. 2024): :func:`ppi_mean` within each stratum (its own judge weight), the
+    strata weighted by their share of all queries, degrees of freedom by Welch-Satterthwaite. Falls back to
+    one stratum when a stratum has fewer than STRATUM graded queries (its variance and judge weight would
+    rest on too few queries; measured: stratifying 4 classes of ~5 graded queries widened the interval)."""
+    names = np.unique(np.concatenate([strata, strata_unlabeled]))
+    counts = {s: int((strata == s).sum()) for s in names}
+    if len(names) < 2 or min(counts.values()) < STRATUM:
+        return ppi_mean(y, yhat, yhat_unlabeled, lam, confidence)
+    total = strata.size + strata_unlabeled.size
+    parts = [(((strata == s).sum() + (strata_unlabeled == s).sum()) / total,
+              ppi_mean(y[strata == s], yhat[strata == s], yhat_unlabeled[strata_unlabeled == s], lam, confidence))
+             for s in names]
+    mean = sum(w * p.mean for w, p in parts)
+    terms = [(w * p.se) ** 2 for w, p in parts]
+    var = sum(terms)
+    df = var**2 / sum(t**2 / max(p.n - 1, 1) for t, (_, p) in zip(terms, parts)) if var > 0 else strata.size - 1
+    lam_mean = sum(w * p.lam for w, p in parts)
+    return _interval(mean, var, df, strata.size, strata_unlabeled.size, lam_mean, confidence)
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """One measure's paired difference b - a (or one arm's mean, ``a`` empty) over a slice of queries:
-    the prediction-powered interval, the person-only interval from the same grades, the effective number
-    of queries (how many queries the person-only estimate would need for the same standard error), and the
-    judge-person correlation on the graded pages of the slice."""
+    """One measure's paired difference b - a (or arm b's mean, ``a`` empty) over a slice of queries: the
+    prediction-powered interval, the person-only interval from the same graded queries, the judge-person
+    correlation of the per-query values on the graded queries, and what both imply."""
 
     measure: str
     a: str
@@ -269,13 +313,12 @@ class Estimate:
     interval: Interval
     person_only: Interval
     correlation: float
-    graded: int
 
     @property
     def n_eff(self) -> float:
-        """Queries the person-only estimate would need for this standard error."""
+        """Graded queries the person-only estimate would need for this standard error."""
         p, s = self.person_only.se, self.interval.se
-        return self.interval.n * (p / s) ** 2 if s > 0 else math.inf
+        return self.person_only.n * (p / s) ** 2 if s > 0 and p == p else math.nan
 
     @property
     def gain(self) -> float:
@@ -290,66 +333,30 @@ class Estimate:
         return "better" if i.low > 0 else "worse" if i.high < 0 else "undecided"
 
     def text(self) -> str:
-        i = self.interval
-        sign = "+" if self.a else ""
-        return (f"{i.mean:{sign}.3f} [{i.low:{sign}.3f}, {i.high:{sign}.3f}] n={i.n} n_eff={self.n_eff:.0f} "
-                f"rho={self.correlation:.2f} gain={self.gain:+.0%} ({self.graded} pages graded)")
+        i, sign = self.interval, "+" if self.a else ""
+        return (f"{i.mean:{sign}.3f} [{i.low:{sign}.3f}, {i.high:{sign}.3f}]  {i.n} of {i.n + i.unlabeled} "
+                f"queries graded, n_eff {self.n_eff:.0f}, judge-person r {self.correlation:.2f}, "
+                f"width {self.gain:+.0%} vs person-only")
 
 
-def correlation(pools: Sequence[Pool]) -> tuple[float, int]:
-    """Pearson correlation of the person's grade with the judge's expected gain over the graded pages,
-    and how many there are (NaN below three or without spread)."""
-    g = np.concatenate([p.grade[p.grade >= 0] for p in pools]) if pools else np.zeros(0)
-    e = np.concatenate([p.prior[p.grade >= 0] @ np.arange(GAINS) for p in pools]) if pools else np.zeros(0)
-    if g.size < 3 or g.std() == 0 or e.std() == 0:
-        return math.nan, int(g.size)
-    return float(np.corrcoef(g, e)[0, 1]), int(g.size)
+def _corr(y: np.ndarray, yhat: np.ndarray) -> float:
+    if y.size < 3 or y.std() == 0 or yhat.std() == 0:
+        return math.nan
+    return float(np.corrcoef(y, yhat)[0, 1])
 
 
-def paired(est: np.ndarray, pools: Sequence[Pool], arms: Sequence[str], measure: str, a: str | None, b: str,
-           cls: str = "all", confidence: float = 0.95) -> Estimate:
-    """The estimate of ``measure``'s mean difference b - a (``a`` None: b's mean) over the pools' queries
-    (``est``: :func:`table` of these pools), stratified by class, the judge's weight cross-fitted."""
+def estimate(truth: np.ndarray, predicted: np.ndarray, graded: np.ndarray, strata: np.ndarray, measure: str,
+             arms: Sequence[str], b: str, a: str | None = None, cls: str = "all",
+             confidence: float = 0.95) -> Estimate:
+    """The :class:`Estimate` of ``measure``'s mean difference b - a (``a`` None: b's mean). ``truth`` and
+    ``predicted`` are (queries, measures, arms): the measures under the person's grades (read only where
+    ``graded``) and their expectation under the judge (:meth:`Pool.estimate` without grades)."""
     m = MEASURES.index(measure)
-    vals = est[:, :, m, arms.index(b)] - (est[:, :, m, arms.index(a)] if a is not None else 0.0)
-    strata = np.array([p.cls for p in pools])
-    rho, graded = correlation(pools)
-    return Estimate(measure, a or "", b, cls, stratified(cross_fitted(vals, strata), strata, confidence),
-                    stratified(vals[0], strata, confidence), rho, graded)
 
+    def col(x: np.ndarray) -> np.ndarray:
+        return x[:, m, arms.index(b)] - (x[:, m, arms.index(a)] if a is not None else 0.0)
 
-# --------------------------------------------------------------------------------------------------------
-# Sampling designs
-
-
-def uniform_pi(n: int, budget: float) -> np.ndarray:
-    """Each of ``n`` pooled pages graded with probability budget / n (capped at 1): ``budget`` pages
-    expected per query."""
-    return np.full(n, min(1.0, budget / n) if n else 1.0)
-
-
-def informed_pi(prior: np.ndarray, budget: float, floor: float = 0.5) -> np.ndarray:
-    """Inclusion probabilities spending ``budget`` expected pages where the judge is unsure: a share
-    ``floor`` spread evenly (so no page's weight 1 / pi can explode when the judge is confidently wrong),
-    the rest in proportion to the judge's standard deviation of the gain (Neyman allocation), capped at 1
-    with the excess handed on to the others."""
-    n = len(prior)
-    if budget >= n:
-        return np.ones(n)
-    mean = prior @ np.arange(GAINS)
-    sd = np.sqrt(np.maximum(prior @ np.arange(GAINS) ** 2 - mean**2, 0))
-    share = floor / n + (1 - floor) * (sd / sd.sum() if sd.sum() > 0 else np.full(n, 1 / n))
-    pi = np.zeros(n)
-    free = np.ones(n, dtype=bool)
-    while True:  # cap at 1, spread what is left over the uncapped pages
-        left = budget - (~free).sum()
-        pi[free] = left * share[free] / share[free].sum()
-        over = free & (pi >= 1)
-        if not over.any():
-            return np.where(free, pi, 1.0)
-        free &= ~over
-
-
-def draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Poisson sampling: each page independently with its probability (the design the estimates assume)."""
-    return rng.random(pi.shape) < pi
+    y, yhat = col(truth)[graded], col(predicted)
+    ppi = stratified_ppi(y, yhat[graded], strata[graded], yhat[~graded], strata[~graded], None, confidence)
+    alone = ppi_mean(y, yhat[graded], yhat[~graded], 0.0, confidence)
+    return Estimate(measure, a or "", b, cls, ppi, alone, _corr(y, yhat[graded]))
