@@ -26,7 +26,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from evalkit import estimates, measures, pooling, qrels, simulate, stats
+from evalkit import docfigures, estimates, measures, pooling, qrels, simulate, stats
 from evalkit.records import page_id
 
 BUDGETS = (1, 2, 3, 5, 10)
@@ -84,20 +84,6 @@ def judge_tables(qs, ans, prior: pooling.Prior, arms: list) -> dict[str, pd.Data
     return {k: pd.DataFrame(v, columns=cols) for k, v in rows.items()}
 
 
-def predicted(qs, ans, table: pd.DataFrame, arms: list) -> np.ndarray:
-    """(queries, measures, arms): each answerable query's measures expected under the judge."""
-    out = []
-    for q in qs.queries:
-        if not q.answerable:
-            continue
-        t = table[table["query"] == q.id]
-        dist = estimates.distributions(t["p_ge1"], t["p_ge2"], t["p_eq3"])
-        prior = {page_id(d, p): x for d, p, x in zip(t["doc"], t["page"], dist)}
-        r = {a: [page_id(*p) for p in pages] for a, pages in simulate.rankings(ans, q.id).items()}
-        out.append(estimates.pool(q.id, q.cls, {a: r[a] for a in arms}, prior, {}).estimate((1.0,))[0])
-    return np.array(out)
-
-
 def truth(qs, ans, arms: list) -> np.ndarray:
     """(queries, measures, arms): each answerable query's measures under the full judgments."""
     return np.array([[[measures.evaluate(q, ans[a][q.id], [m])[m] for a in arms] for m in estimates.MEASURES]
@@ -137,13 +123,37 @@ def replay(full: np.ndarray, pred: np.ndarray, strata: np.ndarray, cost: np.ndar
     return rows
 
 
+def page_design(qs, ans, table: pd.DataFrame, arms: list, full: np.ndarray, budget: float, draws: int,
+                seed: int) -> pd.DataFrame:
+    """The page-sampling design's noise: every pooled page graded independently with probability
+    budget / pool size; per measure, the median over queries of one query's estimate's standard deviation
+    over ``draws`` samples (first arm), beside the spread of the true measure between queries."""
+    rng = np.random.default_rng(seed)
+    answerable = [q for q in qs.queries if q.answerable]
+    sds = []
+    for q in answerable:
+        t = table[table["query"] == q.id]
+        dist = estimates.distributions(t["p_ge1"], t["p_ge2"], t["p_eq3"])
+        prior = {page_id(d, p): x for d, p, x in zip(t["doc"], t["page"], dist)}
+        r = {a: [page_id(*p) for p in pages] for a, pages in simulate.rankings(ans, q.id).items()}
+        known = {page_id(*p): g for p, g in simulate.gains(q).items()}
+        pi = min(1.0, budget / len(prior))
+        runs = []
+        for _ in range(draws):
+            graded = {p: (known.get(p, 0), pi) for p in prior if rng.random() < pi}
+            runs.append(estimates.pool(q.id, q.cls, {a: r[a] for a in arms}, prior, graded).estimate((1.0,))[0][:, 0])
+        sds.append(np.std(runs, axis=0))
+    return pd.DataFrame({"measure": estimates.MEASURES, "one query's sd (median)": np.median(sds, axis=0),
+                         "sd between queries": full[:, :, 0].std(axis=0)})
+
+
 def outcome(truth_v: str, v: str) -> str:
     if v == truth_v:
         return "equal"
     return "undecided" if v == "undecided" else ("false" if truth_v == "undecided" else "opposite")
 
 
-def summarise(rows: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
+def summarise(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (judge, budget, m), g in rows.groupby(["judge", "budget", "measure"], sort=False):
         row = {"judge": judge, "pages/query": budget, "measure": m, "graded queries": g["graded_queries"].iloc[0],
@@ -172,6 +182,7 @@ def main() -> None:
     ap.add_argument("--judges", default="ranks,biased,useless", help="comma-separated judges to replay")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    start = docfigures.moment()
     qs, ans = qrels.load(args.file), answers(args.results)
     arms = list(ans)
     prior = fit(qrels.load(args.train), answers(args.train_results))
@@ -179,29 +190,46 @@ def main() -> None:
     strata = np.array([q.cls for q in answerable])
     cost = np.array([len({p for r in simulate.rankings(ans, q.id).values() for p in r[:DEPTH]}) for q in answerable])
     full = truth(qs, ans, arms)
+    ranked = {a: {q.id: [page_id(*p) for p in simulate.rankings(ans, q.id)[a]] for q in answerable} for a in arms}
     truths = verdicts(full, arms)
+    tables = judge_tables(qs, ans, prior, arms)
     rows = []
-    for judge, table in judge_tables(qs, ans, prior, arms).items():
+    for judge, table in tables.items():
         if judge not in args.judges.split(","):
             continue
-        pred = predicted(qs, ans, table, arms)
+        pred = estimates.predicted([(q.id, q.cls) for q in answerable], ranked, table)
         for budget in BUDGETS:
             rows += [{"judge": judge, "budget": budget, **r}
                      for r in replay(full, pred, strata, cost, arms, truths, budget, args.draws, args.seed + budget)]
     rows_df = pd.DataFrame(rows)
-    n_pairs = len(arms) * (len(arms) - 1)
-    summary = summarise(rows_df, n_pairs)
+    summary = summarise(rows_df)
+    noise = page_design(qs, ans, tables["ranks"], arms, full, 3, 20, args.seed)
     sig = {m: sum(v != "undecided" for (mm, _, _), (_, v) in truths.items() if mm == m) for m in estimates.MEASURES}
-    print(f"{qs.name}: {len(answerable)} answerable queries, depth-10 pool {cost.sum()} pages "
-          f"({cost.mean():.1f} per query); {len(arms)} arms ({', '.join(arms)}), {n_pairs} ordered pairs; "
-          f"significant under the full judgments: {sig}; {args.draws} draws per budget")
-    with pd.option_context("display.width", 250, "display.max_columns", 40):
-        print(summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    head = (f"{qs.name}: {len(answerable)} answerable queries, depth-10 pool {cost.sum()} pages ({cost.mean():.1f} "
+            f"per query); {len(arms)} arms ({', '.join(arms)}), {len(arms) * (len(arms) - 1)} ordered pairs; "
+            f"significant under the full judgments: " + ", ".join(f"{m} {n}" for m, n in sig.items())
+            + f"; {args.draws} draws per budget; the ranks judge fitted on {args.train.name}")
+    text = "\n\n".join([head, docfigures.markdown_table(table_of(summary, int(cost.sum())), index=False),
+                         "The page-sampling design at 3 pages per query (ranks judge, first arm, 20 draws):",
+                         docfigures.markdown_table(noise, index=False)])
+    print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        summary.to_csv(args.out / "summary.csv", index=False)
-        figure(summary, f"{qs.name}: {len(answerable)} queries, {len(arms)} arms, {args.draws} draws per budget",
-               args.out / f"estimates-{qs.name}.png")
+        command = " ".join(["python benchmarks/estimates_replay.py", str(args.file), "--results", str(args.results),
+                            "--train", str(args.train), "--train-results", str(args.train_results),
+                            "--draws", str(args.draws), "--out", str(args.out)])
+        (args.out / f"deciding-{qs.name}.md").write_text(
+            f"Command: `{command}`.\n\n{docfigures.machine_line(start, docfigures.moment())}\n\n{text}\n")
+        figure(summary, head.split(";")[0] + f"; {args.draws} draws per budget", args.out / f"deciding-{qs.name}.png")
+
+
+def table_of(summary: pd.DataFrame, pool: int) -> pd.DataFrame:
+    """The columns the docs show: per judge, budget and measure (``pool``: the depth-10 pool's pages)."""
+    summary = summary.assign(**{"share of pool": summary["pages graded"] / pool})
+    t = summary[["judge", "pages/query", "measure", "graded queries", "pages graded", "share of pool", "coverage",
+                 "coverage person-only", "width", "width person-only", "r", "n_eff", "equal", "undecided",
+                 "opposite", "false", "kept", "kept person-only"]].copy()
+    return t.rename(columns={"graded queries": "queries graded", "r": "judge-person r"})
 
 
 def figure(summary: pd.DataFrame, title: str, path: Path) -> None:

@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+import pandas as pd
 from scipy import stats as _st
 
 from .measures import GOLD_GAIN, _log2, to_docs
-from .records import split_page_id
+from .records import page_id, split_page_id
 
 GAINS = 4  # gains 0..3
 DEPTH = 10  # nDCG@10's cutoff, at page and document level
@@ -204,6 +205,22 @@ def pool(query: str, cls: str, rankings: Mapping[str, Sequence[str]], prior: Map
     return Pool(query, cls, pages, dist, grade, pi, doc, page_w, doc_w, member)
 
 
+def predicted(queries: Sequence[tuple[str, str]], rankings: Mapping[str, Mapping[str, Sequence[str]]],
+              predictions: pd.DataFrame) -> np.ndarray:
+    """(queries, measures, arms): every query's measures expected under the judge's ``predictions`` (the
+    judge's table: query, doc, page, p_ge1, p_ge2, p_eq3), for ``queries`` as (id, class) and the arms'
+    ``rankings`` ({arm: {query id: page ids in order}}). A page the judge did not predict has gain 0."""
+    by_query = dict(tuple(predictions.groupby("query", sort=False)))
+    out = []
+    for qid, cls in queries:
+        t = by_query.get(qid, predictions.iloc[:0])
+        dist = distributions(t["p_ge1"].to_numpy(), t["p_ge2"].to_numpy(), t["p_eq3"].to_numpy())
+        prior = {page_id(d, int(p)): x for d, p, x in zip(t["doc"], t["page"], dist)}
+        ranked = {a: by_q.get(qid, ()) for a, by_q in rankings.items()}
+        out.append(pool(qid, cls, ranked, prior, {}).estimate((1.0,))[0])
+    return np.array(out).reshape(len(queries), len(MEASURES), len(rankings))
+
+
 def table(pools: Sequence[Pool], lambdas: Sequence[float] = LAMBDAS) -> np.ndarray:
     """(lambdas, queries, measures, arms): every query's estimates at every judge weight."""
     return np.stack([p.estimate(lambdas) for p in pools], axis=1).reshape(len(lambdas), len(pools), len(MEASURES), -1)
@@ -360,3 +377,25 @@ def estimate(truth: np.ndarray, predicted: np.ndarray, graded: np.ndarray, strat
     ppi = stratified_ppi(y, yhat[graded], strata[graded], yhat[~graded], strata[~graded], None, confidence)
     alone = ppi_mean(y, yhat[graded], yhat[~graded], 0.0, confidence)
     return Estimate(measure, a or "", b, cls, ppi, alone, _corr(y, yhat[graded]))
+
+
+def pairs(truth: np.ndarray, predicted_: np.ndarray, graded: np.ndarray, strata: np.ndarray, arms: Sequence[str],
+          confidence: float = 0.95) -> list[Estimate]:
+    """:func:`estimate` of every measure and every ordered pair of ``arms`` (b against a): what a gate
+    decides on."""
+    return [estimate(truth, predicted_, graded, strata, m, arms, b, a, confidence=confidence)
+            for m in MEASURES for a in arms for b in arms if a != b]
+
+
+def graded_needed(delta: float, sd: float, rho: float, total: int, alpha: float = 0.05, power: float = 0.8) -> int:
+    """The fewest of ``total`` queries a person must grade whole for the power-tuned PPI interval to detect a
+    true difference ``delta`` with probability ``power`` at level ``alpha`` (normal approximation), when
+    per-query differences have standard deviation ``sd`` and the judge's predictions of them correlation
+    ``rho`` (both from a pilot). With the variance-minimising weight the variance is
+    sd^2 / n * (1 - rho^2 (total - n) / total); ``total`` + 1 when grading every query would not do."""
+    z = _st.norm.ppf(1 - alpha / 2) + _st.norm.ppf(power)
+    target = (abs(delta) / z) ** 2
+    for n in range(2, total + 1):
+        if sd**2 / n * (1 - rho**2 * (total - n) / total) <= target:
+            return n
+    return total + 1

@@ -118,3 +118,39 @@ def test_intervals_hold_whatever_the_judge(judge):
         assert width < 0.6 * alone  # a good judge narrows the interval
     else:
         assert width < 1.3 * alone  # a wrong one only costs width, never coverage
+
+
+def test_a_judge_that_knows_every_gain_predicts_the_plain_measures():
+    import pandas as pd
+
+    pages, gains, rankings, _ = _case(5, per_doc=3)
+    rows = [("q1", p.split("#")[0], int(p.split("#")[1]), float(g >= 1), float(g >= 2), float(g == 3))
+            for p, g in gains.items()]
+    table = pd.DataFrame(rows, columns=["query", "doc", "page", "p_ge1", "p_ge2", "p_eq3"])
+    by_arm = {a: {"q1": r, "q2": r[:2]} for a, r in rankings.items()}
+    pred = E.predicted([("q1", "needle"), ("q2", "spread")], by_arm, table)
+    np.testing.assert_allclose(pred[0], _plain(rankings, gains), atol=1e-12)
+    np.testing.assert_allclose(pred[1], 0.0)  # q2: nothing predicted, every page gain 0
+
+
+def test_pairs_estimates_every_measure_and_ordered_pair():
+    rng = np.random.default_rng(2)
+    truth = rng.random((30, len(E.MEASURES), 3))
+    graded = np.arange(30) < 12
+    found = E.pairs(truth, truth + 0.1, graded, np.array(["needle"] * 30), ["x", "y", "z"])
+    assert len(found) == len(E.MEASURES) * 6
+    assert all(e.interval.low <= e.interval.mean <= e.interval.high for e in found)
+    assert "12 of 30 queries graded" in found[0].text()
+
+
+def test_graded_needed_follows_the_ppi_variance():
+    assert E.graded_needed(0.05, 0.2, 0.0, 10_000) == math.ceil((0.2 * (1.959964 + 0.841621) / 0.05) ** 2)
+    alone, judged = E.graded_needed(0.05, 0.2, 0.0, 400), E.graded_needed(0.05, 0.2, 0.9, 400)
+    assert judged < alone / 2  # a judge correlated 0.9 saves more than half the grading
+    assert E.graded_needed(0.01, 0.5, 0.5, 50) == 51  # not even grading all 50 would do
+    rng = np.random.default_rng(4)  # the formula is the variance ppi_mean reports at that n
+    y = rng.normal(0, 0.2, 400)
+    f = 0.9 * y + rng.normal(0, 0.2 * math.sqrt(1 - 0.81), 400)
+    n = judged
+    se = E.ppi_mean(y[:n], f[:n], f[n:]).se
+    assert se == pytest.approx(0.2 * math.sqrt((1 - 0.81 * (400 - n) / 400) / n), rel=0.35)
