@@ -19,7 +19,6 @@ arm) and ``useless`` (the same constant distribution for every page).
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,14 +39,15 @@ def answers(path: Path) -> dict:
 
 
 def features(rankings: dict, pages: list) -> np.ndarray:
-    """Label-free features of each page: (1, log arms listing it, log best rank, listed at all)."""
+    """Label-free features of each pooled page: (1, log arms listing it, log best rank)."""
     cov = pooling.covariates(rankings, {}, DEPTH)
-    return np.array([(1.0, cov[p][1], cov[p][2], 1.0) if p in cov else (1.0, 0.0, math.log(DEPTH + 1), 0.0)
-                     for p in pages])
+    return np.array([cov[p][:3] for p in pages]).reshape(-1, 3)
 
 
-def pool_pages(q, rankings: dict) -> list:
-    return list(dict.fromkeys([*(p for r in rankings.values() for p in r[:DEPTH]), *simulate.gains(q)]))
+def pool_pages(rankings: dict) -> list:
+    """The depth-10 pool: what a person would read, and all the judge predicts (a page judged outside it,
+    found by searching, is known only to the person's grades)."""
+    return list(dict.fromkeys(p for r in rankings.values() for p in r[:DEPTH]))
 
 
 def fit(qs, ans) -> pooling.Prior:
@@ -56,7 +56,7 @@ def fit(qs, ans) -> pooling.Prior:
     for q in qs.queries:
         if q.answerable:
             r = simulate.rankings(ans, q.id)
-            pages = pool_pages(q, r)
+            pages = pool_pages(r)
             known = simulate.gains(q)
             x.append(features(r, pages))
             y += [known.get(p, 0) for p in pages]
@@ -72,7 +72,7 @@ def judge_tables(qs, ans, prior: pooling.Prior, arms: list) -> dict[str, pd.Data
         if not q.answerable:
             continue
         r = simulate.rankings(ans, q.id)
-        pages = pool_pages(q, r)
+        pages = pool_pages(r)
         favoured = set(r[arms[0]][:DEPTH])
         for p, x in zip(pages, features(r, pages)):
             c = prior.chances(tuple(x))

@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -203,6 +204,25 @@ def pool(query: str, cls: str, rankings: Mapping[str, Sequence[str]], prior: Map
     top3 = [{doc_index[d] for d in ds[:GOLD_TOP] if d in doc_index} for ds in docs_of]
     member = np.array([[int(d) in t for d in doc] for t in top3], dtype=bool).reshape(len(arms), len(pages))
     return Pool(query, cls, pages, dist, grade, pi, doc, page_w, doc_w, member)
+
+
+COLUMNS = ("query", "doc", "page", "p_ge1", "p_ge2", "p_eq3")  # the judge's predictions table
+
+
+def read_predictions(path: Path) -> pd.DataFrame:
+    """A judge's predictions table (csv or parquet, :data:`COLUMNS`); ValueError naming the file and what is
+    wrong: unreadable, a missing column, or a probability outside [0, 1]."""
+    try:
+        table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: cannot read the judge's predictions ({e})") from None
+    missing = [c for c in COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: the judge's predictions lack the column(s) {', '.join(missing)}")
+    probs = table[list(COLUMNS[3:])].apply(pd.to_numeric, errors="coerce")
+    if probs.isna().any().any() or ((probs < 0) | (probs > 1)).any().any():
+        raise ValueError(f"{path}: every p_ge1, p_ge2, p_eq3 must be a probability in [0, 1]")
+    return table
 
 
 def predicted(queries: Sequence[tuple[str, str]], rankings: Mapping[str, Mapping[str, Sequence[str]]],
