@@ -241,11 +241,6 @@ def predicted(queries: Sequence[tuple[str, str]], rankings: Mapping[str, Mapping
     return np.array(out).reshape(len(queries), len(MEASURES), len(rankings))
 
 
-def table(pools: Sequence[Pool], lambdas: Sequence[float] = LAMBDAS) -> np.ndarray:
-    """(lambdas, queries, measures, arms): every query's estimates at every judge weight."""
-    return np.stack([p.estimate(lambdas) for p in pools], axis=1).reshape(len(lambdas), len(pools), len(MEASURES), -1)
-
-
 # --------------------------------------------------------------------------------------------------------
 # Across queries: prediction-powered means (PPI++), stratified by class
 
