@@ -364,11 +364,33 @@ class Estimate:
         i = self.interval
         return "better" if i.low > 0 else "worse" if i.high < 0 else "undecided"
 
+    def more_to_grade(self, margin: float = 0.0, power: float = 0.8) -> int:
+        """How many more queries, drawn at random from the ungraded ones, the person should grade whole for
+        the interval to decide about ``margin`` (0: the sign) with probability ``power`` if the difference
+        is what it looks like now (:func:`graded_needed` from this estimate's spread and judge
+        correlation); 0 when it decides already, ``unlabeled`` + 1 when grading every query would not do."""
+        i, p = self.interval, self.person_only
+        if i.low > margin or i.high < margin:
+            return 0
+        sd = p.se * math.sqrt(p.n) if p.se == p.se else math.nan
+        if not sd > 0:
+            return i.unlabeled + 1
+        rho = self.correlation if self.correlation == self.correlation else 0.0
+        total = i.n + i.unlabeled
+        return max(0, graded_needed(i.mean - margin, sd, rho, total, power=power) - i.n)
+
     def text(self) -> str:
         i, sign = self.interval, "+" if self.a else ""
         return (f"{i.mean:{sign}.3f} [{i.low:{sign}.3f}, {i.high:{sign}.3f}]  {i.n} of {i.n + i.unlabeled} "
                 f"queries graded, n_eff {self.n_eff:.0f}, judge-person r {self.correlation:.2f}, "
-                f"width {self.gain:+.0%} vs person-only")
+                f"{self.gain:+.0%} narrower than the person alone" + self._next())
+
+    def _next(self) -> str:
+        if self.verdict != "undecided":
+            return f"; {self.verdict}"
+        k = self.more_to_grade()
+        return (f"; undecided: grade {k} more queries whole, drawn at random, to decide" if k <= self.interval.unlabeled
+                else "; undecided: grading every query would not decide it")
 
 
 def _corr(y: np.ndarray, yhat: np.ndarray) -> float:

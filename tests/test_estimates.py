@@ -154,3 +154,16 @@ def test_graded_needed_follows_the_ppi_variance():
     n = judged
     se = E.ppi_mean(y[:n], f[:n], f[n:]).se
     assert se == pytest.approx(0.2 * math.sqrt((1 - 0.81 * (400 - n) / 400) / n), rel=0.35)
+
+
+def test_an_undecided_estimate_says_how_many_more_queries_to_grade():
+    rng = np.random.default_rng(8)
+    truth = rng.normal(0, 0.2, (200, len(E.MEASURES), 2))
+    truth[:, :, 1] += 0.08  # arm y is better by 0.08
+    strata = np.array(["needle"] * 200)
+    few = E.estimate(truth, truth * 0, np.arange(200) < 8, strata, "nDCG@10", ["x", "y"], "y", "x")
+    assert few.verdict == "undecided" and 0 < few.more_to_grade() <= 192
+    more = few.more_to_grade()
+    after = E.estimate(truth, truth * 0, np.arange(200) < 8 + more, strata, "nDCG@10", ["x", "y"], "y", "x")
+    assert after.interval.high - after.interval.low < few.interval.high - few.interval.low
+    assert E.estimate(truth, truth * 0, np.arange(200) < 150, strata, "nDCG@10", ["x", "y"], "y", "x").more_to_grade() == 0
