@@ -173,7 +173,14 @@ def cmd_qrels_plan(args) -> int:
     if args.measure not in frame.columns:
         raise UsageError(f"--measure {args.measure!r} is not one of the run's measures: "
                          f"{', '.join(c for c in frame.columns if '@' in c or c.startswith('RR'))}")
-    print(planning.text(planning.plan(frame, args.measure, args.delta), args.measure, args.delta))
+    table = planning.plan(frame, args.measure, args.delta)
+    print(planning.text(table, args.measure, args.delta))
+    if args.judge:
+        try:
+            predicted = planning.judge_rows(args.judge, frame, args.results, args.measure)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        print(planning.judge_text(planning.with_judge(frame, predicted, table, args.measure, args.delta)))
     return 0
 
 
@@ -744,6 +751,8 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--results", type=Path, required=True, help="a results directory of two or more arms")
     pl.add_argument("--measure", default="nDCG@10(doc)")
     pl.add_argument("--delta", type=float, default=0.05, help="the difference to detect (default 0.05)")
+    pl.add_argument("--judge", type=Path, metavar="PREDICTIONS", help="a judge's predictions (csv or parquet: query, "
+                    "doc, page, p_ge1, p_ge2, p_eq3): how many queries to grade whole when it predicts the rest")
     pl.set_defaults(func=cmd_qrels_plan)
     si = qp.add_parser("simulate", help="replay judging with the recorded judgments as the assessor: pages read per "
                                         "pooling strategy against the arms' order and the gate's decisions")

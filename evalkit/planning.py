@@ -56,3 +56,69 @@ def text(table: pd.DataFrame, measure: str, delta: float, target: float = stats.
         lines.append(f"  {cls:<10} {int(r['queries']):>4} queries  {mdd:<15} needs {needed}")
     return "\n".join(lines)
 
+
+WRITTEN = 4  # with a judge: queries written per query the person-only plan needs
+
+
+def judge_correlation(person: pd.DataFrame, judge: pd.DataFrame) -> float:
+    """The median, over every pair of arms (columns; rows: queries), of the correlation between the person's
+    per-query differences and the judge's predictions of them; NaN without spread."""
+    rs = []
+    for a, b in itertools.combinations(person.columns, 2):
+        x, y = (person[a] - person[b]).to_numpy(), (judge[a] - judge[b]).to_numpy()
+        if len(x) >= 3 and x.std() > 0 and y.std() > 0:
+            rs.append(float(np.corrcoef(x, y)[0, 1]))
+    return float(np.median(rs)) if rs else math.nan
+
+
+def with_judge(frame: pd.DataFrame, predicted: pd.DataFrame, table: pd.DataFrame, measure: str, delta: float,
+               alpha: float = stats.ALPHA, target: float = stats.POWER) -> pd.DataFrame:
+    """``table`` (:func:`plan`) with, per class, the judge-person correlation of the paired differences
+    (``predicted``: the judge's expected ``measure`` per query and arm, as rows like ``frame``'s) and how many
+    of WRITTEN x the person-only count of queries the person must grade whole with the judge predicting the
+    rest (:func:`evalkit.estimates.graded_needed`)."""
+    from .estimates import graded_needed
+
+    answerable = frame[frame["class"] != "abstain"]
+    out = table.copy()
+    for cls in table.index:
+        part = answerable if cls == "all" else answerable[answerable["class"] == cls]
+        person = part.pivot(index="query", columns="arm", values=measure).dropna()
+        judge = predicted.pivot(index="query", columns="arm", values=measure).reindex_like(person)
+        r = judge_correlation(person, judge)
+        needed = table.at[cls, "needed"]
+        written = WRITTEN * int(needed) if needed == needed else 0
+        out.loc[cls, "judge r"] = r
+        out.loc[cls, "written"] = written
+        out.loc[cls, "graded"] = (graded_needed(delta, table.at[cls, "sd"], r if r == r else 0.0, written, alpha, target)
+                                 if written else math.nan)
+    return out
+
+
+def judge_text(table: pd.DataFrame) -> str:
+    """The lines ``evalkit qrels plan --judge`` adds: per class, the judge's correlation and the grading it saves."""
+    lines = [f"with the judge predicting the pages nobody graded (write {WRITTEN}x the queries, grade some whole, "
+             "at random; r: judge-person correlation of the paired differences, median over arm pairs)"]
+    for cls, r in table.iterrows():
+        what = "n/a" if r["graded"] != r["graded"] else (
+            f"grade {int(r['graded'])} of {int(r['written'])} written" if r["graded"] <= r["written"] else "not enough")
+        lines.append(f"  {cls:<10} r {r['judge r']:.2f}  {what}")
+    return "\n".join(lines)
+
+
+def judge_rows(path: Path, frame: pd.DataFrame, results_path: Path, measure: str) -> pd.DataFrame:
+    """Rows (query, class, arm, measures) like ``frame``'s of the judge's expected measures, from its
+    predictions file and the arms' recorded answers; ValueError for a measure the judge cannot predict."""
+    from . import estimates, simulate
+    from .records import page_id
+    from .results import Results
+
+    if measure not in estimates.MEASURES:
+        raise ValueError(f"--measure {measure!r}: a judge's predictions give {', '.join(estimates.MEASURES)}")
+    table = estimates.read_predictions(path)
+    ans = simulate.answers(Results.load(results_path))
+    queries = list(frame.drop_duplicates("query")[["query", "class"]].itertuples(index=False, name=None))
+    ranked = {a: {q: [page_id(*p) for p in simulate.rankings(ans, q)[a]] for q, _ in queries} for a in ans}
+    values = estimates.predicted(queries, ranked, table)
+    return pd.DataFrame([{"query": q, "class": c, "arm": a, **dict(zip(estimates.MEASURES, values[i, :, j]))}
+                         for i, (q, c) in enumerate(queries) for j, a in enumerate(ans)])

@@ -55,3 +55,27 @@ def test_qrels_plan_rescores_recorded_answers_with_the_current_judgments(small_r
     out = capsys.readouterr().out
     assert "median over 3 arm pair(s)" in out and "needle" in out and "n too small" in out
     assert main(["qrels", "plan", str(q), "--results", str(small_results), "--measure", "nope"]) == 2
+
+
+def test_qrels_plan_with_a_judge_says_how_many_queries_to_grade(small_results, tmp_path, capsys):
+    import pandas as pd
+
+    from evalkit import qrels, simulate
+    from evalkit.results import Results
+
+    q = tmp_path / "q.toml"
+    q.write_text(SMALL_QUERIES)
+    qs, ans = qrels.load(q), simulate.answers(Results.load(small_results))
+    known = {q_.id: simulate.gains(q_) for q_ in qs.queries}
+    rows = [(qid, d, p, float(g >= 1), float(g >= 2), float(g == 3))  # a judge that knows every gain
+            for qid in known for d, p in {*known[qid], *(p for a in ans for p in simulate.rankings(ans, qid)[a][:10])}
+            for g in [known[qid].get((d, p), 0)]]
+    pred = tmp_path / "pred.csv"
+    pd.DataFrame(rows, columns=["query", "doc", "page", "p_ge1", "p_ge2", "p_eq3"]).to_csv(pred, index=False)
+    assert main(["qrels", "plan", str(q), "--results", str(small_results), "--delta", "0.1", "--judge", str(pred)]) == 0
+    out = capsys.readouterr().out
+    assert "with the judge predicting" in out and "all        r 1.00  grade" in out
+    pd.DataFrame(rows, columns=["query", "doc", "page", "p_ge1", "p_ge2", "p_gt2"]).to_csv(pred, index=False)
+    assert main(["qrels", "plan", str(q), "--results", str(small_results), "--judge", str(pred)]) == 2
+    assert "lack the column(s) p_eq3" in capsys.readouterr().err
+    assert main(["qrels", "plan", str(q), "--results", str(small_results), "--judge", str(pred), "--measure", "RR"]) == 2
