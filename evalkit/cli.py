@@ -177,7 +177,7 @@ def cmd_qrels_plan(args) -> int:
     print(planning.text(table, args.measure, args.delta))
     if args.judge:
         try:
-            predicted = planning.judge_rows(args.judge, frame, args.results, args.measure)
+            predicted = simulate.judge_rows(args.judge, frame, args.results, args.measure)
         except ValueError as e:
             raise UsageError(str(e)) from None
         print(planning.judge_text(planning.with_judge(frame, predicted, table, args.measure, args.delta)))

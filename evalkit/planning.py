@@ -105,20 +105,3 @@ def judge_text(table: pd.DataFrame) -> str:
         lines.append(f"  {cls:<10} r {r['judge r']:.2f}  {what}")
     return "\n".join(lines)
 
-
-def judge_rows(path: Path, frame: pd.DataFrame, results_path: Path, measure: str) -> pd.DataFrame:
-    """Rows (query, class, arm, measures) like ``frame``'s of the judge's expected measures, from its
-    predictions file and the arms' recorded answers; ValueError for a measure the judge cannot predict."""
-    from . import estimates, simulate
-    from .records import page_id
-    from .results import Results
-
-    if measure not in estimates.MEASURES:
-        raise ValueError(f"--measure {measure!r}: a judge's predictions give {', '.join(estimates.MEASURES)}")
-    table = estimates.read_predictions(path)
-    ans = simulate.answers(Results.load(results_path))
-    queries = list(frame.drop_duplicates("query")[["query", "class"]].itertuples(index=False, name=None))
-    ranked = {a: {q: [page_id(*p) for p in simulate.rankings(ans, q)[a]] for q, _ in queries} for a in ans}
-    values = estimates.predicted(queries, ranked, table)
-    return pd.DataFrame([{"query": q, "class": c, "arm": a, **dict(zip(estimates.MEASURES, values[i, :, j]))}
-                         for i, (q, c) in enumerate(queries) for j, a in enumerate(ans)])

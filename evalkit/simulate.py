@@ -26,10 +26,10 @@ import pandas as pd
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from . import comparison, gating, measures, pooling
+from . import comparison, estimates, gating, measures, pooling
 from .pooling import GOLD, RELEVANT, TAU, PageKey, kendall_tau
 from .qrels import QuerySet
-from .records import Hit, Judgment, Query, Result
+from .records import Hit, Judgment, Query, Result, page_id
 from .results import Results
 from .resultsdir import ResultsError
 from .rules import load as load_rules
@@ -391,3 +391,17 @@ def render(sim: Simulation, rules: Path | str | None) -> str:
     lines.append("A page the query set never judged is read as gain 0 (the oracle knows only what was read); "
                  "'never-judged pages read' counts them.")
     return "\n".join(lines)
+
+
+def judge_rows(path: Path, frame: pd.DataFrame, results_path: Path, measure: str) -> pd.DataFrame:
+    """Rows (query, class, arm, measures) like ``frame``'s of the judge's expected measures, from its
+    predictions file and the arms' recorded answers; ValueError for a measure the judge cannot predict."""
+    if measure not in estimates.MEASURES:
+        raise ValueError(f"--measure {measure!r}: a judge's predictions give {', '.join(estimates.MEASURES)}")
+    table = estimates.read_predictions(path)
+    ans = answers(Results.load(results_path))
+    queries = list(frame.drop_duplicates("query")[["query", "class"]].itertuples(index=False, name=None))
+    ranked = {a: {q: [page_id(*p) for p in rankings(ans, q)[a]] for q, _ in queries} for a in ans}
+    values = estimates.predicted(queries, ranked, table)
+    return pd.DataFrame([{"query": q, "class": c, "arm": a, **dict(zip(estimates.MEASURES, values[i, :, j]))}
+                         for i, (q, c) in enumerate(queries) for j, a in enumerate(ans)])
