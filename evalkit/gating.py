@@ -100,11 +100,13 @@ class Verdict:
     def markdown(self) -> str:
         cell = esc.markdown
         out = [f"### evalkit gate: {'PASS' if self.passed else 'FAIL'}", "",
-               f"Baseline {esc.code(self.baseline)}, candidate {esc.code(self.candidate)}; corpus {cell(self.corpus)}, "
-               f"query set {cell(self.query_set)}, {self.queries} queries. Rules {esc.code(self.rules_file)}, "
-               f"sha256 {esc.code(self.rules_sha256)}.", *(f"\nWhat this set can detect: {cell(d)}" for d in self.detectable),
+               esc.markdown_fill("Baseline {baseline!c}, candidate {candidate!c}; corpus {corpus}, query set {qrels}, "
+                                 "{queries} queries. Rules {rules!c}, sha256 {sha!c}.", baseline=self.baseline,
+                                 candidate=self.candidate, corpus=self.corpus, qrels=self.query_set,
+                                 queries=self.queries, rules=self.rules_file, sha=self.rules_sha256),
+               *(f"\nWhat this set can detect: {cell(d)}" for d in self.detectable),
                "", "| verdict | rule | numbers |", "|---|---|---|"]
-        out += [f"| **{MARK[o.status]}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
+        out += [f"| **{cell(MARK.get(o.status, o.status))}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
         for o in self.outcomes:
             if o.details:
                 out += ["", f"<details><summary>{esc.html(o.rule)}</summary>", "",
