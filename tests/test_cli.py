@@ -387,6 +387,23 @@ def test_a_failed_resume_cannot_pass_a_gate_on_the_old_measures(tiny, capsys):
     one_line_error(capsys, "not complete")
 
 
+def test_a_failed_resume_leaves_no_old_figures_in_summary_best_or_report(tiny, capsys):
+    """After a --resume on a changed query set fails, the old set's measures are not shown as the new set's:
+    summary, best and report refuse in one line naming the set whose run did not finish (exit 2)."""
+    home, argv = tiny
+    assert main(argv) == 0
+    (home / "tiny.toml").write_text(TINY_QUERIES.replace("page = 2, gain = 3", "page = 1, gain = 3"))
+    failing = argv[:argv.index("--arms") + 1] + ["keyword,semantic(model=no/such-model)", "--out", str(home / "res")]
+    assert main(failing + ["--resume"]) != 0
+    for command in (["summary"], ["best"], ["report"]):
+        capsys.readouterr()
+        assert main([*command, str(home / "res")]) == 2, command
+        one_line_error(capsys, str(home / "res"), "did not finish for query set", "another qrels", "--resume")
+    assert main(argv + ["--resume"]) == 0  # finished: its own measures again
+    capsys.readouterr()
+    assert main(["summary", str(home / "res")]) == 0
+
+
 def test_measures_from_another_query_set_cannot_be_compared(tiny, capsys):
     home, argv = tiny
     assert main(argv) == 0
