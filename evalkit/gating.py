@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from pathlib import Path
+from typing import Any
 
 from . import __version__, comparison, dirs, rules
 from . import escape as esc
@@ -201,10 +202,11 @@ def timing_record(timing: PairedTiming | Untimed | None) -> dict:
 
 
 def recorded_timing(record: dict) -> PairedTiming | Untimed | None:
+    """The timing :func:`timing_record` wrote (JSON lists as tuples, null as NaN)."""
     if "paired" in record:
-        t = record["paired"]
-        return PairedTiming(**{k: tuple(math.nan if x is None else x for x in v) if isinstance(v, list) else v
-                               for k, v in t.items()})
+        fields: dict[str, Any] = {k: tuple(math.nan if x is None else x for x in v) if isinstance(v, list) else v
+                                  for k, v in record["paired"].items()}
+        return PairedTiming(**fields)
     return Untimed(record["untimed"]) if "untimed" in record else None
 
 
