@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import qrels
+from evalkit import comparison, qrels
 from evalkit.cli import main, parser
 from evalkit.runner import run
 
@@ -187,6 +187,18 @@ def test_gate_exit_2_names_what_could_not_be_evaluated(results, other_queries, t
     assert main(["gate", "--baseline", base, "--candidate", cand, "--rules", rules, *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and err.startswith("evalkit: ") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("a bug")])
+def test_gate_exit_2_on_any_failure_that_is_not_a_verdict(results, monkeypatch, capsys, error):
+    """Exit 1 is a verdict (FAIL): out of memory or a bug while evaluating is not one."""
+    def failing(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(comparison, "table", failing)
+    assert main(["gate", "--baseline", f"{results}:keyword", "--candidate", f"{results}:global-index",
+                 "--rules", GATE]) == 2
+    one_line_error(capsys, f"unexpected {type(error).__name__}")
 
 
 @pytest.mark.slow
