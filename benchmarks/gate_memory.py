@@ -1,13 +1,14 @@
 """Peak memory of `evalkit compare` and `evalkit gate` on a large synthetic results directory.
 
-    python benchmarks/gate_memory.py --queries 20000 --arms 7
+    python benchmarks/gate_memory.py --queries 20000 --arms 7 [--out gate-memory.md]
 
 writes a results directory of seeded random per-query scores (tests/conftest.py:write_results, the one the
 tests use: 20,000 queries, a tenth of them abstain, ``--arms`` arms), then runs, each in its own process under
 ``/usr/bin/time -v``, `evalkit compare DIR --baseline arm0` (every other arm against it) and `evalkit gate
---baseline DIR:arm0 --candidate DIR:arm1` with the shipped rules, and prints one Markdown row per command:
-its peak resident memory (the kernel's maximum RSS), wall time and exit code. Memory, not time, is the
-figure: resampling streams in batches (evalkit.stats), so the peak should not grow with the queries.
+--baseline DIR:arm0 --candidate DIR:arm1` with the shipped rules, and prints (and writes to ``--out``, the
+docs figure ``make docs-figures`` reads) one Markdown row per command: its peak resident memory (the
+kernel's maximum RSS), wall time and exit code. Memory, not time, is the figure: resampling streams in
+batches (evalkit.stats), so the peak should not grow with the queries.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=20_000)
     ap.add_argument("--arms", type=int, default=7)
+    ap.add_argument("--out", type=Path, help="also write the table here")
     args = ap.parse_args()
     evalkit = str(Path(sys.executable).with_name("evalkit"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,10 +63,15 @@ def main() -> None:
         commands = {"evalkit compare DIR --baseline arm0": [evalkit, "compare", str(d), "--baseline", "arm0"],
                     "evalkit gate --baseline DIR:arm0 --candidate DIR:arm1": [
                         evalkit, "gate", "--baseline", f"{d}:arm0", "--candidate", f"{d}:arm1"]}
-        print(f"{args.queries} queries x {args.arms} arms\n\n| command | peak RSS (MiB) | wall (s) | exit |\n|---|---|---|---|")
+        lines = [f"{args.queries:,} queries × {args.arms} arms:", "", "| command | peak RSS (MiB) | wall (s) | exit |",
+                 "|---|---|---|---|"]
+        print("\n".join(lines), flush=True)
         for shown, argv in commands.items():
             rss, wall, code = peak(argv)
-            print(f"| `{shown}` | {rss:.0f} | {wall:.0f} | {code} |", flush=True)
+            lines.append(f"| `{shown}` | {rss:.0f} | {wall:.0f} | {code} |")
+            print(lines[-1], flush=True)
+    if args.out:
+        args.out.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
