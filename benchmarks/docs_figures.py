@@ -66,6 +66,7 @@ HALVES = ("evalkit qrels split qrels/latex.toml --seed 0 --out {results}/latex-h
             f"--held-out latex={{results}}/latex-halves/{b}.toml --out {{results}}/tune-keep-on-latex-{a}"
             for a, b in (("a", "b"), ("b", "a"))))
 DOC_RANKING = "python benchmarks/doc_ranking.py --reach {results}/latex-mcp-hybrid --out {out}/doc-ranking.md"
+GATE_MEMORY = "python benchmarks/gate_memory.py --queries 20000 --arms 7 --out {out}/gate-memory.md"
 CEILING = "python benchmarks/refusal_ceiling.py --results {out}/refusal-ceiling --out {out}/refusal-ceiling.md"
 
 
@@ -177,6 +178,8 @@ def figures() -> list[Figure]:
         simulation("latex"), simulation("rmanuals"),
         Figure("bench", ("evalkit bench --corpus latex --out {out}/docs-bench",),
                lambda results, out: df.bench_table(out / "docs-bench"), "run"),
+        Figure("gate-memory", (GATE_MEMORY,),
+               lambda results, out: need(out / "gate-memory.md", df.shown(GATE_MEMORY)).read_text().strip(), "run"),
         Figure("cost-curve", (scale,), lambda results, out: df.cost_curve_table(results / "bench-latex", df.shown(scale)),
                record="bench-latex"),
         Figure("long-pages", (long_pages, "evalkit summary {results}/latex-long-pages --by class"),

@@ -2,7 +2,9 @@
 
 Every answer is checked where the runner records it (:func:`problem`): each hit names a document of the
 corpus and a page in 1..pages, every score is finite, and no page appears twice. A bad answer becomes that
-query's error, named with the arm and the query; the run goes on.
+query's error, named with the arm and the query; the run goes on. An answer longer than the run's depth
+``k`` is cut to its first k pages there (:func:`within`), and a retriever's own answer is read no further
+than k + 1 items (:func:`from_output`), so a generator that never ends costs k + 1 items, not the memory.
 
 A retriever written by its user answers in its own terms: page hits, ``(doc, page)`` pairs, or chunks. A
 chunk is placed on the physical pages it overlaps (:func:`place`), by the first of its page, its character
@@ -18,7 +20,7 @@ import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import Any
 
 from .records import Chunk, Hit, Result
@@ -58,6 +60,18 @@ def problem(result: Result, pages: Mapping[str, int]) -> str:
                     "ek.arm(..., collapse=True))")
         seen.add((h.doc, h.page))
     return ""
+
+
+def within(result: Result, k: int) -> tuple[Result, bool]:
+    """The answer cut to its first ``k`` pages (and the chunks that lie on them), and whether it held more:
+    a run's depth is what every measure and the manifest say was kept, so a reciprocal rank can never come
+    from a rank the run did not ask for."""
+    if len(result.hits) <= k:
+        return result, False
+    kept = result.hits[:k]
+    on = {(h.doc, h.page) for h in kept}
+    chunks = tuple(c for c in result.chunks if any((c.doc, p) in on for p in c.pages))
+    return replace(result, hits=kept, chunks=chunks), True
 
 
 def page_starts(texts: Sequence[str]) -> list[int]:
@@ -181,15 +195,16 @@ def as_chunk(item: Any, convert: Callable[[Any], Chunk | None] | None = None) ->
 
 
 def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[str] | Layout], collapse_pages: bool = False,
-                convert: Callable[[Any], Chunk | None] | None = None) -> Result:
+                convert: Callable[[Any], Chunk | None] | None = None, k: int | None = None) -> Result:
     """A retriever's answer as a :class:`Result`. Page hits (``Hit`` or ``(doc, page[, score])``) are kept in
     order, scoreless ones scoring ``n - rank + 1``; with ``collapse_pages`` a repeated page keeps its best
     rank. Anything else is read as chunks, placed on the pages of ``texts(doc)`` (page texts, or the
-    document's :class:`Layout`, kept to place many chunks fast) and collapsed. Raises
+    document's :class:`Layout`, kept to place many chunks fast) and collapsed. With ``k``, at most k + 1
+    items are read (one more than asked shows the answer was longer: :func:`within` cuts it). Raises
     :class:`AnswerError` on what cannot be read or placed."""
     if isinstance(output, Result):
         return output
-    items = list(output)
+    items = list(islice(output, None if k is None else k + 1))
     if all(isinstance(i, (Hit, tuple)) for i in items):
         hits = [_hit(i, float(len(items) - r)) for r, i in enumerate(items)]
         if collapse_pages:

@@ -964,8 +964,8 @@ def interrupted(command: str | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Bad input is one line on stderr and exit 2; anything else is one line and exit 1; Ctrl-C is one line
-    and exit 130; ``--debug`` lets every exception through with its traceback. What a command prints passes
+    """Bad input is one line on stderr and exit 2; anything else is one line and exit 1 (2 for ``gate``,
+    whose exit 1 is a verdict: FAIL); Ctrl-C is one line and exit 130; ``--debug`` lets every exception through with its traceback. What a command prints passes
     :func:`evalkit.escape.terminal_streams`: escape sequences from data reach the terminal inert."""
     try:
         with esc.terminal_streams():
@@ -988,8 +988,9 @@ def _main(argv: list[str] | None) -> int:
         return fail(explain(store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index")), e), 2)
     except KeyboardInterrupt:
         return interrupted(args.command)
-    except Exception as e:  # noqa: BLE001 - a bug: one line, and how to see more
-        return fail(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", 1)
+    except Exception as e:  # noqa: BLE001 - a bug, or out of memory: one line, and how to see more
+        return fail(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)",
+                    2 if args.command == "gate" else 1)
 
 
 if __name__ == "__main__":

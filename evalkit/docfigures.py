@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import benchdir, calibration, comparison, gating, stats
+from .escape import markdown_fill as fill
 from .escape import markdown_inline as md
 from .results import Results
 
@@ -58,14 +59,15 @@ def moment() -> dict:
 
 
 def _load(values: Sequence[float]) -> str:
-    return " / ".join(f"{v:.2f}" for v in values)
+    """Load averages as ``1.00 / 2.00 / 3.00`` (a value that is not a number, from a hand-edited record, as is)."""
+    return " / ".join(fill("{v:.2f}", v=v) for v in values) if isinstance(values, (list, tuple)) else fill("{v}", v=values)
 
 
 def machine_line(start: dict, end: dict) -> str:
     """The second line of a figure its command produced just now."""
-    return (f"Machine: {md(start['cpu'])}, {start['cores']} cores; load average (1 / 5 / 15 min) "
-            f"{_load(start['load'])} at the start, {_load(end['load'])} at the end; {start['time'][:16].replace('T', ' ')} to "
-            f"{end['time'][11:16]} UTC.")
+    return (fill("Machine: {cpu}, {cores} cores; load average (1 / 5 / 15 min) ", cpu=start["cpu"], cores=start["cores"])
+            + f"{_load(start['load'])} at the start, {_load(end['load'])} at the end; "
+            + fill("{begin} to {end} UTC.", begin=start["time"][:16].replace("T", " "), end=end["time"][11:16]))
 
 
 def machine_of(env: dict) -> str:
@@ -86,8 +88,10 @@ def recorded_line(env: dict, when: str) -> str:
                 f"{_load(cal['end']['load_average'])} at the end")
     elif not cal:
         load = "; no load average recorded (results from before evalkit recorded one)"
+    when = str(when)
     stamp = f"{when[:16].replace('T', ' ')} UTC" if when[:4].isdigit() else when
-    return f"Measured {stamp} on {md(machine_of(env))} (the results' environment record){load}."
+    return fill("Measured {stamp} on {machine} (the results' environment record)", stamp=stamp,
+                machine=machine_of(env)) + f"{load}."
 
 
 def run_record(path: Path) -> tuple[dict, str]:
@@ -169,7 +173,8 @@ def summary_table(path: Path, by_class: bool = False, arms: Callable[[str], bool
             raise FigureMissing(f"{path} holds none of the arms this figure shows")
         table = table[table.index.get_level_values("arm").isin(keep)]
     m = res.manifest
-    title = f"{md(m['corpus']['name'])} × {md(m['qrels']['name'])} ({m['qrels']['queries']} queries)"
+    title = fill("{corpus} × {qrels} ({queries} queries)", corpus=m["corpus"]["name"], qrels=m["qrels"]["name"],
+                 queries=m["qrels"]["queries"])
     return f"{title}\n\n{markdown_table(table)}"
 
 
@@ -193,11 +198,11 @@ def verdict_table(v: gating.Verdict) -> str:
     for o in v.outcomes:
         rows.append({"verdict": gating.MARK.get(o.status, o.status), "rule": o.rule, "class": "", "numbers": o.summary})
         rows += [{"verdict": d.status, "rule": "", "class": d.label, "numbers": d.text} for d in o.details]
-    head = [f"Corpus {md(v.corpus)}, query set {md(v.query_set)}, {v.queries} queries; rules sha256 "
-            f"{v.rules_sha256[:12]}.", ""]
-    head += [f"What the set can detect: {md(d)}." for d in v.detectable]
+    head = [fill("Corpus {corpus}, query set {qrels}, {queries} queries; rules sha256 {sha}.", corpus=v.corpus,
+                 qrels=v.query_set, queries=v.queries, sha=str(v.rules_sha256)[:12]), ""]
+    head += [fill("What the set can detect: {d}.", d=d) for d in v.detectable]
     return "\n".join([*head, "", markdown_table(pd.DataFrame(rows), index=False), "",
-                      f"**{md(v.headline())}**"])
+                      fill("**{headline}**", headline=v.headline())])
 
 
 SIMULATION_COLUMNS = {  # summary.csv column -> heading

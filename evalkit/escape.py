@@ -8,6 +8,8 @@ applied where the string enters the output and nowhere else:
 - :func:`markdown`: Markdown text, also inside a table cell: no HTML block, link, emphasis, heading, math
   or line break can be formed, and a cell cannot be split.
 - :func:`code`: a Markdown code span (names shown as ``code``), whatever backticks the name holds.
+- :func:`markdown_fill`: a line of evalkit's own Markdown with values from data in its ``{fields}``, each
+  made inert on the way in (the one way a generated Markdown line takes a value it read).
 - :func:`xml`: characters XML 1.0 cannot carry (ElementTree escapes markup but writes NUL and ESC as is,
   which makes the file unreadable).
 - :func:`terminal`: control characters (escape sequences, carriage returns, bidirectional overrides)
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import html as _html
 import re
+import string
 import sys
 import unicodedata
 from contextlib import contextmanager
@@ -78,6 +81,35 @@ def code(s: object) -> str:
     # a backtick at either end needs a space beside the fence; Markdown strips one space from each end
     pad = " " if "`" in (text[0], text[-1]) or (text[0] == " " and text[-1] == " ") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+class _MarkdownFields(string.Formatter):
+    """Fills ``{field}``, ``{field:spec}`` and ``{field!c}`` (a code span) with inert Markdown. A spec the
+    value cannot take (``.2f`` of a string a hand-edited file holds) shows the value as it is, not a crash."""
+
+    def convert_field(self, value, conversion):
+        return _Code(value) if conversion == "c" else super().convert_field(value, conversion)
+
+    def format_field(self, value, format_spec):
+        if isinstance(value, _Code):
+            return code(value.value)
+        try:
+            text = format(value, format_spec)
+        except (TypeError, ValueError):
+            text = str(value)
+        return markdown_inline(text)
+
+
+class _Code:
+    def __init__(self, value: object):
+        self.value = value
+
+
+def markdown_fill(template: str, /, **values: object) -> str:
+    """``template`` (evalkit's text, trusted) with each ``{name}`` filled by ``values[name]`` as inert Markdown
+    (:func:`markdown_inline`; ``{name!c}`` as a code span, :func:`code`): a line that quotes a manifest, a bench
+    record or a verdict cannot form markup, whatever the file holds."""
+    return _MarkdownFields().format(template, **values)
 
 
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
 from pathlib import Path
+from typing import Any
 
 from . import comparison, dirs, rules
 from . import escape as esc
@@ -42,6 +46,7 @@ class Verdict:
     evalkit: str = __version__
     computed_on: dict = field(default_factory=dict)  # "baseline"/"candidate" -> computed_on(side)
     detectable: tuple[str, ...] = ()  # what the set can detect (MDD, n), said before the rules' lines
+    timing: dict = field(default_factory=dict)  # the side-by-side timing the latency rule decided on (timing_record)
 
     @property
     def blocking(self) -> tuple[Outcome, ...]:
@@ -101,11 +106,13 @@ class Verdict:
     def markdown(self) -> str:
         cell = esc.markdown
         out = [f"### evalkit gate: {'PASS' if self.passed else 'FAIL'}", "",
-               f"Baseline {esc.code(self.baseline)}, candidate {esc.code(self.candidate)}; corpus {cell(self.corpus)}, "
-               f"query set {cell(self.query_set)}, {self.queries} queries. Rules {esc.code(self.rules_file)}, "
-               f"sha256 {esc.code(self.rules_sha256)}.", *(f"\nWhat this set can detect: {cell(d)}" for d in self.detectable),
+               esc.markdown_fill("Baseline {baseline!c}, candidate {candidate!c}; corpus {corpus}, query set {qrels}, "
+                                 "{queries} queries. Rules {rules!c}, sha256 {sha!c}.", baseline=self.baseline,
+                                 candidate=self.candidate, corpus=self.corpus, qrels=self.query_set,
+                                 queries=self.queries, rules=self.rules_file, sha=self.rules_sha256),
+               *(f"\nWhat this set can detect: {cell(d)}" for d in self.detectable),
                "", "| verdict | rule | numbers |", "|---|---|---|"]
-        out += [f"| **{MARK[o.status]}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
+        out += [f"| **{cell(MARK.get(o.status, o.status))}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
         for o in self.outcomes:
             if o.details:
                 out += ["", f"<details><summary>{esc.html(o.rule)}</summary>", "",
@@ -184,7 +191,24 @@ def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: 
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
                    query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
                    outcomes=outcomes, notes=tuple(comparison.notes(pair)), detectable=rules.detectable(parsed, ctx),
-                   computed_on={"baseline": computed_on(baseline), "candidate": computed_on(candidate)})
+                   computed_on={"baseline": computed_on(baseline), "candidate": computed_on(candidate)},
+                   timing=timing_record(timing))
+
+
+def timing_record(timing: PairedTiming | Untimed | None) -> dict:
+    """A side-by-side timing as a verdict records it (:func:`recorded_timing` reads it back)."""
+    if isinstance(timing, PairedTiming):
+        return {"paired": asdict(timing)}
+    return {"untimed": timing.reason} if isinstance(timing, Untimed) else {}
+
+
+def recorded_timing(record: dict) -> PairedTiming | Untimed | None:
+    """The timing :func:`timing_record` wrote (JSON lists as tuples, null as NaN)."""
+    if "paired" in record:
+        fields: dict[str, Any] = {k: tuple(math.nan if x is None else x for x in v) if isinstance(v, list) else v
+                                  for k, v in record["paired"].items()}
+        return PairedTiming(**fields)
+    return Untimed(record["untimed"]) if "untimed" in record else None
 
 
 def computed_on(side: comparison.Side) -> dict:
@@ -207,16 +231,49 @@ def _changed(recorded: dict, directory: Path) -> str | None:
 
 
 def current(verdict: Verdict, candidate_dir: Path) -> Verdict | str:
-    """``verdict`` if both runs still hold what it was computed on (a baseline no longer on this machine is
-    noted, not checked); else why not."""
+    """``verdict`` if both runs still hold what it was computed on and its rules, evaluated on them again,
+    give what it records (:func:`rederived`); else why not."""
     if not {"baseline", "candidate"} <= set(verdict.computed_on):
         return "it records no digests of the runs it was computed on (an older evalkit wrote it)"
     if why := _changed(verdict.computed_on["candidate"], Path(candidate_dir)):
         return why
     base = Path(verdict.computed_on["baseline"].get("path", ""))
     if not (base / "manifest.json").exists():
-        return replace(verdict, notes=(*verdict.notes, f"the baseline {base} is not on this machine: not checked"))
-    return _changed(verdict.computed_on["baseline"], base) or verdict
+        return f"its baseline {base} is not on this machine, so the verdict cannot be evaluated again"
+    return _changed(verdict.computed_on["baseline"], base) or rederived(verdict, base, Path(candidate_dir))
+
+
+def _plain(value: object) -> object:
+    """A record as its JSON reads back (tuples as lists, NaN as null), so a stored and a fresh one compare."""
+    return json.loads(json.dumps(rules.finite(asdict(value) if isinstance(value, Outcome) else value)))
+
+
+def rederived(verdict: Verdict, base_dir: Path, cand_dir: Path) -> Verdict | str:
+    """``verdict`` when its rules file (unchanged: same sha256), evaluated again on both runs and on the
+    side-by-side timing it records, gives the outcomes it records; else why not. gate.json is data: an edited
+    one (a FAIL turned PASS) must not pass for the gate's verdict. A relative rules path is the caller's
+    (``EVALKIT_WORKDIR`` inside the report's kernel)."""
+    path = Path(verdict.rules_file)
+    path = path if path.is_absolute() else Path(os.environ.get("EVALKIT_WORKDIR") or Path.cwd()) / path
+    on = verdict.computed_on
+    try:
+        if hashlib.sha256(path.read_bytes()).hexdigest() != verdict.rules_sha256:
+            return f"its rules file {path} changed since the verdict, so the verdict cannot be evaluated again"
+        again = evaluate(comparison.side(base_dir, on["baseline"]["arm"]), comparison.side(cand_dir, on["candidate"]["arm"]),
+                         path, on["baseline"].get("qrels") != on["candidate"].get("qrels"), recorded_timing(verdict.timing))
+    except OSError as e:
+        return f"its rules file {path} cannot be read ({e.strerror}), so the verdict cannot be evaluated again"
+    except (comparison.CompareError, TypeError, ValueError, KeyError) as e:
+        return f"it cannot be evaluated again ({e})"
+    for fresh, stored in zip_longest(again.outcomes, verdict.outcomes):
+        if not isinstance(stored, Outcome) or _plain(fresh) != _plain(stored):
+            rule = fresh.rule if fresh else stored.rule
+            said = f"records {stored.status!r}" if isinstance(stored, Outcome) else "does not record it"
+            return (f"{GATE_FILE} does not match what its rules give on these runs (rule {rule!r}: it {said}, "
+                    f"evaluated again {fresh.status if fresh else 'absent'!r}): it was edited, or written by another "
+                    f"evalkit; run `evalkit gate` again")
+    return verdict if _plain(again.settings) == _plain(verdict.settings) else \
+        f"{GATE_FILE} does not match what its rules give on these runs (its [gate] settings differ): run `evalkit gate` again"
 
 
 def read(path: Path | str) -> Verdict:

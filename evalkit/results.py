@@ -55,29 +55,44 @@ class Results:
         return check_manifest(self.path / "manifest.json", read_json(self.path / "manifest.json"))
 
     def check_complete(self) -> None:
-        """Raise ResultsError unless the run finished and its measures were computed on what its manifest
-        names: a failed or interrupted ``--resume`` leaves a manifest describing the new run beside the old
-        run's measures, and a verdict on those would be about another run. (Measures written before evalkit
-        stored what they were computed on carry no record; only their status is checked.)"""
+        """Raise ResultsError unless the run finished (a gate decides on finished runs only) and its measures
+        are its own (:attr:`per_query`)."""
         state = status(self.path, self.manifest)
         if state != "complete":
             raise ResultsError(f"{self.path}: the run is {state}, not complete (manifest.json field 'status'): its "
                                f"measures may belong to an earlier run; finish it with `evalkit run ... --out "
                                f"{self.path} --resume`")
-        stored = self.per_query.attrs.get("evalkit")
-        if stored is not None and stored != measured(self.manifest):
-            differ = ", ".join(k for k in ("corpus", "qrels", "arms") if stored.get(k) != measured(self.manifest)[k])
-            raise ResultsError(f"{self.path}: per_query.parquet was computed on another {differ} than manifest.json "
-                               f"names: rebuild it with `evalkit run ... --out {self.path} --resume`")
+        self.per_query
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
+        """The measures, one row per query and arm, refused (ResultsError) unless they were computed on what
+        the manifest names: a failed or interrupted ``--resume`` on a changed query set leaves a manifest
+        describing the new run beside the old run's measures, and every table, summary and report of those
+        would show another set's figures as this one's."""
         path = self.path / "per_query.parquet"
         try:
-            return pd.read_parquet(path)
+            frame = pd.read_parquet(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises many types for one damaged file
             raise ResultsError(f"{path} is missing or damaged ({type(e).__name__}: {e}); it is rebuilt from the "
                                f"answers in {self.path / 'runs'} by `evalkit run ... --out {self.path} --resume`") from None
+        if why := self._foreign_measures(frame.attrs.get("evalkit")):
+            raise ResultsError(f"{self.path}: {why}; finish the run with `evalkit run ... --out {self.path} --resume`")
+        return frame
+
+    def _foreign_measures(self, stored: dict | None) -> str | None:
+        """Why measures recorded as computed on ``stored`` are not this manifest's (None: they are). Measures
+        from before evalkit recorded it are trusted only from a run that completed."""
+        now, state = measured(self.manifest), status(self.path, self.manifest)
+        q = self.manifest["qrels"]
+        unfinished = f"its last run ({state}) did not finish for query set {q['name']} ({q['digest'][:12]})"
+        if stored is None:
+            return None if state == "complete" else f"{unfinished}, and per_query.parquet does not say which run it holds"
+        differ = [k for k in now if not isinstance(stored, dict) or stored.get(k) != now[k]]
+        if not differ:
+            return None
+        return (f"per_query.parquet was computed on another {', '.join(differ)} than manifest.json names"
+                + ("" if state == "complete" else f" ({unfinished}): these are an earlier run's measures"))
 
     @property
     def arms(self) -> list[str]:

@@ -97,13 +97,15 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
     return done
 
 
-def _record(q: Query, result: Result, latency: float) -> dict:
+def _record(q: Query, result: Result, latency: float, cut: int | None = None) -> dict:
     """The jsonl record of one answer: what ``_result`` reads back and --resume compares by query text. A
     chunk retriever's chunks are kept with the pages each was mapped to (the text of the first
-    :data:`CHUNK_TEXTS` only)."""
+    :data:`CHUNK_TEXTS` only); ``cut``: the depth an answer longer than it was cut to."""
     rec = {"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
            "refused": result.refused, "reason": result.reason, "confidence": result.confidence,
            "error": result.error, "latency": latency}
+    if cut is not None:
+        rec["cut_to_k"] = cut
     if result.chunks:
         rec["chunks"] = [[c.doc, list(c.pages), c.score, c.text if i < CHUNK_TEXTS else ""]
                          for i, c in enumerate(result.chunks)]
@@ -117,11 +119,13 @@ def _result(rec: dict) -> Result:
                   confidence=rec.get("confidence"), error=rec.get("error", ""), chunks=chunks)
 
 
-def checked(result: Result, pages: dict[str, int]) -> Result:
-    """The answer as recorded: unchanged when valid (:func:`evalkit.answers.problem`), else an error of its
-    query that says what was wrong, so one bad answer never stops a run nor reaches a measure."""
+def checked(result: Result, pages: dict[str, int], k: int) -> tuple[Result, bool]:
+    """The answer as recorded, and whether it was longer than ``k``: its first k pages
+    (:func:`evalkit.answers.within`) when valid (:func:`evalkit.answers.problem`), else an error of its query
+    that says what was wrong, so one bad answer never stops a run nor reaches a measure."""
+    result, cut = answers.within(result, k)
     problem = answers.problem(result, pages)
-    return replace(result, hits=(), chunks=(), error=f"invalid answer: {problem}") if problem else result
+    return (replace(result, hits=(), chunks=(), error=f"invalid answer: {problem}") if problem else result), cut
 
 
 def check_arms(specs: list[str], k: int) -> None:
@@ -212,7 +216,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         resultsdir.write_json(manifest_path, manifest)
         try:
             _run_arm(arm, spec, qs, runs / f"{info['file']}.jsonl", k, progress)
-            _say_invalid(arm.label, qs, runs / f"{info['file']}.jsonl")
+            _say_answers(arm.label, qs, runs / f"{info['file']}.jsonl", k)
             if description := _describe(arm, spec):
                 built[spec]["describe"] = description
                 resultsdir.write_json(manifest_path, manifest)
@@ -259,7 +263,8 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
             bar.update()
             while written in ready:
                 result, latency = ready.pop(written)
-                f.write(json.dumps(_record(todo[written], checked(result, pages), latency)) + "\n")
+                result, cut = checked(result, pages, k)
+                f.write(json.dumps(_record(todo[written], result, latency, k if cut else None)) + "\n")
                 f.flush()
                 written += 1
 
@@ -277,13 +282,18 @@ def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Result, float]:
     return result, time.perf_counter() - t0
 
 
-def _say_invalid(label: str, qs: QuerySet, path: Path) -> None:
+def _say_answers(label: str, qs: QuerySet, path: Path, k: int) -> None:
     """One line on stderr for an arm with errors: how many, and the first query's, so a user sees at once
-    which arm and query to look at (every error is in the results: ``errors`` and ``error`` columns)."""
-    errors = [(q.id, rec["error"]) for q, rec in _ordered(qs, path) if rec.get("error")]
+    which arm and query to look at (every error is in the results: ``errors`` and ``error`` columns); and
+    one for an arm that answered more than ``k`` hits (cut to k: ``cut_to_k`` in its records)."""
+    recs = _ordered(qs, path)
+    errors = [(q.id, rec["error"]) for q, rec in recs if rec.get("error")]
     if errors:
         print(f"evalkit: arm {label!r}: {len(errors)} of {len(qs.queries)} queries recorded as errors, "
               f"first query {errors[0][0]!r}: {errors[0][1]}", file=sys.stderr)
+    if cut := [q.id for q, rec in recs if rec.get("cut_to_k")]:
+        print(f"evalkit: arm {label!r}: {len(cut)} of {len(qs.queries)} answers held more than k = {k} hits, "
+              f"first query {cut[0]!r}: the first {k} were kept", file=sys.stderr)
 
 
 _WORKER_ARMS: dict[tuple, arms.Arm] = {}

@@ -165,6 +165,29 @@ def test_a_retriever_that_raises_on_one_query_errs_on_that_query_only(docs, isol
     assert errors["q3"] == "ValueError: no index for that" and errors["q1"] == "" and res.manifest["status"] == "complete"
 
 
+def test_an_answer_longer_than_k_is_cut_to_k_where_it_is_recorded(docs, isolated, capsys):
+    """k = 2: a retriever that answers 3 pages has its first 2 recorded (a reciprocal rank cannot come from
+    rank 3), says so, and one whose generator never ends is read 3 items far, not until memory runs out."""
+    def long(query, k):
+        return [("b.pdf", 1, 3.0), ("a.pdf", 1, 2.0), ("a.pdf", 2, 1.0)]
+
+    def endless(query, k):
+        for i in __import__("itertools").count():
+            assert i <= k, f"read item {i + 1} of an answer asked for {k}"
+            yield ("a.pdf", i % 2 + 1, -float(i))
+
+    res = ek.run(docs, isolated / "q.toml", [long, endless], isolated / "res", k=2, progress=False)
+    rows = res.per_query.set_index(["arm", "query"])
+    label = res.arm("long")
+    assert rows.loc[(label, "q1"), "RR"] == 0.0 and rows.loc[(label, "q1"), "hits"] == 2  # a.pdf#2 was rank 3
+    assert (rows["error"] == "").all() and (rows["hits"] == 2).all() and res.manifest["depth"] == 2
+    info = next(a for a in res.manifest["arms"] if a["label"] == label)
+    rec = json.loads((res.path / "runs" / f"{info['file']}.jsonl").read_text().splitlines()[0])
+    assert rec["hits"] == [["b.pdf", 1, 3.0], ["a.pdf", 1, 2.0]] and rec["cut_to_k"] == 2
+    err = capsys.readouterr().err
+    assert f"arm {label!r}: 3 of 3 answers held more than k = 2 hits, first query 'q1': the first 2 were kept" in err
+
+
 def test_a_run_in_a_long_lived_kernel_says_what_it_reused_itself(docs, isolated, capsys):
     docs.search("global-index", "walrus", 2)  # the workbench searching before the run, in the same kernel
     capsys.readouterr()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import corpora, qrels
+from evalkit import comparison, corpora, qrels
 from evalkit.cli import main, parser
 from evalkit.runner import run
 
@@ -256,6 +256,18 @@ def test_gate_exit_2_names_what_could_not_be_evaluated(results, other_queries, t
     assert message in err and err.startswith("evalkit: ") and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("a bug")])
+def test_gate_exit_2_on_any_failure_that_is_not_a_verdict(results, monkeypatch, capsys, error):
+    """Exit 1 is a verdict (FAIL): out of memory or a bug while evaluating is not one."""
+    def failing(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(comparison, "table", failing)
+    assert main(["gate", "--baseline", f"{results}:keyword", "--candidate", f"{results}:global-index",
+                 "--rules", GATE]) == 2
+    one_line_error(capsys, f"unexpected {type(error).__name__}")
+
+
 @pytest.mark.slow
 def test_gate_on_latex_fails_score_merge_against_keyword_and_passes_keyword_against_itself(latex_results, capsys):
     r = latex_results
@@ -452,6 +464,23 @@ def test_a_failed_resume_cannot_pass_a_gate_on_the_old_measures(tiny, capsys):
     one_line_error(capsys, str(home / "res"), "the run is failed, not complete", "'status'")
     assert main(["compare", str(home / "res"), str(home / "res")]) == 2
     one_line_error(capsys, "not complete")
+
+
+def test_a_failed_resume_leaves_no_old_figures_in_summary_best_or_report(tiny, capsys):
+    """After a --resume on a changed query set fails, the old set's measures are not shown as the new set's:
+    summary, best and report refuse in one line naming the set whose run did not finish (exit 2)."""
+    home, argv = tiny
+    assert main(argv) == 0
+    (home / "tiny.toml").write_text(TINY_QUERIES.replace("page = 2, gain = 3", "page = 1, gain = 3"))
+    failing = argv[:argv.index("--arms") + 1] + ["keyword,semantic(model=no/such-model)", "--out", str(home / "res")]
+    assert main(failing + ["--resume"]) != 0
+    for command in (["summary"], ["best"], ["report"]):
+        capsys.readouterr()
+        assert main([*command, str(home / "res")]) == 2, command
+        one_line_error(capsys, str(home / "res"), "did not finish for query set", "another qrels", "--resume")
+    assert main(argv + ["--resume"]) == 0  # finished: its own measures again
+    capsys.readouterr()
+    assert main(["summary", str(home / "res")]) == 0
 
 
 def test_measures_from_another_query_set_cannot_be_compared(tiny, capsys):

@@ -69,7 +69,7 @@ def test_every_figure_without_its_results_names_the_command_to_run_first(tmp_pat
     s = script()
     assert [f.name for f in s.figures()] == [
         "summary-latex", "summary-rmanuals", "your-retriever", "compare", "gate", "judging-less-latex",
-        "judging-less-rmanuals", "bench", "cost-curve", "long-pages", "robustness", "refusal", "conformal",
+        "judging-less-rmanuals", "bench", "gate-memory", "cost-curve", "long-pages", "robustness", "refusal", "conformal",
         "refusal-ceiling", "tune", "tune-recommended",
         "mcp-keyword", "mcp-hybrid", "doc-ranking"]
     for fig in s.figures():

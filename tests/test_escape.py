@@ -22,7 +22,7 @@ from matplotlib import cbook
 from matplotlib import pyplot as plt
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-from evalkit import completeness, corpora, escape, gating, qrels, reporting, report_servers
+from evalkit import completeness, corpora, docfigures, escape, gating, qrels, reporting, report_servers
 from evalkit.arms import ArmError
 from evalkit.arms.mcp import load_definition
 from evalkit.cli import main
@@ -185,6 +185,30 @@ def test_hostile_verdicts_and_tables_are_inert_in_every_rendering(tmp_path_facto
         assert main(argv) in (0, 2)
         printed = capsys.readouterr()
         assert_inert_terminal(printed.out + printed.err)
+
+
+@given(h=hostile)
+@FAST
+def test_hostile_results_are_inert_in_the_docs_figures(tmp_path_factory, h):
+    """Every line a docs figure writes from a results directory (its title, when and on what it was measured,
+    a gate verdict read back) passes through one escape, whatever the manifest or gate.json holds."""
+    d = hostile_results(tmp_path_factory.mktemp("figure") / "r", h)
+    m = json.loads((d / "manifest.json").read_text())
+    m["environment"]["calibration"] = {"cpu_model": h, "cores": h, "start": {"load_average": [h, 1.0, 2.0]},
+                                       "end": {"load_average": h}}
+    (d / "manifest.json").write_text(json.dumps(m))
+    verdict = gating.Verdict(baseline=h, candidate=h, rules_file=h, rules_sha256=h, settings={}, corpus=h,
+                             query_set=h, queries=h, outcomes=(gating.Outcome(h, h, h, h),), detectable=(h,))  # type: ignore[arg-type]
+    for text in (docfigures.recorded_line(*docfigures.run_record(d)), docfigures.summary_table(d),
+                 docfigures.verdict_table(verdict), verdict.markdown(),
+                 docfigures.machine_line({"cpu": h, "cores": h, "load": [h], "time": h}, {"load": h, "time": h})):
+        assert_inert_markdown(text)
+
+
+def test_markdown_fill_makes_every_field_inert_and_keeps_the_template():
+    line = escape.markdown_fill("**{a}** at {b:.2f}, {c:.2f} in {d!c}", a="<img src=x onerror=PWN()>", b=1.234,
+                                c="<b>", d="x`y")
+    assert line == "**&lt;img src=x onerror=PWN()>** at 1.23, &lt;b> in ``x`y``"
 
 
 # ---- hostile names in files that name other files -------------------------------------------------------

@@ -7,6 +7,8 @@ import pytest
 
 from evalkit import comparison, dirs, gating, reporting
 from evalkit import escape as esc
+from evalkit.latency import PairedTiming
+from evalkit.results import Results
 
 from .conftest import write_results
 
@@ -151,6 +153,36 @@ def test_gate_json_records_what_it_was_computed_on_and_the_report_shows_it_only_
     pq.to_parquet(runs / "per_query.parquet", index=False)
     stale = gating.show(runs)
     assert isinstance(stale, gating.NoVerdict) and "per_query changed since the verdict" in repr(stale)
+
+
+def test_an_edited_verdict_is_not_shown_as_the_gates(runs, tmp_path):
+    """gate.json is data: a FAIL edited to PASS is evaluated again from its rules on the runs, and the report
+    shows the mismatch instead of the edited verdict."""
+    v = verdict(runs, "worse", tmp_path)
+    forged = json.loads(v.to_json())
+    for o in forged["outcomes"]:
+        o["status"] = "pass"
+    forged.update(passed=True, exit_code=0)
+    (runs / gating.GATE_FILE).write_text(json.dumps(forged))
+    shown = gating.show(runs)
+    assert isinstance(shown, gating.NoVerdict), shown
+    assert "does not match what its rules give" in shown.why and "records 'pass'" in shown.why
+    assert "evaluated again 'fail'" in shown.why and "PASS" not in reporting._gate_sentence(Results.load(runs))
+    (tmp_path / "gate.toml").write_text(RULES + "\n")  # the rules changed since: nothing to evaluate again
+    (runs / gating.GATE_FILE).write_text(v.to_json())
+    assert "rules file" in gating.show(runs).why and "changed since the verdict" in gating.show(runs).why
+
+
+def test_a_verdict_is_evaluated_again_on_the_timing_it_records(runs, tmp_path):
+    timing = PairedTiming(tuple(0.01 + 0.001 * i for i in range(12)), tuple(0.05 + 0.001 * i for i in range(12)), 2)
+    v = verdict(runs, "same", tmp_path, timing=timing)
+    assert v.outcomes[-1].status == "fail" and v.timing["paired"]["warmup"] == 2
+    (runs / gating.GATE_FILE).write_text(v.to_json())
+    assert isinstance(gating.show(runs), gating.Verdict)  # its own timing gives its own latency outcome
+    edited = json.loads(v.to_json())
+    edited["timing"]["paired"]["cand_s"] = edited["timing"]["paired"]["base_s"]  # the timing cannot be swapped either
+    (runs / gating.GATE_FILE).write_text(json.dumps(edited))
+    assert "latency" in gating.show(runs).why
 
 
 def test_a_verdict_without_digests_is_not_shown(runs, tmp_path):

@@ -224,3 +224,44 @@ def test_no_difference_is_detectable_where_the_sign_flip_test_cannot_reject():
     assert power(0.05, 0.001, 2) == 0.0 and power(0.05, 0.001, 6) > 0.99
     assert sign_flip_p([0.050, 0.051]) == 0.5 and sign_flip_p([0.1] * 5) > 0.05 >= sign_flip_p([0.1] * 6)
     assert queries_needed(0.05, 0.0) == 6 and queries_needed(0.05, 0.001) == 6
+
+
+def _dense(d, n_resamples, seed):
+    """The sign-flip p-value and bootstrap CI as evalkit computed them before streaming: scipy, one array."""
+    p = stats.permutation_test((d,), lambda x, axis=-1: np.abs(np.mean(x, axis=axis)), permutation_type="samples",
+                               vectorized=True, n_resamples=n_resamples, alternative="greater",
+                               rng=np.random.default_rng(seed)).pvalue
+    ci = stats.bootstrap((d,), lambda x, axis=-1: np.mean(x, axis=axis), n_resamples=n_resamples, method="percentile",
+                         vectorized=True, rng=np.random.default_rng(seed)).confidence_interval
+    return p, (float(ci.low), float(ci.high))
+
+
+@pytest.mark.parametrize("n, rounding, batch_values", [(17, 1, 64), (60, 2, 500), (300, 3, 7000), (2500, 2, 2**21)])
+def test_streamed_resampling_gives_the_dense_formulas_numbers(monkeypatch, n, rounding, batch_values):
+    """Same seed, same p-value and CI as one dense array, whatever the batch (ties in rounded scores too)."""
+    import evalkit.stats as ek_stats
+
+    monkeypatch.setattr(ek_stats, "BATCH_VALUES", batch_values)
+    for seed in range(3):
+        d = np.random.default_rng(seed).normal(0, 0.3, n).round(rounding)
+        p, (low, high) = _dense(d, 2000, seed)
+        assert sign_flip_p(d, 2000, seed) == p
+        assert bootstrap_ci(d, 0.95, 2000, seed)[1:] == (low, high)
+
+
+def test_no_resampling_array_grows_with_queries_times_resamples(monkeypatch):
+    """The bounded memory design: 4,000 queries x 2,000 resamples would be 8M values in one array; every
+    array the statistics see holds at most BATCH_VALUES."""
+    import evalkit.stats as ek_stats
+
+    sizes = []
+
+    def spy(x, axis=-1):
+        sizes.append(x.size)
+        return np.abs(np.mean(x, axis=axis))
+
+    monkeypatch.setattr(ek_stats, "_abs_mean", spy)
+    d = np.random.default_rng(0).normal(0, 0.3, 4000)
+    sign_flip_p(d, 2000)
+    bootstrap_ci(d, n_resamples=2000, statistic=spy)
+    assert 4000 * 2000 > ek_stats.BATCH_VALUES >= max(sizes) and len(sizes) > 4

@@ -74,7 +74,7 @@ class FunctionArm(Arm):
 
     def search(self, query: str, k: int) -> Result:
         output = self.adapter.ask(self.target, query, k, self.params)
-        return answers.from_output(output, self.layout, self.collapse, lambda item: self.adapter.convert(item, self))
+        return answers.from_output(output, self.layout, self.collapse, lambda item: self.adapter.convert(item, self), k)
 
     def layout(self, doc: str) -> answers.Layout:
         """A document's pages as chunks are placed on them (KeyError: not in the corpus), read once per arm."""
