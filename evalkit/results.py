@@ -11,7 +11,7 @@ import pandas as pd
 from . import escape as esc
 from . import ids, measures, stats
 from .records import CLASSES, split_page_id
-from .resultsdir import ResultsError, check_manifest, measured, read_json, status
+from .resultsdir import ResultsError, check_manifest, check_per_query, measured, read_json, status
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
@@ -74,10 +74,11 @@ class Results:
     def per_query(self) -> pd.DataFrame:
         path = self.path / "per_query.parquet"
         try:
-            return pd.read_parquet(path)
+            frame = pd.read_parquet(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises many types for one damaged file
             raise ResultsError(f"{path} is missing or damaged ({type(e).__name__}: {e}); it is rebuilt from the "
                                f"answers in {self.path / 'runs'} by `evalkit run ... --out {self.path} --resume`") from None
+        return check_per_query(path, frame)
 
     @property
     def arms(self) -> list[str]:

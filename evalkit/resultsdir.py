@@ -16,6 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LOCK = ".evalkit.lock"
 
@@ -155,6 +159,27 @@ def check_manifest(path: Path, data: dict) -> dict:
         for key, kind, required in ARM_FIELDS:
             check(f"arms[{i}].{key}", arm.get(key, _ABSENT), kind, required)
     return data
+
+
+# per_query.parquet columns every reader relies on; one row per (query, arm) is what makes scores pairable.
+PER_QUERY_COLUMNS = ("query", "class", "arm", "outcome", "latency_s")
+
+
+def check_per_query(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (read from ``path``) when it has the columns readers use and one row per (query, arm), else
+    ResultsError naming the file and the first duplicated pair: a summary would average the copies and a
+    comparison would pair rows of different queries."""
+    missing = [c for c in PER_QUERY_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ResultsError(f"{path}: column {missing[0]!r} is missing; it is rebuilt from the answers by "
+                           f"`evalkit run ... --out {path.parent} --resume`")
+    twice = frame[frame.duplicated(["query", "arm"])]
+    if len(twice):
+        query, arm = twice.iloc[0]["query"], twice.iloc[0]["arm"]
+        raise ResultsError(f"{path}: query {query!r} of arm {arm!r} has more than one row ({len(twice)} duplicate "
+                           f"row(s) in all): the file was edited or damaged; rebuild it with `evalkit run ... "
+                           f"--out {path.parent} --resume`")
+    return frame
 
 
 def measured(manifest: dict) -> dict:
