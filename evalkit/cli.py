@@ -339,9 +339,12 @@ def cmd_search(args) -> int:
     opened = open_corpus(args)
     ingest, store = opened.ingest, opened.store
     arm = arms.make(args.arm, ingest.corpus, store)
-    result = arm.search(args.query, args.k)
+    result = runner.answer(arm, args.query, args.k)
     t = esc.terminal  # one line per field, whatever the PDF text or a server's answer holds
     print(f"{t(arm.label)} on {t(ingest.corpus.name)}: {t(repr(args.query))}")
+    if result.error:  # a run records it as this query's error: never "no hits"
+        print(f"error: {t(result.error)}")
+        return 1
     if result.refused:
         print(f"refused: {t(result.reason)}")
         return 0

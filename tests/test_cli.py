@@ -74,6 +74,28 @@ def test_arms_lists_every_arm_with_its_parameters(capsys):
     assert "idf_scope='doc'" in out and "built-in" in out
 
 
+@pytest.mark.parametrize("hit, shown", [(("a.pdf", 2, float("nan")), "has score nan, not a finite number"),
+                                        (("a.pdf", 7, 1.0), "page 7 of 'a.pdf' is outside 1..2"),
+                                        (("z.pdf", 1, 1.0), "names document 'z.pdf', which is not in the corpus")])
+def test_search_shows_an_invalid_answer_as_the_error_a_run_records(tiny, capsys, monkeypatch, hit, shown):
+    from evalkit import arms
+    from evalkit.records import Hit, Result
+
+    class Odd(arms.Arm):
+        """Answers every query with one given hit."""
+        name = "odd"
+
+        def search(self, query, k):
+            return Result((Hit(*hit),))
+
+    real = arms.registry
+    monkeypatch.setattr(arms, "registry", lambda: {**real(), "odd": Odd})
+    home, _ = tiny
+    assert main(["search", "walrus", "--docs", str(home / "docs"), "--arm", "odd"]) == 1
+    header, error = capsys.readouterr().out.splitlines()  # no ranked line, no "no hits"
+    assert header == "odd on docs: 'walrus'" and error.startswith("error: invalid answer: hit 1") and shown in error
+
+
 # ---- compare and gate ------------------------------------------------------------------------------------
 
 @pytest.fixture

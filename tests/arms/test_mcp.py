@@ -332,6 +332,20 @@ def test_the_cli_exits_2_with_one_line_when_the_server_cannot_start(setup, tmp_p
     assert last.startswith("evalkit: arm mcp(name=test): the server did not start") and "/nonexistent/server" in last
 
 
+@pytest.mark.parametrize("query, shown", [("far page", "error: invalid answer: hit 1: page 9999 of 'a.pdf' is outside 1..2"),
+                                          ("inline error", "error: the tool answered with an error: index missing"),
+                                          ("anything", "  1  b doc.pdf#2  0.9000")])
+def test_search_shows_what_a_run_would_record(setup, tmp_path, capsys, query, shown):
+    """One query checked as the runner checks it: a page the document lacks or a server's error is an error
+    (exit 1), never 'no hits' nor 'unexpected KeyError'."""
+    c, config, _ = setup
+    code = main(["search", query, "--docs", str(c.root), "--cache", str(tmp_path / "cache.sqlite"),
+                 "--arm", f"mcp(config={config},name=test)"])
+    out, err = capsys.readouterr()
+    assert code == (0 if query == "anything" else 1) and "no hits" not in out and "unexpected" not in err, (out, err)
+    assert shown in out.splitlines(), out
+
+
 @pytest.mark.slow
 def test_pdf_mcp_on_real_manuals(small):
     """pdf-mcp itself, keyword mode, on the ten small real manuals: hits map to the corpus's names, a
