@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import select
 import sqlite3
 import sys
 from pathlib import Path
@@ -942,15 +944,43 @@ def interrupted(command: str | None = None) -> int:
                 INTERRUPTED)
 
 
+READER_GONE = 141  # the shell's code for a command whose output's reader went away (128 + SIGPIPE)
+
+
+def reader_gone() -> bool:
+    """Whether standard output is a pipe nobody reads any more (``evalkit summary | head``): the kernel
+    flags its write end with an error, which tells it apart from a broken pipe to a server of an arm."""
+    try:
+        poll = select.poll()
+        poll.register(sys.__stdout__.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # no standard output at all
+        return False
+
+
+def quiet_exit() -> int:
+    """Stop without a word, as Unix tools do when their reader has gone: what is still buffered, and the
+    interpreter's flush at exit, go to /dev/null instead of raising 'Broken pipe' again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+    return READER_GONE
+
+
 def main(argv: list[str] | None = None) -> int:
     """Bad input is one line on stderr and exit 2; anything else is one line and exit 1; Ctrl-C is one line
-    and exit 130; ``--debug`` lets every exception through with its traceback. What a command prints passes
+    and exit 130; a reader of the output that goes away (``| head``) ends it quietly with 141; ``--debug``
+    lets every exception through with its traceback. What a command prints passes
     :func:`evalkit.escape.terminal_streams`: escape sequences from data reach the terminal inert."""
     try:
         with esc.terminal_streams():
-            return _main(argv)
+            code = _main(argv)
+        sys.stdout.flush()  # a reader that has gone shows here, not as a traceback at exit
+        return code
     except KeyboardInterrupt:
         return interrupted()
+    except BrokenPipeError:
+        if reader_gone():
+            return quiet_exit()
+        raise
 
 
 def _main(argv: list[str] | None) -> int:
@@ -962,6 +992,8 @@ def _main(argv: list[str] | None) -> int:
     except BAD_INPUT as e:
         return fail(e, 2)
     except OSError as e:  # a path that is a folder, unreadable, missing: name it
+        if isinstance(e, BrokenPipeError) and reader_gone():
+            raise  # not an error: main ends quietly
         return fail(f"{e.filename}: {e.strerror}" if e.filename else e, 2)
     except sqlite3.DatabaseError as e:  # a full disk, a read-only folder, a busy lock, or damage
         return fail(explain(store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index")), e), 2)

@@ -447,6 +447,27 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(tmp_path):
     assert p.returncode == 130 and p.stderr == "evalkit: interrupted\n", p.stderr
 
 
+@pytest.mark.parametrize("debug", [[], ["--debug"]])
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path, debug):
+    """`evalkit summary | head`: the output's pipe has no reader (closed before the command writes, so the
+    moment does not depend on timing); the command stops without 'Broken pipe', as Unix tools do."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import write_results
+
+    res = write_results(tmp_path / "r", {"base": {"nDCG@10": [0.2, 0.5]}}, ["needle", "needle"])
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = subprocess.run([sys.executable, "-m", "evalkit", *debug, "summary", str(res)], stdout=write,
+                           stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert p.returncode == 141 and p.stderr == "", p.stderr
+
+
 def test_qrels_regrade_writes_a_blind_sample_and_refuses_one_line(tiny, capsys):
     home, argv = tiny
     docs, q, out = home / "docs", home / "tiny.toml", home / "second.toml"
