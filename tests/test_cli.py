@@ -468,6 +468,21 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path, debug):
     assert p.returncode == 141 and p.stderr == "", p.stderr
 
 
+def test_the_command_loads_nothing_before_its_ctrl_c_guard():
+    """Ctrl-C between Python's start and the guard in evalkit.__main__.main is a traceback of whatever module
+    was loading (typing, for evalkit/__init__.py, took tens of ms): on the way to the guard the command loads
+    its own two small files and nothing else, so that moment is too short to hit."""
+    import subprocess
+    import sys
+
+    def loaded(code: str) -> set[str]:
+        p = subprocess.run([sys.executable, "-c", f"{code}; import sys; print(*sys.modules)"], capture_output=True,
+                           text=True, check=True)
+        return set(p.stdout.split())
+
+    assert loaded("import evalkit.__main__") - loaded("pass") == {"evalkit", "evalkit.__main__"}
+
+
 def test_qrels_regrade_writes_a_blind_sample_and_refuses_one_line(tiny, capsys):
     home, argv = tiny
     docs, q, out = home / "docs", home / "tiny.toml", home / "second.toml"
