@@ -219,3 +219,29 @@ def test_a_per_query_file_without_a_column_readers_use_is_named(tmp_path, capsys
     pd.read_parquet(res / "per_query.parquet").drop(columns="arm").to_parquet(res / "per_query.parquet")
     assert main(["summary", str(res)]) == 2
     one_line_error(capsys, str(res / "per_query.parquet"), "column 'arm' is missing")
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("specs", [1], "'specs[0]' is not a string"),
+    ("environment.machine.memory_bytes", "lots", "'environment.machine.memory_bytes' is not a whole number"),
+    ("environment.calibration", "fast", "'environment.calibration' is not a table"),
+    ("environment.calibration.start", 1, "'environment.calibration.start' is not a table"),
+    ("environment.calibration.start.load_average", ["high"], "'environment.calibration.start.load_average[0]' is not a number"),
+    ("arms.0.models", ["m"], "'arms[0].models[0]' is not a table"),
+    ("arms.0.file", 3, "'arms[0].file' is not a string"),
+    ("arms.0.describe.server", "x", "'arms[0].describe.server' is not a table"),
+    ("arms.0.describe.workers", {"tcp://w": {"restarts": "x"}}, "\"arms[0].describe.workers['tcp://w'].restarts\" is not a whole number"),
+])
+def test_a_manifest_field_the_report_reads_of_the_wrong_type_is_one_line(tmp_path, capsys, field, value, says):
+    """Fields only the report reads (provenance, servers, calibration) are checked where the manifest is read,
+    like every other: a report used to fail in its notebook with a TypeError or AttributeError (exit 1)."""
+    res = write_results(tmp_path / "r", {"a": {"nDCG@10": [0.5]}}, ["needle"])
+    m = json.loads((res / "manifest.json").read_text())
+    *parents, last = field.split(".")
+    holder = m
+    for key in parents:
+        holder = holder[int(key)] if isinstance(holder, list) else holder.setdefault(key, {})
+    holder[last] = value
+    (res / "manifest.json").write_text(json.dumps(m))
+    assert main(["report", str(res)]) == 2
+    one_line_error(capsys, str(res / "manifest.json"), f"field {says}")
