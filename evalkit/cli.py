@@ -952,16 +952,16 @@ def reader_gone() -> bool:
     flags its write end with an error, which tells it apart from a broken pipe to a server of an arm."""
     try:
         poll = select.poll()
-        poll.register(sys.__stdout__.fileno(), select.POLLOUT)
+        poll.register(1, select.POLLOUT)  # standard output, whatever wraps sys.stdout
         return any(events & select.POLLERR for _, events in poll.poll(0))
-    except (OSError, ValueError, AttributeError):  # no standard output at all
+    except OSError:  # no standard output at all
         return False
 
 
 def quiet_exit() -> int:
     """Stop without a word, as Unix tools do when their reader has gone: what is still buffered, and the
     interpreter's flush at exit, go to /dev/null instead of raising 'Broken pipe' again."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     return READER_GONE
 
 
