@@ -6,6 +6,9 @@ import os
 import select
 import sqlite3
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
@@ -521,10 +524,27 @@ def cmd_compare(args) -> int:
     return 0
 
 
+@contextmanager
+def unrecorded_verdicts() -> Iterator[None]:
+    """A verdict the library could not write to gate.json (:class:`evalkit.gating.NotRecorded`) as one
+    line on stderr after the block: it is still the verdict, and the exit code is still its own."""
+    from .gating import NotRecorded
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", NotRecorded)
+        yield
+    for w in said:
+        if issubclass(w.category, NotRecorded):
+            print(f"evalkit: warning: {esc.terminal(w.message)}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def cmd_gate(args) -> int:
-    verdict = api.gate(args.baseline, args.candidate, args.rules, allow_different_queries=args.allow_different_queries,
-                       cache=args.cache, log=print)  # recorded for the report
-    print(verdict.text())
+    with unrecorded_verdicts():
+        verdict = api.gate(args.baseline, args.candidate, args.rules, cache=args.cache, log=print,
+                           allow_different_queries=args.allow_different_queries)  # recorded for the report
+        print(verdict.text())
     outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown)]
     for path, render in outputs:
         if path:
@@ -565,8 +585,9 @@ def cmd_tune(args) -> int:
     candidates = grid(args.arm, axes) if axes else split_top(args.arm, ",")
     runner.check_arms(candidates, args.k)
     try:
-        tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
-                     args.measure, args.baseline, args.rules, args.k, keep=dict.fromkeys(args.keep, args.keep_margin))
+        with unrecorded_verdicts():
+            tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
+                         args.measure, args.baseline, args.rules, args.k, keep=dict.fromkeys(args.keep, args.keep_margin))
     except TuneError as e:
         raise UsageError(str(e)) from None
     print(tuned.text())

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, comparison, dirs, rules
+from . import __version__, comparison, dirs, resultsdir, rules
 from . import escape as esc
 from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
@@ -220,6 +221,23 @@ def current(verdict: Verdict, candidate_dir: Path) -> Verdict | str:
 
 def read(path: Path | str) -> Verdict:
     return Verdict.from_dict(json.loads(Path(path).read_text()))
+
+
+class NotRecorded(UserWarning):
+    """A verdict that stands but could not be written to ``gate.json`` (a read-only folder, a full disk)."""
+
+
+def record(verdict: Verdict, results_dir: Path | str) -> None:
+    """Write ``verdict`` to ``results_dir/gate.json`` for the report. A folder that cannot take it does not
+    take the verdict away (CI gates read-only checkouts): the warning :class:`NotRecorded` names the file and
+    why, and the caller's exit code is still the verdict's."""
+    path = Path(results_dir) / GATE_FILE
+    try:
+        with resultsdir.atomic(path) as tmp:
+            tmp.write_text(verdict.to_json())
+    except OSError as e:
+        warnings.warn(NotRecorded(f"{path} could not be written ({e.strerror or e}): the verdict stands, but the "
+                                  f"report of {results_dir} will not show it"), stacklevel=2)
 
 
 @dataclass(frozen=True)
