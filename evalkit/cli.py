@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
-from . import corpora, dirs, judging, robustness, runner, simulate, validity
+from . import corpora, dirs, judging, oserrors, robustness, runner, simulate, validity
 from . import escape as esc
 from .cache import CacheError, explain
 from .corpora import CorpusError
@@ -1012,10 +1012,10 @@ def _main(argv: list[str] | None) -> int:
         return _dispatch(args)
     except BAD_INPUT as e:
         return fail(e, 2)
-    except OSError as e:  # a path that is a folder, unreadable, missing: name it
+    except OSError as e:  # a path that is a folder, unreadable, missing, on a full disk: name it and why
         if isinstance(e, BrokenPipeError) and reader_gone():
             raise  # not an error: main ends quietly
-        return fail(f"{e.filename}: {e.strerror}" if e.filename else e, 2)
+        return fail(oserrors.describe(e), 2)
     except sqlite3.DatabaseError as e:  # a full disk, a read-only folder, a busy lock, or damage
         return fail(explain(store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index")), e), 2)
     except KeyboardInterrupt:

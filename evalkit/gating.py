@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, comparison, dirs, resultsdir, rules
+from . import __version__, comparison, dirs, oserrors, resultsdir, rules
 from . import escape as esc
 from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
@@ -236,8 +236,8 @@ def record(verdict: Verdict, results_dir: Path | str) -> None:
         with resultsdir.atomic(path) as tmp:
             tmp.write_text(verdict.to_json())
     except OSError as e:
-        warnings.warn(NotRecorded(f"{path} could not be written ({e.strerror or e}): the verdict stands, but the "
-                                  f"report of {results_dir} will not show it"), stacklevel=2)
+        warnings.warn(NotRecorded(f"{oserrors.describe(e, path)}: the verdict stands, but the report of "
+                                  f"{results_dir} will not show it"), stacklevel=2)
 
 
 @dataclass(frozen=True)

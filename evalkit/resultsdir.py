@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .oserrors import naming, replacing
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -53,9 +55,10 @@ def owned(out: Path, command: str = "evalkit run") -> Iterator[Path]:
             holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
             raise ResultsError(f"{out} is in use by another run ({holder}): wait for it to end or choose "
                                "another --out") from None
-        os.ftruncate(fd, 0)
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, {command}, since {stamp}\n".encode(), 0)
+        with naming(out / LOCK):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, {command}, since {stamp}\n".encode(), 0)
         yield out
     finally:
         os.close(fd)  # closing releases the lock
@@ -82,16 +85,7 @@ def status(out: Path, manifest: dict) -> str:
     return "interrupted (killed; continue it with --resume)" if s == "running" and not held(out) else s
 
 
-@contextmanager
-def atomic(path: Path) -> Iterator[Path]:
-    """A temporary path next to ``path``, renamed onto it when the block succeeds: a reader sees the old
-    file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.partial")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+atomic = replacing  # every file of a results directory is written through a temporary name
 
 
 def write_json(path: Path, data: dict) -> None:

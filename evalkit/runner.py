@@ -32,6 +32,7 @@ from . import __version__, answers, arms, executor, ids, measures, resultsdir
 from .corpora import Corpus
 from .embeddings import ModelSpec
 from .environment import completed, environment
+from .oserrors import naming
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
 from .records import Chunk, Hit, Query, Result, page_id
@@ -262,8 +263,8 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
     ready: dict[int, tuple[Result, float]] = {}
     written = 0
     pages = page_counts(arm)
-    with open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
-                                    disable=not progress or not todo) as bar:
+    with naming(path), open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
+                                                  disable=not progress or not todo) as bar:
         for i, answer in answers:
             ready[i] = answer
             bar.update()

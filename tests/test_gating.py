@@ -192,6 +192,6 @@ def test_a_read_only_candidate_folder_still_gets_its_verdict_and_exit_code(runs,
     p = evalkit_in_namespace(f"mount --bind {runs} {runs}; mount -o remount,bind,ro {runs}",
                              ["gate", "--baseline", f"{runs}:base", "--candidate", f"{runs}:{cand}", "--rules", str(rules)])
     assert p.returncode == code and f"evalkit gate: {says} (exit {code})" in p.stdout, (p.stdout, p.stderr)
-    assert p.stderr == (f"evalkit: warning: {runs / gating.GATE_FILE} could not be written (Read-only file system): "
-                        f"the verdict stands, but the report of {runs} will not show it\n"), p.stderr
+    assert p.stderr == (f"evalkit: warning: {runs / gating.GATE_FILE}: read-only file system (write to another "
+                        f"folder): the verdict stands, but the report of {runs} will not show it\n"), p.stderr
     assert sorted(p.name for p in runs.iterdir()) == before
