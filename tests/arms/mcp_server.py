@@ -37,6 +37,8 @@ def search(query: str, k: int, folder: str) -> dict:
         return {"problem": "index missing", "results": {"items": []}}
     if query == "refuse":
         return {"results": {"items": []}, "verdict": "no evidence"}
+    if query == "junk":  # a server that prints to its stdout, the protocol's channel
+        print("loading index... done", flush=True)
     if query == "far page":
         return {"results": {"items": [{"file": f"file://{folder}/a.pdf", "n": 9999, "s": 1.0}]}}
     if query == "stranger":

@@ -164,6 +164,28 @@ def test_a_dead_server_is_restarted_once_then_the_arm_fails(arm):
         arm.search("crash", 10)
 
 
+def test_a_server_that_died_twice_is_named_with_a_log_that_outlives_the_arm(arm, tmp_path, monkeypatch):
+    """The failure named the server log in the arm's temporary folder, which closing the arm removes."""
+    monkeypatch.setenv("EVALKIT_CACHE", str(tmp_path / "cache"))
+    arm.search("crash once", 10)
+    with pytest.raises(ArmFailure, match="died again after one restart") as e:
+        arm.search("crash", 10)
+    arm.close()
+    named = re.search(r"server log (\S+): ", str(e.value))
+    assert named and Path(named[1]).parent == tmp_path / "cache" / "mcp" / "logs", str(e.value)
+    assert "test server starting" in Path(named[1]).read_text() and not arm.tmp.exists()
+
+
+def test_junk_on_the_servers_stdout_goes_to_its_log_not_the_terminal(arm, capfd):
+    """A server that prints to stdout (the protocol's channel): the SDK's parse error and its traceback
+    are one line in the server's log, and the query is answered."""
+    assert len(arm.search("junk", 10).hits) == 3
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Failed to parse" not in err, err
+    logged = [line for line in (arm.tmp / "server.log").read_text().splitlines() if line.startswith("[MCP client")]
+    assert len(logged) == 1 and "Failed to parse JSONRPC message" in logged[0] and "loading index... done" in logged[0]
+
+
 def test_describe_records_the_server_schema_and_transport(shared):
     arm, _ = shared
     d = arm.describe()
