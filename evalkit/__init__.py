@@ -8,7 +8,8 @@ use, so importing one module of evalkit (``evalkit.gate`` in CI) does not import
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # not typing's: the `evalkit` command imports nothing before its Ctrl-C guard (__main__)
 
 from .version import __version__
 
@@ -22,6 +23,8 @@ __all__ = ["Chunk", "Hit", "Judgment", "OpenCorpus", "Query", "QuerySet", "Resul
            "compare", "corpus", "fit", "gate", "judge", "queries", "report", "run", "use_model"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .api import OpenCorpus, add_corpus, arm, compare, corpus, fit, gate, queries, report, run
     from .config import use_model
     from .judging_widget import judge

@@ -248,14 +248,14 @@ def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | st
     against a baseline (each a results directory and an arm). ``ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")`` gates two arms of
     one run. A latency rule re-times both arms side by side here (page store: ``cache``; ``log`` hears
     what is being timed). With ``record``, the verdict is written to the candidate's ``gate.json`` for its
-    report."""
+    report (a folder that cannot take it gives the warning :class:`evalkit.gating.NotRecorded`)."""
     from . import timing
 
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
     timed = timing.for_gate(base, cand, rules, Path(cache) if cache else None, allow_different_queries, log=log)
     verdict = _gate.evaluate(base, cand, rules, allow_different_queries, timed)
     if record:
-        (cand.results.path / _gate.GATE_FILE).write_text(verdict.to_json())
+        _gate.record(verdict, cand.results.path)
     return verdict
 
 

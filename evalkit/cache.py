@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from .oserrors import disk_full
+
 
 class CacheError(Exception):
     """The cache database cannot be used; the message names its path, what happened and what to do."""
@@ -71,6 +73,8 @@ def explain(path: Path, error: Exception) -> CacheError:
     busy lock, a cache that passes its check (run again), or damage (rebuild)."""
     if (what := NOT_DAMAGE.get(_primary(error))) is not None:
         return CacheError(f"the cache {path} is not damaged, but {what} ({_detail(error)})")
+    if _primary(error) == "SQLITE_IOERR" and disk_full(path):  # SQLite says "disk I/O error" for a full disk too
+        return CacheError(f"the cache {path} cannot be written: {NOT_DAMAGE['SQLITE_FULL']} ({_detail(error)})")
     healthy, found = quick_check(path)
     if healthy:
         disk = " once the disk has free space and works" if _primary(error) == "SQLITE_IOERR" else ""

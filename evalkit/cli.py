@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import os
+import select
 import sqlite3
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
-from . import corpora, dirs, judging, robustness, runner, simulate, validity
+from . import corpora, dirs, judging, oserrors, robustness, runner, simulate, validity
 from . import escape as esc
 from .cache import CacheError, explain
 from .corpora import CorpusError
@@ -356,9 +361,12 @@ def cmd_search(args) -> int:
     opened = open_corpus(args)
     ingest, store = opened.ingest, opened.store
     arm = arms.make(args.arm, ingest.corpus, store)
-    result = arm.search(args.query, args.k)
+    result = runner.answer(arm, args.query, args.k)
     t = esc.terminal  # one line per field, whatever the PDF text or a server's answer holds
     print(f"{t(arm.label)} on {t(ingest.corpus.name)}: {t(repr(args.query))}")
+    if result.error:  # a run records it as this query's error: never "no hits"
+        print(f"error: {t(result.error)}")
+        return 1
     if result.refused:
         print(f"refused: {t(result.reason)}")
         return 0
@@ -533,10 +541,27 @@ def cmd_compare(args) -> int:
     return 0
 
 
+@contextmanager
+def unrecorded_verdicts() -> Iterator[None]:
+    """A verdict the library could not write to gate.json (:class:`evalkit.gating.NotRecorded`) as one
+    line on stderr after the block: it is still the verdict, and the exit code is still its own."""
+    from .gating import NotRecorded
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", NotRecorded)
+        yield
+    for w in said:
+        if issubclass(w.category, NotRecorded):
+            print(f"evalkit: warning: {esc.terminal(w.message)}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def cmd_gate(args) -> int:
-    verdict = api.gate(args.baseline, args.candidate, args.rules, allow_different_queries=args.allow_different_queries,
-                       cache=args.cache, log=print)  # recorded for the report
-    print(verdict.text())
+    with unrecorded_verdicts():
+        verdict = api.gate(args.baseline, args.candidate, args.rules, cache=args.cache, log=print,
+                           allow_different_queries=args.allow_different_queries)  # recorded for the report
+        print(verdict.text())
     outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown)]
     for path, render in outputs:
         if path:
@@ -577,8 +602,9 @@ def cmd_tune(args) -> int:
     candidates = grid(args.arm, axes) if axes else split_top(args.arm, ",")
     runner.check_arms(candidates, args.k)
     try:
-        tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
-                     args.measure, args.baseline, args.rules, args.k, keep=dict.fromkeys(args.keep, args.keep_margin))
+        with unrecorded_verdicts():
+            tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
+                         args.measure, args.baseline, args.rules, args.k, keep=dict.fromkeys(args.keep, args.keep_margin))
     except TuneError as e:
         raise UsageError(str(e)) from None
     print(tuned.text())
@@ -963,15 +989,43 @@ def interrupted(command: str | None = None) -> int:
                 INTERRUPTED)
 
 
+READER_GONE = 141  # the shell's code for a command whose output's reader went away (128 + SIGPIPE)
+
+
+def reader_gone() -> bool:
+    """Whether standard output is a pipe nobody reads any more (``evalkit summary | head``): the kernel
+    flags its write end with an error, which tells it apart from a broken pipe to a server of an arm."""
+    try:
+        poll = select.poll()
+        poll.register(1, select.POLLOUT)  # standard output, whatever wraps sys.stdout
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except OSError:  # no standard output at all
+        return False
+
+
+def quiet_exit() -> int:
+    """Stop without a word, as Unix tools do when their reader has gone: what is still buffered, and the
+    interpreter's flush at exit, go to /dev/null instead of raising 'Broken pipe' again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    return READER_GONE
+
+
 def main(argv: list[str] | None = None) -> int:
     """Bad input is one line on stderr and exit 2; anything else is one line and exit 1 (2 for ``gate``,
-    whose exit 1 is a verdict: FAIL); Ctrl-C is one line and exit 130; ``--debug`` lets every exception through with its traceback. What a command prints passes
+    whose exit 1 is a verdict: FAIL); Ctrl-C is one line and exit 130; a reader of the output that goes away
+    (``| head``) ends it quietly with 141; ``--debug`` lets every exception through with its traceback. What a command prints passes
     :func:`evalkit.escape.terminal_streams`: escape sequences from data reach the terminal inert."""
     try:
         with esc.terminal_streams():
-            return _main(argv)
+            code = _main(argv)
+        sys.stdout.flush()  # a reader that has gone shows here, not as a traceback at exit
+        return code
     except KeyboardInterrupt:
         return interrupted()
+    except BrokenPipeError:
+        if reader_gone():
+            return quiet_exit()
+        raise
 
 
 def _main(argv: list[str] | None) -> int:
@@ -982,8 +1036,10 @@ def _main(argv: list[str] | None) -> int:
         return _dispatch(args)
     except BAD_INPUT as e:
         return fail(e, 2)
-    except OSError as e:  # a path that is a folder, unreadable, missing: name it
-        return fail(f"{e.filename}: {e.strerror}" if e.filename else e, 2)
+    except OSError as e:  # a path that is a folder, unreadable, missing, on a full disk: name it and why
+        if isinstance(e, BrokenPipeError) and reader_gone():
+            raise  # not an error: main ends quietly
+        return fail(oserrors.describe(e), 2)
     except sqlite3.DatabaseError as e:  # a full disk, a read-only folder, a busy lock, or damage
         return fail(explain(store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index")), e), 2)
     except KeyboardInterrupt:

@@ -26,6 +26,7 @@ import tomli_w
 
 from . import dirs, ids
 from .atomic import holding, write_atomic
+from .oserrors import replacing
 from .records import Document
 
 
@@ -378,13 +379,11 @@ def _install(src: Path, dest: Path, doc: Document) -> None:
     """Copy ``src`` to ``dest`` through a temporary name, verifying the pinned sha256 first."""
     if not src.exists():
         raise CorpusError(f"{doc.name}: source file {src} does not exist")
-    tmp = dest.with_name(f".{dest.name}.partial")
-    shutil.copyfile(src, tmp)
-    got = sha256_file(tmp)
-    if got != doc.sha256:
-        tmp.unlink()
-        raise CorpusError(f"{doc.name}: sha256 mismatch (lock {doc.sha256[:12]}…, fetched {got[:12]}…)")
-    os.replace(tmp, dest)
+    with replacing(dest) as tmp:  # nothing is left behind by a mismatch or a full disk
+        shutil.copyfile(src, tmp)
+        got = sha256_file(tmp)
+        if got != doc.sha256:
+            raise CorpusError(f"{doc.name}: sha256 mismatch (lock {doc.sha256[:12]}…, fetched {got[:12]}…)")
 
 
 # ---- lock from a folder -----------------------------------------------------------------------------------

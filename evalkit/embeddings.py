@@ -26,6 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import dirs, executor
+from .oserrors import replacing
 from .pages import EXTRACTOR, PageStore
 from .records import Document
 
@@ -63,9 +64,8 @@ def packaged_model_dir() -> Path:
     for name, src in sources.items():
         dest = folder / name
         if not dest.exists() or dest.stat().st_size != src.stat().st_size:
-            tmp = folder / f".{name}.{os.getpid()}.partial"  # two processes may assemble it at once
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, dest)
+            with replacing(dest) as tmp:  # no partial copy is left on a full disk
+                shutil.copyfile(src, tmp)
     return folder
 
 

@@ -12,13 +12,14 @@ import hashlib
 import json
 import math
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from . import comparison, dirs, rules
+from . import comparison, dirs, oserrors, resultsdir, rules
 from . import escape as esc
 from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
@@ -278,6 +279,23 @@ def rederived(verdict: Verdict, base_dir: Path, cand_dir: Path) -> Verdict | str
 
 def read(path: Path | str) -> Verdict:
     return Verdict.from_dict(json.loads(Path(path).read_text()))
+
+
+class NotRecorded(UserWarning):
+    """A verdict that stands but could not be written to ``gate.json`` (a read-only folder, a full disk)."""
+
+
+def record(verdict: Verdict, results_dir: Path | str) -> None:
+    """Write ``verdict`` to ``results_dir/gate.json`` for the report. A folder that cannot take it does not
+    take the verdict away (CI gates read-only checkouts): the warning :class:`NotRecorded` names the file and
+    why, and the caller's exit code is still the verdict's."""
+    path = Path(results_dir) / GATE_FILE
+    try:
+        with resultsdir.atomic(path) as tmp:
+            tmp.write_text(verdict.to_json())
+    except OSError as e:
+        warnings.warn(NotRecorded(f"{oserrors.describe(e, path)}: the verdict stands, but the report of "
+                                  f"{results_dir} will not show it"), stacklevel=2)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pandas as pd
 from . import escape as esc
 from . import ids, measures, stats
 from .records import CLASSES, split_page_id
-from .resultsdir import ResultsError, check_manifest, measured, read_json, status
+from .resultsdir import ResultsError, check_manifest, check_per_query, measured, read_json, status
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
@@ -76,6 +76,7 @@ class Results:
         except Exception as e:  # noqa: BLE001 - pyarrow raises many types for one damaged file
             raise ResultsError(f"{path} is missing or damaged ({type(e).__name__}: {e}); it is rebuilt from the "
                                f"answers in {self.path / 'runs'} by `evalkit run ... --out {self.path} --resume`") from None
+        check_per_query(path, frame)
         if why := self._foreign_measures(frame.attrs.get("evalkit")):
             raise ResultsError(f"{self.path}: {why}; finish the run with `evalkit run ... --out {self.path} --resume`")
         return frame

@@ -16,6 +16,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .oserrors import naming, replacing
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LOCK = ".evalkit.lock"
 
@@ -49,9 +55,10 @@ def owned(out: Path, command: str = "evalkit run") -> Iterator[Path]:
             holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
             raise ResultsError(f"{out} is in use by another run ({holder}): wait for it to end or choose "
                                "another --out") from None
-        os.ftruncate(fd, 0)
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, {command}, since {stamp}\n".encode(), 0)
+        with naming(out / LOCK):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, {command}, since {stamp}\n".encode(), 0)
         yield out
     finally:
         os.close(fd)  # closing releases the lock
@@ -78,16 +85,7 @@ def status(out: Path, manifest: dict) -> str:
     return "interrupted (killed; continue it with --resume)" if s == "running" and not held(out) else s
 
 
-@contextmanager
-def atomic(path: Path) -> Iterator[Path]:
-    """A temporary path next to ``path``, renamed onto it when the block succeeds: a reader sees the old
-    file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.partial")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+atomic = replacing  # every file of a results directory is written through a temporary name
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -110,16 +108,30 @@ def read_json(path: Path) -> dict:
 # What evalkit writes into a results directory; anything else there is not evalkit's and is never read.
 WRITTEN = frozenset({"manifest.json", "per_query.parquet", "summary.csv", "gate.json", "report.ipynb", "report.html",
                      "figures", "runs", "robustness", LOCK})
-# manifest.json fields every reader relies on: (path, type); arms are checked entry by entry.
-MANIFEST_FIELDS = (("corpus", dict), ("corpus.name", str), ("corpus.digest", str), ("qrels", dict),
-                   ("qrels.name", str), ("qrels.digest", str), ("qrels.queries", int), ("arms", list))
-OPTIONAL_FIELDS = (("status", str), ("depth", int), ("environment", dict), ("environment.machine", dict),
-                   ("environment.packages", dict), ("corpus.documents", dict), ("qrels.gains", dict),
-                   ("qrels.path", str), ("specs", list))
-ARM_FIELDS = (("label", str, True), ("spec", str, True), ("params", dict, False), ("describe", dict, False),
-              ("models", list, False))
-KINDS = {int: "a whole number", str: "a string", dict: "a table", list: "a list"}
-_ABSENT = object()
+# manifest.json fields readers use: (pattern, type, required), a parent before its children. "[]" is every
+# item of a list, "{}" every value of a table; a required field is required where its parent is present.
+_SERVER = ("server", dict), ("server.name", str), ("server.version", str), ("server.tools_sha256", str), \
+    ("definition_sha256", str), ("transport", dict), ("transport.ping_median_s", float), \
+    ("warmup_seconds", list), ("warmup_seconds[]", float), ("restarts", int)  # what report_servers reads
+_MOMENT = ("load_average", list), ("load_average[]", float), ("reference_ms", float), ("cpu_ms", float)
+MANIFEST_FIELDS: tuple[tuple[str, type, bool], ...] = (
+    ("corpus", dict, True), ("corpus.name", str, True), ("corpus.digest", str, True), ("corpus.documents", dict, False),
+    ("qrels", dict, True), ("qrels.name", str, True), ("qrels.digest", str, True), ("qrels.queries", int, True),
+    ("qrels.path", str, False), ("qrels.gains", dict, False),
+    ("status", str, False), ("depth", int, False), ("specs", list, False), ("specs[]", str, False),
+    ("environment", dict, False), ("environment.packages", dict, False), ("environment.machine", dict, False),
+    ("environment.machine.cpus", int, False), ("environment.machine.memory_bytes", int, False),
+    ("environment.calibration", dict, False), ("environment.calibration.cpu_model", str, False),
+    ("environment.calibration.cores", int, False), ("environment.calibration.steal_share", float, False),
+    *((f"environment.calibration.{m}", dict, False) for m in ("start", "end")),
+    *((f"environment.calibration.{m}.{k}", kind, False) for m in ("start", "end") for k, kind in _MOMENT),
+    ("arms", list, True), ("arms[]", dict, True), ("arms[].label", str, True), ("arms[].spec", str, True),
+    ("arms[].file", str, False), ("arms[].params", dict, False), ("arms[].models", list, False),
+    ("arms[].models[]", dict, False), ("arms[].describe", dict, False), ("arms[].describe.workers", dict, False),
+    ("arms[].describe.workers{}", dict, False),
+    *((f"arms[].describe.{k}", kind, False) for k, kind in _SERVER),
+    *((f"arms[].describe.workers{{}}.{k}", kind, False) for k, kind in _SERVER))
+KINDS = {int: "a whole number", float: "a number", str: "a string", dict: "a table", list: "a list"}
 
 
 def foreign(out: Path) -> list[str]:
@@ -128,33 +140,63 @@ def foreign(out: Path) -> list[str]:
                   if p.name not in WRITTEN and not (p.name.startswith(".") and p.name.endswith(".partial")))
 
 
-def _field(data: dict, dotted: str):
-    for key in dotted.split("."):
-        if not isinstance(data, dict) or key not in data:
-            return _ABSENT
-        data = data[key]
-    return data
+def _parents(data: dict, pattern: str) -> list[tuple[str, object]]:
+    """``(where, value)`` of every field ``pattern`` names in ``data`` (``where`` as a reader would write it,
+    ``arms[0].label``); absent fields and fields under a value of another type are left out."""
+    found: list[tuple[str, object]] = [("", data)]
+    for key in re.findall(r"\[\]|\{\}|[^.\[{]+", pattern):
+        step: list[tuple[str, object]] = []
+        for where, value in found:
+            if key == "[]" and isinstance(value, list):
+                step += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+            elif key == "{}" and isinstance(value, dict):
+                step += [(f"{where}[{k!r}]", v) for k, v in value.items()]
+            elif isinstance(value, dict) and key in value:
+                step.append((f"{where}.{key}" if where else key, value[key]))
+        found = step
+    return found
+
+
+def _fits(value: object, kind: type) -> bool:
+    if isinstance(value, bool):
+        return kind is bool
+    return isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
 
 
 def check_manifest(path: Path, data: dict) -> dict:
     """``data`` (read from ``path``) when every field readers use has its type, else ResultsError naming the
     file and the field: a hand-edited or foreign manifest is bad input, never a crash further on."""
-    def check(where: str, value, kind: type, required: bool = True) -> None:
-        if value is _ABSENT:
-            if required:
-                raise ResultsError(f"{path}: field {where!r} is missing")
-        elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ResultsError(f"{path}: field {where!r} is not {KINDS[kind]}")
-
-    for dotted, kind in MANIFEST_FIELDS:
-        check(dotted, _field(data, dotted), kind)
-    for dotted, kind in OPTIONAL_FIELDS:
-        check(dotted, _field(data, dotted), kind, required=False)
-    for i, arm in enumerate(data["arms"]):
-        check(f"arms[{i}]", arm, dict)
-        for key, kind, required in ARM_FIELDS:
-            check(f"arms[{i}].{key}", arm.get(key, _ABSENT), kind, required)
+    for pattern, kind, required in MANIFEST_FIELDS:
+        parent, _, key = pattern.rpartition(".")
+        if required and key not in ("[]", "{}") and not key.endswith(("[]", "{}")):
+            for where, holder in _parents(data, parent) if parent else [("", data)]:
+                if isinstance(holder, dict) and key not in holder:
+                    raise ResultsError(f"{path}: field {f'{where}.{key}' if where else key!r} is missing")
+        for where, value in _parents(data, pattern):
+            if not _fits(value, kind):
+                raise ResultsError(f"{path}: field {where!r} is not {KINDS[kind]}")
     return data
+
+
+# per_query.parquet columns every reader relies on; one row per (query, arm) is what makes scores pairable.
+PER_QUERY_COLUMNS = ("query", "class", "arm", "outcome", "latency_s")
+
+
+def check_per_query(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (read from ``path``) when it has the columns readers use and one row per (query, arm), else
+    ResultsError naming the file and the first duplicated pair: a summary would average the copies and a
+    comparison would pair rows of different queries."""
+    missing = [c for c in PER_QUERY_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ResultsError(f"{path}: column {missing[0]!r} is missing; it is rebuilt from the answers by "
+                           f"`evalkit run ... --out {path.parent} --resume`")
+    twice = frame[frame.duplicated(["query", "arm"])]
+    if len(twice):
+        query, arm = twice.iloc[0]["query"], twice.iloc[0]["arm"]
+        raise ResultsError(f"{path}: query {query!r} of arm {arm!r} has more than one row ({len(twice)} duplicate "
+                           f"row(s) in all): the file was edited or damaged; rebuild it with `evalkit run ... "
+                           f"--out {path.parent} --resume`")
+    return frame
 
 
 def measured(manifest: dict) -> dict:

@@ -444,6 +444,8 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
             raise RulesError(f"{where}: expected a list of strings, got {value!r}")
         return tuple(value)
     if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):  # TOML writes nan and inf; no threshold compares sensibly with them
+            raise RulesError(f"{where}: expected a finite number, got {value!r}")
         return float(value)
     if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
         return value

@@ -32,6 +32,7 @@ from . import answers, arms, executor, ids, measures, resultsdir
 from .corpora import Corpus
 from .embeddings import ModelSpec
 from .environment import completed, environment
+from .oserrors import naming
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
 from .records import Chunk, Hit, Query, Result, page_id
@@ -126,6 +127,17 @@ def checked(result: Result, pages: dict[str, int], k: int) -> tuple[Result, bool
     result, cut = answers.within(result, k)
     problem = answers.problem(result, pages)
     return (replace(result, hits=(), chunks=(), error=f"invalid answer: {problem}") if problem else result), cut
+
+
+def answer(arm: arms.Arm, query: str, k: int) -> Result:
+    """One query answered as a run records it (an exception or an invalid answer is the query's error), for
+    `evalkit search`: what one query shows is what a run would have measured."""
+    return checked(_timed_search(arm, query, k)[0], page_counts(arm), k)[0]
+
+
+def page_counts(arm: arms.Arm) -> dict[str, int]:
+    """Each document's pages, the range an answer's pages are checked against."""
+    return {d.name: d.pages or len(arm.store.texts(d)) for d in arm.corpus.documents}  # 0: not counted yet
 
 
 def check_arms(specs: list[str], k: int) -> None:
@@ -255,9 +267,9 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
         answers = ex.map(search_task, [(*_where(spec, arm), q.text, k) for q in todo])
     ready: dict[int, tuple[Result, float]] = {}
     written = 0
-    pages = {d.name: d.pages or len(arm.store.texts(d)) for d in arm.corpus.documents}  # 0: not counted yet
-    with open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
-                                    disable=not progress or not todo) as bar:
+    pages = page_counts(arm)
+    with naming(path), open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
+                                                  disable=not progress or not todo) as bar:
         for i, answer in answers:
             ready[i] = answer
             bar.update()

@@ -149,5 +149,5 @@ def tune(candidates: list[str], tuned: QuerySetOn, held_out: QuerySetOn, out: Pa
         base_side, cand_side = side(held_dir, base_label), side(held_dir, chosen)
         timed = timing.for_gate(base_side, cand_side, rules, held_out.store.path)
         verdict = gating.evaluate(base_side, cand_side, rules, timing=timed)
-        (held_dir / gating.GATE_FILE).write_text(verdict.to_json())
+        gating.record(verdict, held_dir)
     return Tuned(measure, tuned.name, held_out.name, table, chosen, base_label, verdict, sweep_dir, held_dir, keep)

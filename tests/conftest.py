@@ -115,6 +115,24 @@ def one_line_error(capsys, *needles):
     return err
 
 
+def evalkit_in_namespace(mounts: str, argv: list[str], after: str = ""):
+    """``python -m evalkit ARGV`` in a mount namespace of its own, after the shell commands ``mounts`` (a
+    read-only bind, a tiny tmpfs) and before ``after`` (which sees the mounts; its output goes to stderr):
+    a real read-only or full file system, gone when the process ends, however it ends. Skipped where mount
+    namespaces are not allowed (CI runs as root, where they are)."""
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    if not shutil.which("unshare") or subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode:
+        pytest.skip("needs a mount namespace (unshare --mount, as root)")
+    script = (f"set -e; {mounts}; set +e; {shlex.quote(sys.executable)} -m evalkit {shlex.join(argv)}; code=$?; "
+              f"{{ {after or ':'}; }} >&2; exit $code")
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=600)
+
+
 @pytest.fixture(scope="session")
 def cluster():
     """A real Dask cluster of two worker processes on this machine: its ``dask://`` address."""

@@ -141,6 +141,28 @@ def test_arms_lists_every_arm_with_its_parameters(capsys):
     assert "idf_scope='doc'" in out and "built-in" in out
 
 
+@pytest.mark.parametrize("hit, shown", [(("a.pdf", 2, float("nan")), "has score nan, not a finite number"),
+                                        (("a.pdf", 7, 1.0), "page 7 of 'a.pdf' is outside 1..2"),
+                                        (("z.pdf", 1, 1.0), "names document 'z.pdf', which is not in the corpus")])
+def test_search_shows_an_invalid_answer_as_the_error_a_run_records(tiny, capsys, monkeypatch, hit, shown):
+    from evalkit import arms
+    from evalkit.records import Hit, Result
+
+    class Odd(arms.Arm):
+        """Answers every query with one given hit."""
+        name = "odd"
+
+        def search(self, query, k):
+            return Result((Hit(*hit),))
+
+    real = arms.registry
+    monkeypatch.setattr(arms, "registry", lambda: {**real(), "odd": Odd})
+    home, _ = tiny
+    assert main(["search", "walrus", "--docs", str(home / "docs"), "--arm", "odd"]) == 1
+    header, error = capsys.readouterr().out.splitlines()  # no ranked line, no "no hits"
+    assert header == "odd on docs: 'walrus'" and error.startswith("error: invalid answer: hit 1") and shown in error
+
+
 # ---- compare and gate ------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -519,6 +541,42 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(tmp_path):
     p = subprocess.run([sys.executable, "-m", "evalkit", "arms"], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert p.returncode == 130 and p.stderr == "evalkit: interrupted\n", p.stderr
+
+
+@pytest.mark.parametrize("debug", [[], ["--debug"]])
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path, debug):
+    """`evalkit summary | head`: the output's pipe has no reader (closed before the command writes, so the
+    moment does not depend on timing); the command stops without 'Broken pipe', as Unix tools do."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import write_results
+
+    res = write_results(tmp_path / "r", {"base": {"nDCG@10": [0.2, 0.5]}}, ["needle", "needle"])
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = subprocess.run([sys.executable, "-m", "evalkit", *debug, "summary", str(res)], stdout=write,
+                           stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert p.returncode == 141 and p.stderr == "", p.stderr
+
+
+def test_the_command_loads_nothing_before_its_ctrl_c_guard():
+    """Ctrl-C between Python's start and the guard in evalkit.__main__.main is a traceback of whatever module
+    was loading (typing, for evalkit/__init__.py, took tens of ms): on the way to the guard the command loads
+    its own two small files and nothing else, so that moment is too short to hit."""
+    import subprocess
+    import sys
+
+    def loaded(code: str) -> set[str]:
+        p = subprocess.run([sys.executable, "-c", f"{code}; import sys; print(*sys.modules)"], capture_output=True,
+                           text=True, check=True)
+        return set(p.stdout.split())
+
+    assert loaded("import evalkit.__main__") - loaded("pass") == {"evalkit", "evalkit.__main__"}
 
 
 def test_qrels_regrade_writes_a_blind_sample_and_refuses_one_line(tiny, capsys):

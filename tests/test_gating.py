@@ -10,7 +10,7 @@ from evalkit import escape as esc
 from evalkit.latency import PairedTiming
 from evalkit.results import Results
 
-from .conftest import write_results
+from .conftest import evalkit_in_namespace, write_results
 
 RULES = """
 [[rule]]
@@ -212,3 +212,18 @@ def test_the_gate_says_what_a_small_set_can_detect_before_the_rules(tmp_path, tw
     assert "4.084" not in v.text() and "2.478" not in v.text()
     assert esc.markdown(v.detectable[0]) in v.markdown() and esc.html(v.detectable[0]) in v._repr_html_()
     assert gating.Verdict.from_dict(json.loads(v.to_json())).detectable == v.detectable
+
+
+@pytest.mark.parametrize("cand, code, says", [("worse", 1, "FAIL"), ("same", 0, "PASS")])
+def test_a_read_only_candidate_folder_still_gets_its_verdict_and_exit_code(runs, tmp_path, cand, code, says):
+    """CI gates a checkout it may not write to: the verdict and its exit code stand, and one line says that
+    gate.json (the report's copy) could not be written and why; the folder is left as it was."""
+    rules = tmp_path / "gate.toml"
+    rules.write_text(RULES.split("[[rule]]\ntype = \"latency\"")[0])
+    before = sorted(p.name for p in runs.iterdir())
+    p = evalkit_in_namespace(f"mount --bind {runs} {runs}; mount -o remount,bind,ro {runs}",
+                             ["gate", "--baseline", f"{runs}:base", "--candidate", f"{runs}:{cand}", "--rules", str(rules)])
+    assert p.returncode == code and f"evalkit gate: {says} (exit {code})" in p.stdout, (p.stdout, p.stderr)
+    assert p.stderr == (f"evalkit: warning: {runs / gating.GATE_FILE}: read-only file system (write to another "
+                        f"folder): the verdict stands, but the report of {runs} will not show it\n"), p.stderr
+    assert sorted(p.name for p in runs.iterdir()) == before

@@ -1,10 +1,12 @@
 import json
 
+import pytest
+
 from evalkit import arms, resultsdir
 from evalkit.cli import main
 from evalkit.records import Result
 
-from .conftest import SMALL_QUERIES, one_line_error
+from .conftest import SMALL_QUERIES, one_line_error, write_results
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
@@ -193,3 +195,53 @@ def test_any_manifest_field_of_the_wrong_type_is_bad_input_never_a_crash(tmp_pat
             assert code == 0 or (code == 2 and err.count("\n") == 1 and "unexpected" not in err), (field, value, argv, err)
 
     check()
+
+
+@pytest.mark.parametrize("command", [["summary", "R"], ["best", "R"], ["compare", "R:base", "R:cand"],
+                                     ["gate", "--baseline", "R:base", "--candidate", "R:cand"], ["report", "R"]])
+def test_duplicate_per_query_rows_are_one_line_naming_the_pair_for_every_reader(tmp_path, capsys, command):
+    """A (query, arm) with two rows: summary averaged them and the gate failed pairing 5 scores with 4."""
+    import pandas as pd
+
+    res = write_results(tmp_path / "r", {"base": {"nDCG@10": [0.2, 0.5, 0.5]}, "cand": {"nDCG@10": [0.3, 0.6, 0.9]}},
+                        ["needle"] * 3)
+    frame = pd.read_parquet(res / "per_query.parquet")
+    pd.concat([frame, frame.iloc[[4]]]).to_parquet(res / "per_query.parquet", index=False)
+    assert main([str(res) if a == "R" else a.replace("R:", f"{res}:") for a in command]) == 2
+    one_line_error(capsys, str(res / "per_query.parquet"), "query 'q001' of arm 'cand' has more than one row")
+    assert sorted(p.name for p in res.iterdir() if p.name != resultsdir.LOCK) == ["manifest.json", "per_query.parquet"]
+
+
+def test_a_per_query_file_without_a_column_readers_use_is_named(tmp_path, capsys):
+    import pandas as pd
+
+    res = write_results(tmp_path / "r", {"base": {"nDCG@10": [0.2]}}, ["needle"])
+    pd.read_parquet(res / "per_query.parquet").drop(columns="arm").to_parquet(res / "per_query.parquet")
+    assert main(["summary", str(res)]) == 2
+    one_line_error(capsys, str(res / "per_query.parquet"), "column 'arm' is missing")
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("specs", [1], "'specs[0]' is not a string"),
+    ("environment.machine.memory_bytes", "lots", "'environment.machine.memory_bytes' is not a whole number"),
+    ("environment.calibration", "fast", "'environment.calibration' is not a table"),
+    ("environment.calibration.start", 1, "'environment.calibration.start' is not a table"),
+    ("environment.calibration.start.load_average", ["high"], "'environment.calibration.start.load_average[0]' is not a number"),
+    ("arms.0.models", ["m"], "'arms[0].models[0]' is not a table"),
+    ("arms.0.file", 3, "'arms[0].file' is not a string"),
+    ("arms.0.describe.server", "x", "'arms[0].describe.server' is not a table"),
+    ("arms.0.describe.workers", {"tcp://w": {"restarts": "x"}}, "\"arms[0].describe.workers['tcp://w'].restarts\" is not a whole number"),
+])
+def test_a_manifest_field_the_report_reads_of_the_wrong_type_is_one_line(tmp_path, capsys, field, value, says):
+    """Fields only the report reads (provenance, servers, calibration) are checked where the manifest is read,
+    like every other: a report used to fail in its notebook with a TypeError or AttributeError (exit 1)."""
+    res = write_results(tmp_path / "r", {"a": {"nDCG@10": [0.5]}}, ["needle"])
+    m = json.loads((res / "manifest.json").read_text())
+    *parents, last = field.split(".")
+    holder = m
+    for key in parents:
+        holder = holder[int(key)] if isinstance(holder, list) else holder.setdefault(key, {})
+    holder[last] = value
+    (res / "manifest.json").write_text(json.dumps(m))
+    assert main(["report", str(res)]) == 2
+    one_line_error(capsys, str(res / "manifest.json"), f"field {says}")

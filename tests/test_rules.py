@@ -73,6 +73,11 @@ def test_the_shipped_gate_toml_parses_and_its_digest_is_its_sha256():
     ("[gate]\nunderpowered_blocks = 'yes'\n[[rule]]\ntype = 'latency'", r"field 'underpowered_blocks': expected bool"),
     ("[gate]\nalpha = 0.05", r"no \[\[rule\]\] tables"),
     ("[rules]\ntype = 'latency'", r"unknown table 'rules'"),
+    ("[[rule]]\ntype = 'non-inferiority'\nmargin = nan", r"rule 1 \(non-inferiority\): field 'margin': expected a finite number, got nan"),
+    ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'floor'\nmin = -inf", r"rule 2 \(floor\): field 'min': expected a finite number, got -inf"),
+    ("[[rule]]\ntype = 'class-drop'\nmax_drop = inf", r"rule 1 \(class-drop\): field 'max_drop': expected a finite number, got inf"),
+    ("[[rule]]\ntype = 'latency'\nmax_ratio = nan", r"rule 1 \(latency\): field 'max_ratio': expected a finite number, got nan"),
+    ("[gate]\nconfidence = nan\n[[rule]]\ntype = 'latency'", r"\[gate\]: field 'confidence': expected a finite number, got nan"),
     ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'latency'", r"two rules are called 'latency ratio <= 1.2 \(side by side\)'; give one a name"),
 ])
 def test_a_bad_rules_file_names_the_rule_and_field(tmp_path, text, message):

@@ -21,6 +21,7 @@ import asyncio
 import atexit
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -272,6 +273,8 @@ class Server:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="mcp-client", daemon=True)
         self.thread.start()
+        _sdk_log_to_server_logs()
+        _LOGS[self.thread.ident] = errlog
         self.session: Any = None  # the SDK's ClientSession, once open
         self.info: dict[str, Any] = {}
         self.dead = False
@@ -371,7 +374,33 @@ class Server:
             self._ended.wait(timeout)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout)
+        _LOGS.pop(self.thread.ident, None)
         self.dead = True
+
+
+_LOGS: dict[int | None, Path] = {}  # a server's event-loop thread -> its log file
+
+
+class _ServerLog(logging.Handler):
+    """The SDK's own log records (a line on the server's stdout that is not JSON-RPC, with a traceback) as one
+    line in the log of the server whose thread emitted them: the protocol's noise is the server's, shown
+    with its log when the arm fails, never a traceback on the user's terminal."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        line = record.getMessage() + (f": {' '.join(_describe(exc).split())}" if exc else "")
+        try:
+            with open(_LOGS[record.thread], "a") as log:
+                log.write(f"[MCP client {record.levelname.lower()}] {line}\n")
+        except (KeyError, OSError):  # a record from no server of ours, or a log already removed
+            pass
+
+
+def _sdk_log_to_server_logs() -> None:
+    sdk = logging.getLogger("mcp")
+    if not any(isinstance(h, _ServerLog) for h in sdk.handlers):
+        sdk.addHandler(_ServerLog())
+        sdk.propagate = False
 
 
 def _describe(e: BaseException) -> str:
@@ -442,7 +471,7 @@ class McpArm(Arm):
             self.server = Server(command, fill(list(d.args), values), env, self.tmp, self.tmp / "server.log",
                                  d.startup_timeout)
         except ServerDied as e:
-            raise ArmFailure(f"arm {self.label}: {e}") from None
+            raise self._failure(str(e)) from None
         if d.warmup:
             self._warm(d.warmup)
 
@@ -462,7 +491,7 @@ class McpArm(Arm):
                     raise ValueError(" ".join(c.text for c in raw.content if getattr(c, "type", "") == "text"))
                 answer = payload_of(raw)
             except (ServerDied, CallTimeout, ValueError, RuntimeError) as e:
-                raise ArmFailure(f"arm {self.label}: warm-up {call.tool} failed: {e}") from None
+                raise self._failure(f"warm-up {call.tool} failed: {e}") from None
             if self.definition.mapping.error and (msg := _get(answer, self.definition.mapping.error)):
                 raise ArmFailure(f"arm {self.label}: warm-up {call.tool} answered with an error: {_short(msg)}")
             if not call.until or _get(answer, call.until) is True:
@@ -470,6 +499,18 @@ class McpArm(Arm):
                 return
         raise ArmFailure(f"arm {self.label}: warm-up {call.tool} did not report {call.until} = true after "
                          f"{call.attempts} call(s) in {time.perf_counter() - t0:.0f} s")
+
+    def _failure(self, what: str) -> ArmFailure:
+        """The arm cannot go on: ``what`` went wrong. Its server log is kept in the cache folder (the arm's
+        own folder goes when it closes) and the message names the kept copy."""
+        log = self.tmp / "server.log"
+        kept = dirs.cache_dir() / "mcp" / "logs" / f"{self.definition.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, kept)
+        except OSError:  # no log written, or nowhere to keep it: the message keeps the tail it quotes
+            return ArmFailure(f"arm {self.label}: {what.replace(f'server log {log}', 'server log')}")
+        return ArmFailure(f"arm {self.label}: {what.replace(str(log), str(kept))}")
 
     def _restart(self) -> None:
         if self.server is not None:
@@ -496,7 +537,7 @@ class McpArm(Arm):
                 break
             except ServerDied as e:
                 if self.restarts >= 1:
-                    raise ArmFailure(f"arm {self.label}: the server died again after one restart: {e}") from None
+                    raise self._failure(f"the server died again after one restart: {e}") from None
                 self.restarts += 1
                 self._restart()
             except CallTimeout as e:

@@ -37,6 +37,10 @@ def search(query: str, k: int, folder: str) -> dict:
         return {"problem": "index missing", "results": {"items": []}}
     if query == "refuse":
         return {"results": {"items": []}, "verdict": "no evidence"}
+    if query == "junk":  # a server that prints to its stdout, the protocol's channel
+        print("loading index... done", flush=True)
+    if query == "far page":
+        return {"results": {"items": [{"file": f"file://{folder}/a.pdf", "n": 9999, "s": 1.0}]}}
     if query == "stranger":
         return {"results": {"items": [{"file": f"file://{folder}/elsewhere.pdf", "n": 1, "s": 1.0}]}}
     items = [{"file": f"file://{folder}/b%20doc.pdf", "n": 2, "s": 0.9},

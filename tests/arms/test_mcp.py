@@ -164,6 +164,28 @@ def test_a_dead_server_is_restarted_once_then_the_arm_fails(arm):
         arm.search("crash", 10)
 
 
+def test_a_server_that_died_twice_is_named_with_a_log_that_outlives_the_arm(arm, tmp_path, monkeypatch):
+    """The failure named the server log in the arm's temporary folder, which closing the arm removes."""
+    monkeypatch.setenv("EVALKIT_CACHE", str(tmp_path / "cache"))
+    arm.search("crash once", 10)
+    with pytest.raises(ArmFailure, match="died again after one restart") as e:
+        arm.search("crash", 10)
+    arm.close()
+    named = re.search(r"server log (\S+): ", str(e.value))
+    assert named and Path(named[1]).parent == tmp_path / "cache" / "mcp" / "logs", str(e.value)
+    assert "test server starting" in Path(named[1]).read_text() and not arm.tmp.exists()
+
+
+def test_junk_on_the_servers_stdout_goes_to_its_log_not_the_terminal(arm, capfd):
+    """A server that prints to stdout (the protocol's channel): the SDK's parse error and its traceback
+    are one line in the server's log, and the query is answered."""
+    assert len(arm.search("junk", 10).hits) == 3
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Failed to parse" not in err, err
+    logged = [line for line in (arm.tmp / "server.log").read_text().splitlines() if line.startswith("[MCP client")]
+    assert len(logged) == 1 and "Failed to parse JSONRPC message" in logged[0] and "loading index... done" in logged[0]
+
+
 def test_describe_records_the_server_schema_and_transport(shared):
     arm, _ = shared
     d = arm.describe()
@@ -330,6 +352,20 @@ def test_the_cli_exits_2_with_one_line_when_the_server_cannot_start(setup, tmp_p
     last = err.strip().splitlines()[-1]
     assert code == 2 and "Traceback" not in err
     assert last.startswith("evalkit: arm mcp(name=test): the server did not start") and "/nonexistent/server" in last
+
+
+@pytest.mark.parametrize("query, shown", [("far page", "error: invalid answer: hit 1: page 9999 of 'a.pdf' is outside 1..2"),
+                                          ("inline error", "error: the tool answered with an error: index missing"),
+                                          ("anything", "  1  b doc.pdf#2  0.9000")])
+def test_search_shows_what_a_run_would_record(setup, tmp_path, capsys, query, shown):
+    """One query checked as the runner checks it: a page the document lacks or a server's error is an error
+    (exit 1), never 'no hits' nor 'unexpected KeyError'."""
+    c, config, _ = setup
+    code = main(["search", query, "--docs", str(c.root), "--cache", str(tmp_path / "cache.sqlite"),
+                 "--arm", f"mcp(config={config},name=test)"])
+    out, err = capsys.readouterr()
+    assert code == (0 if query == "anything" else 1) and "no hits" not in out and "unexpected" not in err, (out, err)
+    assert shown in out.splitlines(), out
 
 
 @pytest.mark.slow
