@@ -11,13 +11,11 @@ from importlib import import_module
 
 TYPE_CHECKING = False  # not typing's: the `evalkit` command imports nothing before its Ctrl-C guard (__main__)
 
-from .version import __version__
-
 _EXPORTS = {
     "corpus": "api", "add_corpus": "api", "queries": "api", "fit": "api", "arm": "api", "run": "api",
     "compare": "api", "gate": "api", "report": "api", "OpenCorpus": "api", "judge": "judging_widget",
     "use_model": "config", "Hit": "records", "Chunk": "records", "Result": "records", "Query": "records",
-    "Judgment": "records", "Results": "results", "QuerySet": "qrels",
+    "Judgment": "records", "Results": "results", "QuerySet": "qrels", "__version__": "version",
 }
 __all__ = ["Chunk", "Hit", "Judgment", "OpenCorpus", "Query", "QuerySet", "Result", "Results", "add_corpus", "arm",
            "compare", "corpus", "fit", "gate", "judge", "queries", "report", "run", "use_model"]
@@ -31,6 +29,7 @@ if TYPE_CHECKING:
     from .qrels import QuerySet
     from .records import Chunk, Hit, Judgment, Query, Result
     from .results import Results
+    from .version import __version__
 
 
 def __getattr__(name: str) -> Any:
