@@ -243,20 +243,44 @@ def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None 
 def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | str | Path | _compare.Side,
          rules: str | Path | None = None, *, baseline_arm: str | None = None, candidate_arm: str | None = None,
          allow_different_queries: bool = False, record: bool = True, cache: str | Path | None = None,
-         log: Callable[[str], None] | None = None) -> _gate.Verdict:
+         log: Callable[[str], None] | None = None, judge: str | Path | None = None,
+         queries: str | Path | None = None, undecided: str = "fail") -> _gate.Verdict:
     """Evaluate the pre-registered ``rules`` (default: ``./gate.toml``, else the shipped rules) for a candidate
     against a baseline (each a results directory and an arm). ``ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")`` gates two arms of
     one run. A latency rule re-times both arms side by side here (page store: ``cache``; ``log`` hears
     what is being timed). With ``record``, the verdict is written to the candidate's ``gate.json`` for its
-    report."""
+    report. ``judge``: a judge's predictions file, for a query set a person graded in part; the rules on
+    measures then answer pass, fail or undecided (:mod:`evalkit.judged`; ``queries``: the query file the runs
+    were scored with, default the one the candidate's manifest names; ``undecided``: "fail" (exit 1, the
+    default) or "pass" (exit 0))."""
     from . import timing
 
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
     timed = timing.for_gate(base, cand, rules, Path(cache) if cache else None, allow_different_queries, log=log)
-    verdict = _gate.evaluate(base, cand, rules, allow_different_queries, timed)
+    verdict = _gate.evaluate(base, cand, rules, allow_different_queries, timed, undecided=undecided,
+                             judge=_judge(judge, queries, cand) if judge else None)
     if record:
         (cand.results.path / _gate.GATE_FILE).write_text(verdict.to_json())
     return verdict
+
+
+def _judge(predictions: str | Path, queries: str | Path | None, cand: _compare.Side) -> Callable:
+    """The judge loader :func:`evalkit.gating.evaluate` calls with the pair; CompareError (exit 2) naming the
+    file that cannot be used."""
+    from . import judged
+
+    path = Path(queries or cand.results.manifest["qrels"].get("path") or "")
+    try:
+        qs = qrels.load(path)
+    except (QrelsError, OSError) as e:
+        raise _compare.CompareError(f"--judge needs the query file the runs were scored with: {path}: {e}") from None
+
+    def load(pair: _compare.Pair) -> judged.Judge:
+        try:
+            return judged.load(predictions, qs, pair)
+        except (ValueError, OSError) as e:
+            raise _compare.CompareError(str(e)) from None
+    return load
 
 
 def report(res: Results | str | Path, out_html: str | Path | None = None,
@@ -267,5 +291,7 @@ def report(res: Results | str | Path, out_html: str | Path | None = None,
     from . import resultsdir
 
     path = res.path if isinstance(res, Results) else Results.load(res).path
+    if (path / _gate.GATE_FILE).exists() and (why := _gate.judge_changed(_gate.read(path / _gate.GATE_FILE))):
+        raise ValueError(f"{path / _gate.GATE_FILE}: {why}; gate again with the new predictions")
     with resultsdir.owned(path, "evalkit report"):  # never while a run is writing there
         return _report.render(path, out_html=out_html, pair=pair, baseline=baseline)

@@ -535,7 +535,8 @@ def cmd_compare(args) -> int:
 
 def cmd_gate(args) -> int:
     verdict = api.gate(args.baseline, args.candidate, args.rules, allow_different_queries=args.allow_different_queries,
-                       cache=args.cache, log=print)  # recorded for the report
+                       cache=args.cache, log=print, judge=args.judge, queries=args.qrels,
+                       undecided=args.undecided)  # recorded for the report
     print(verdict.text())
     outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown)]
     for path, render in outputs:
@@ -871,6 +872,15 @@ def parser() -> argparse.ArgumentParser:
     ga.add_argument("--json", type=Path, metavar="FILE", help="also write the verdict as JSON")
     ga.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
     ga.add_argument("--markdown", type=Path, metavar="FILE", help="also write Markdown (e.g. $GITHUB_STEP_SUMMARY)")
+    ga.add_argument("--judge", type=Path, metavar="PREDICTIONS",
+                    help="a judge's predictions (csv or parquet: query, doc, page, p_ge1, p_ge2, p_eq3) for a query set a "
+                         "person graded in part: rules on measures answer pass, fail or undecided (naming the queries to "
+                         "grade next), from the person's graded queries corrected by the judge (docs/deciding.md)")
+    ga.add_argument("--qrels", type=Path, help="with --judge: the query file the runs were scored with (default: the "
+                                                "one the candidate's manifest names)")
+    ga.add_argument("--undecided", choices=("fail", "pass"), default="fail",
+                    help="what an undecided rule does: fail (exit 1, the default: CI must not ship on an undecided "
+                         "verdict) or pass (exit 0)")
     ga.add_argument("--allow-different-queries", action="store_true",
                     help="gate on the queries two different query sets share (the rest are listed)")
     ga.add_argument("--cache", type=Path, help="page store the latency rule re-times the arms on "

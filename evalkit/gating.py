@@ -1,7 +1,9 @@
 """The gate: may the candidate replace the baseline? One verdict record, rendered as a terminal table, JSON,
 JUnit XML (one test case per rule, so CI pages list them), Markdown (``$GITHUB_STEP_SUMMARY``) and HTML
 (Jupyter). Exit codes: 0 every rule passed, 1 a rule failed, 2 the gate could not be evaluated (raised as
-:class:`evalkit.comparison.CompareError` before any verdict exists).
+:class:`evalkit.comparison.CompareError` before any verdict exists). With a judge (:mod:`evalkit.judged`) a rule
+may be *undecided*: it exits 1 like a failure (CI must not ship on a verdict nobody could reach) unless the
+caller chose ``undecided="pass"``.
 
 JUnit XML is written with the standard library's ElementTree: the format is four elements, and the
 ``junit-xml`` package would add a dependency (unreleased since 2020) for no gain.
@@ -11,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import comparison, dirs, rules
 from . import escape as esc
@@ -20,9 +24,13 @@ from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
 from .version import __version__
 
+if TYPE_CHECKING:
+    from .judged import Judge
+
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
-MARK = {"pass": "PASS", "fail": "FAIL", "underpowered": "UNDERPOWERED", "skipped": "SKIPPED"}
-COLOUR = {"pass": "#1a7f37", "fail": "#cf222e", "underpowered": "#9a6700", "skipped": "#6e7781"}
+MARK = {"pass": "PASS", "fail": "FAIL", "underpowered": "UNDERPOWERED", "skipped": "SKIPPED", "undecided": "UNDECIDED"}
+COLOUR = {"pass": "#1a7f37", "fail": "#cf222e", "underpowered": "#9a6700", "skipped": "#6e7781", "undecided": "#9a6700"}
+UNDECIDED = ("fail", "pass")  # what an undecided rule does to the exit code
 
 
 @dataclass(frozen=True)
@@ -42,11 +50,14 @@ class Verdict:
     evalkit: str = __version__
     computed_on: dict = field(default_factory=dict)  # "baseline"/"candidate" -> computed_on(side)
     detectable: tuple[str, ...] = ()  # what the set can detect (MDD, n), said before the rules' lines
+    judge: dict = field(default_factory=dict)  # with a judge: judged.Judge.record (identity, who graded what)
+    undecided: str = "fail"  # an undecided rule blocks ("fail") or not ("pass")
 
     @property
     def blocking(self) -> tuple[Outcome, ...]:
         """The outcomes that fail the gate: failures, and underpowered rules when the rules say they block."""
         bad = {"fail", "underpowered"} if self.settings.get("underpowered_blocks") else {"fail"}
+        bad |= {"undecided"} if self.undecided == "fail" else set()
         return tuple(o for o in self.outcomes if o.status in bad)
 
     @property
@@ -66,6 +77,9 @@ class Verdict:
             return f"evalkit gate: PASS (exit 0) — {self.counts()}"
         names = "; ".join(esc.terminal(o.rule) + (f" [{', '.join(map(esc.terminal, bad))}]" if (
             bad := [d.label for d in o.details if d.status == "fail"]) else "") for o in self.blocking)
+        if all(o.status == "undecided" for o in self.blocking):
+            return (f"evalkit gate: UNDECIDED (exit 1: an undecided rule blocks unless --undecided pass) — "
+                    f"{self.counts()}. Undecided: {names}")
         return f"evalkit gate: FAIL (exit 1) — {self.counts()}. Failed: {names}"
 
     # ---- JSON ------------------------------------------------------------------------------------------
@@ -165,26 +179,40 @@ class Verdict:
 
 
 def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: Path | str | None = None,
-             allow_different_queries: bool = False, timing: PairedTiming | Untimed | None = None) -> Verdict:
+             allow_different_queries: bool = False, timing: PairedTiming | Untimed | None = None,
+             judge: Callable[[comparison.Pair], Judge] | None = None, undecided: str = "fail") -> Verdict:
     """Pair the two sides and evaluate every rule of ``rules_path`` (default: :func:`evalkit.dirs.rules_path`,
     ./gate.toml else the rules shipped with evalkit); the latency rule decides on ``timing``, both arms
     re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything that stops the evaluation
     (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
-    so every document-level measure moves with depth alone."""
+    so every document-level measure moves with depth alone. ``judge`` (given the pair, e.g.
+    ``partial(judged.load, predictions, query_set)``): the rules resting on measures are decided from the
+    person's grades plus the judge's predictions (:mod:`evalkit.judged`); ``undecided``: "fail" or "pass", what an
+    undecided rule does to the exit code."""
+    if undecided not in UNDECIDED:
+        raise comparison.CompareError(f"undecided={undecided!r}: want one of {', '.join(UNDECIDED)}")
     parsed = rules.load(rules_path or dirs.rules_path())
     pair = comparison.pair(baseline, candidate, allow_different_queries)
     if pair.depths[0] != pair.depths[1]:
         raise comparison.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
                                    f"({baseline.label}, {candidate.label}): rerun one with -k {max(pair.depths)}")
     ctx = rules.Context(pair, parsed.settings, timing)
-    outcomes = rules.evaluate(parsed, pair, ctx=ctx)
+    j = judge(pair) if judge else None
+    outcomes = j.outcomes(parsed, ctx) if j else rules.evaluate(parsed, pair, ctx=ctx)
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
                    query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
-                   outcomes=outcomes, notes=tuple(comparison.notes(pair)), detectable=rules.detectable(parsed, ctx),
-                   computed_on={"baseline": computed_on(baseline), "candidate": computed_on(candidate)})
+                   outcomes=outcomes, notes=tuple(comparison.notes(pair)) + ((judge_note(j),) if j else ()),
+                   detectable=() if j else rules.detectable(parsed, ctx),
+                   computed_on={"baseline": computed_on(baseline), "candidate": computed_on(candidate)},
+                   judge=j.record(outcomes) if j else {}, undecided=undecided)
+
+
+def judge_note(j: Judge) -> str:
+    return (f"judge {j.path} (sha256 {j.sha256[:12]}{f', model {j.model}' if j.model else ''}): rules on measures "
+            f"decided from the {len(j.graded)} queries a person graded whole plus the judge's predictions (PPI)")
 
 
 def computed_on(side: comparison.Side) -> dict:
@@ -206,9 +234,26 @@ def _changed(recorded: dict, directory: Path) -> str | None:
     return f"{directory}: its {', '.join(differ)} changed since the verdict" if differ else None
 
 
+def judge_changed(verdict: Verdict) -> str | None:
+    """Why a verdict decided with a judge no longer holds: its predictions file is gone or changed (None: it
+    holds, or no judge was used)."""
+    if not verdict.judge:
+        return None
+    path = Path(verdict.judge.get("predictions", ""))
+    try:
+        now = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as e:
+        return f"the judge's predictions {path} cannot be read ({e.strerror}): the verdict rests on them"
+    if now != verdict.judge.get("sha256"):
+        return f"the judge changed since the verdict: {path} has sha256 {now[:12]}, the verdict used {str(verdict.judge.get('sha256'))[:12]}"
+    return None
+
+
 def current(verdict: Verdict, candidate_dir: Path) -> Verdict | str:
     """``verdict`` if both runs still hold what it was computed on (a baseline no longer on this machine is
-    noted, not checked); else why not."""
+    noted, not checked) and its judge, if any, is unchanged; else why not."""
+    if why := judge_changed(verdict):
+        return why
     if not {"baseline", "candidate"} <= set(verdict.computed_on):
         return "it records no digests of the runs it was computed on (an older evalkit wrote it)"
     if why := _changed(verdict.computed_on["candidate"], Path(candidate_dir)):
