@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from . import comparison, dirs, rules
 from . import escape as esc
@@ -24,13 +24,21 @@ from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
 from .version import __version__
 
-if TYPE_CHECKING:
-    from .judged import Judge
-
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
 MARK = {"pass": "PASS", "fail": "FAIL", "underpowered": "UNDERPOWERED", "skipped": "SKIPPED", "undecided": "UNDECIDED"}
 COLOUR = {"pass": "#1a7f37", "fail": "#cf222e", "underpowered": "#9a6700", "skipped": "#6e7781", "undecided": "#9a6700"}
 UNDECIDED = ("fail", "pass")  # what an undecided rule does to the exit code
+
+
+class Judge(Protocol):
+    """What a gate needs of a judge (:class:`evalkit.judged.Judge`, which reads the runs' answers and so
+    imports what imports this module)."""
+
+    def outcomes(self, parsed: rules.Rules, ctx: rules.Context) -> tuple[Outcome, ...]: ...
+
+    def record(self, outcomes: tuple[Outcome, ...]) -> dict: ...
+
+    def note(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -204,15 +212,10 @@ def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: 
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
                    query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
-                   outcomes=outcomes, notes=tuple(comparison.notes(pair)) + ((judge_note(j),) if j else ()),
+                   outcomes=outcomes, notes=tuple(comparison.notes(pair)) + ((j.note(),) if j else ()),
                    detectable=() if j else rules.detectable(parsed, ctx),
                    computed_on={"baseline": computed_on(baseline), "candidate": computed_on(candidate)},
                    judge=j.record(outcomes) if j else {}, undecided=undecided)
-
-
-def judge_note(j: Judge) -> str:
-    return (f"judge {j.path} (sha256 {j.sha256[:12]}{f', model {j.model}' if j.model else ''}): rules on measures "
-            f"decided from the {len(j.graded)} queries a person graded whole plus the judge's predictions (PPI)")
 
 
 def computed_on(side: comparison.Side) -> dict:

@@ -63,6 +63,11 @@ class Judge:
                 "graded_queries": sorted(self.graded), "graded_pages": {q: list(p) for q, p in sorted(self.graded.items())},
                 "agreement": agreement}
 
+    def note(self) -> str:
+        return (f"judge {self.path} (sha256 {self.sha256[:12]}{f', model {self.model}' if self.model else ''}): rules "
+                f"on measures decided from the {len(self.graded)} queries a person graded whole plus the judge's "
+                "predictions (PPI)")
+
     def outcomes(self, parsed: rules.Rules, ctx: rules.Context) -> tuple[Outcome, ...]:
         """Every rule's outcome in file order: the judged rules by :func:`judged_outcome`, the others (refusal,
         latency, robustness: no grades involved) as the plain gate evaluates them."""
