@@ -226,13 +226,24 @@ def side(where: Results | str | Path | _compare.Side, arm_name: str | None = Non
 
 
 def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None = None,
-            measures: Sequence[str] = _compare.MEASURES, **kw: Any) -> pd.DataFrame:
+            measures: Sequence[str] = _compare.MEASURES, judge: str | Path | None = None,
+            queries: str | Path | None = None, **kw: Any) -> pd.DataFrame:
     """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline``: per
     measure and class, both means, the difference with its CI, p and p(Holm) over each measure's rows, and
     the minimal detectable difference, indexed by candidate, measure and class. Keyword arguments go to
-    :func:`evalkit.comparison.table`."""
+    :func:`evalkit.comparison.table`. With ``judge`` (a judge's predictions file; ``queries`` as for
+    :func:`gate`), on a partially graded set: per measure the judge predicts and class, the prediction-powered
+    interval of the difference, graded queries, judge-person r, verdict and more queries to grade
+    (:func:`evalkit.judged.table`)."""
     base = side(res, baseline)
     names = [candidates] if isinstance(candidates, str) else candidates or [a for a in res.arms if a != base.arm]
+    if judge:
+        from . import judged
+
+        pairs = [_compare.pair(base, side(res, c)) for c in names]
+        found = [judged.table(judged.compare(p, judge_loader(judge, queries, p.cand)(p), tuple(measures)))
+                 for p in pairs]
+        return pd.concat(found, ignore_index=True).set_index(["candidate", "measure", "class"])
     tables = [_compare.table(_compare.pair(base, side(res, c)), tuple(measures), **kw).assign(candidate=side(res, c).arm)
               for c in names]
     frame = _compare.with_holm(pd.concat(tables, ignore_index=True))
@@ -258,13 +269,13 @@ def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | st
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
     timed = timing.for_gate(base, cand, rules, Path(cache) if cache else None, allow_different_queries, log=log)
     verdict = _gate.evaluate(base, cand, rules, allow_different_queries, timed, undecided=undecided,
-                             judge=_judge(judge, queries, cand) if judge else None)
+                             judge=judge_loader(judge, queries, cand) if judge else None)
     if record:
         (cand.results.path / _gate.GATE_FILE).write_text(verdict.to_json())
     return verdict
 
 
-def _judge(predictions: str | Path, queries: str | Path | None, cand: _compare.Side) -> Callable:
+def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _compare.Side) -> Callable:
     """The judge loader :func:`evalkit.gating.evaluate` calls with the pair; CompareError (exit 2) naming the
     file that cannot be used."""
     from . import judged

@@ -515,6 +515,15 @@ def cmd_bench(args) -> int:
 
 # ---- compare and gate ----------------------------------------------------------------------------------
 
+def _judge_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--judge`` and ``--qrels``, as compare and gate take them."""
+    parser.add_argument("--judge", type=Path, metavar="PREDICTIONS",
+                        help="a judge's predictions (csv or parquet: query, doc, page, p_ge1, p_ge2, p_eq3) for a query "
+                             f"set a person graded in part: {what} (docs/deciding.md)")
+    parser.add_argument("--qrels", type=Path, help="with --judge: the query file the runs were scored with (default: "
+                                                   "the one the candidate's manifest names)")
+
+
 def cmd_compare(args) -> int:
     if args.baseline:
         if len(args.sides) != 1:
@@ -529,7 +538,14 @@ def cmd_compare(args) -> int:
     for p in pairs:
         for note in comparison.notes(p):
             print(f"evalkit: warning: {note}", file=sys.stderr)
-    print(comparison.render(pairs, tuple(split_top(args.measures, ",")), n_resamples=args.resamples, seed=args.seed))
+    measures = tuple(split_top(args.measures, ","))
+    if args.judge:
+        from . import judged
+
+        for p in pairs:
+            print(judged.render(p, judged.compare(p, api.judge_loader(args.judge, args.qrels, p.cand)(p), measures), measures))
+        return 0
+    print(comparison.render(pairs, measures, n_resamples=args.resamples, seed=args.seed))
     return 0
 
 
@@ -863,6 +879,8 @@ def parser() -> argparse.ArgumentParser:
                     help="compare the queries two different query sets share (the rest are listed)")
     co.add_argument("--resamples", type=int, default=10_000, help="bootstrap and sign-flip resamples (seeded)")
     co.add_argument("--seed", type=int, default=0)
+    _judge_options(co, "each difference the judge can predict with its prediction-powered interval and how many more "
+                       "queries to grade whole to decide it")
     co.set_defaults(func=cmd_compare)
 
     ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot tell")
@@ -872,12 +890,8 @@ def parser() -> argparse.ArgumentParser:
     ga.add_argument("--json", type=Path, metavar="FILE", help="also write the verdict as JSON")
     ga.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
     ga.add_argument("--markdown", type=Path, metavar="FILE", help="also write Markdown (e.g. $GITHUB_STEP_SUMMARY)")
-    ga.add_argument("--judge", type=Path, metavar="PREDICTIONS",
-                    help="a judge's predictions (csv or parquet: query, doc, page, p_ge1, p_ge2, p_eq3) for a query set a "
-                         "person graded in part: rules on measures answer pass, fail or undecided (naming the queries to "
-                         "grade next), from the person's graded queries corrected by the judge (docs/deciding.md)")
-    ga.add_argument("--qrels", type=Path, help="with --judge: the query file the runs were scored with (default: the "
-                                                "one the candidate's manifest names)")
+    _judge_options(ga, "rules on measures answer pass, fail or undecided (naming the queries to grade next), from "
+                       "the person's graded queries corrected by the judge")
     ga.add_argument("--undecided", choices=("fail", "pass"), default="fail",
                     help="what an undecided rule does: fail (exit 1, the default: CI must not ship on an undecided "
                          "verdict) or pass (exit 0)")

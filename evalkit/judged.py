@@ -116,13 +116,12 @@ class Slice:
     predicted: np.ndarray
 
 
-def _slice(ctx: rules.Context, judge: Judge, cls: str, measure: str,
+def _slice(p: comparison.Pair, judge: Judge, cls: str, measure: str,
            value: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Slice:
     """``value(baseline, candidate)`` per query of class ``cls``, under the person's grades and the judge's."""
     if measure not in estimates.MEASURES:
         raise rules.RulesError(f"measure {measure!r}: a judge's predictions give {', '.join(estimates.MEASURES)} "
                                "only; gate it without --judge, on a query set graded whole")
-    p = ctx.pair
     mask = p.mask(cls)
     if not mask.any():
         raise comparison.CompareError(f"class {cls!r} has no answerable queries in these runs")
@@ -166,7 +165,7 @@ def _diff(base: np.ndarray, cand: np.ndarray) -> np.ndarray:
 
 
 def _noninferiority(rule: rules.NonInferiority, ctx: rules.Context, judge: Judge) -> Outcome | None:
-    s = _slice(ctx, judge, rule.cls, rule.measure, _diff)
+    s = _slice(ctx.pair, judge, rule.cls, rule.measure, _diff)
     if _exact(s):
         return None
     st, line, numbers = _decide(s, -rule.margin, ctx.settings.confidence, ctx.settings.seed, "Δ", rule.measure)
@@ -174,7 +173,7 @@ def _noninferiority(rule: rules.NonInferiority, ctx: rules.Context, judge: Judge
 
 
 def _floor(rule: rules.Floor, ctx: rules.Context, judge: Judge) -> Outcome | None:
-    s = _slice(ctx, judge, rule.cls, rule.measure, lambda b, c: c)
+    s = _slice(ctx.pair, judge, rule.cls, rule.measure, lambda b, c: c)
     if _exact(s):
         return None
     st, line, numbers = _decide(s, rule.min, ctx.settings.confidence, ctx.settings.seed, "candidate", rule.measure)
@@ -184,7 +183,7 @@ def _floor(rule: rules.Floor, ctx: rules.Context, judge: Judge) -> Outcome | Non
 def _lost(rule: rules.LostQueries, ctx: rules.Context, judge: Judge) -> Outcome | None:
     """The share of queries the candidate loses (1 under the baseline, 0 under the candidate; predicted as
     P(baseline finds) x P(candidate misses), any predictor being valid under PPI), against max_queries / n."""
-    s = _slice(ctx, judge, comparison.ALL, rule.measure, lambda b, c: -(b * (1 - c)))
+    s = _slice(ctx.pair, judge, comparison.ALL, rule.measure, lambda b, c: -(b * (1 - c)))
     if _exact(s):
         return None
     n = len(s.ids)
@@ -198,7 +197,7 @@ def _class_drop(rule: rules.ClassDrop, ctx: rules.Context, judge: Judge) -> Outc
     """Per class: fail when the interval lies below -max_drop, pass when above, else undecided; the
     intervals at confidence 1 - alpha / classes (Bonferroni: the plain rule's Holm needs p values)."""
     classes = list(rule.classes) or ctx.pair.classes
-    slices = [_slice(ctx, judge, c, rule.measure, _diff) for c in classes]
+    slices = [_slice(ctx.pair, judge, c, rule.measure, _diff) for c in classes]
     if all(map(_exact, slices)):
         return None
     conf = 1 - ctx.settings.alpha / len(classes)
@@ -226,3 +225,35 @@ def judged_outcome(rule: rules.Rule, ctx: rules.Context, judge: Judge) -> Outcom
         raise
     except comparison.CompareError as e:
         raise rules.RulesError(f"{ctx.pair.cand.label} rule {rule.title!r}: {e}") from None
+
+
+# --------------------------------------------------------------------------------------------------------
+# compare --judge
+
+
+def compare(pair: comparison.Pair, judge: Judge, measures: tuple[str, ...] = estimates.MEASURES,
+            confidence: float = 0.95) -> list[estimates.Estimate]:
+    """The candidate-minus-baseline :class:`evalkit.estimates.Estimate` of each measure the judge predicts,
+    over all answerable queries and per class."""
+    return [estimates.of_values(s.truth, s.predicted, s.graded, s.classes, m, pair.cand.arm, pair.base.arm, cls,
+                                confidence)
+            for m in measures if m in estimates.MEASURES for cls in (comparison.ALL, *pair.classes)
+            for s in (_slice(pair, judge, cls, m, _diff),)]
+
+
+def table(found: list[estimates.Estimate]) -> pd.DataFrame:
+    """One row per estimate: the interval, graded and total queries, judge-person r, the narrowing against
+    the person alone, the verdict and how many more queries to grade whole to decide the sign."""
+    return pd.DataFrame([{"candidate": e.b, "measure": e.measure, "class": e.cls, "delta": e.interval.mean,
+                          "low": e.interval.low, "high": e.interval.high, "graded": e.interval.n,
+                          "n": e.interval.n + e.interval.unlabeled, "judge_r": e.correlation, "gain": e.gain,
+                          "verdict": e.verdict, "more_to_grade": e.more_to_grade()} for e in found])
+
+
+def render(pair: comparison.Pair, found: list[estimates.Estimate], measures: tuple[str, ...]) -> str:
+    """``compare --judge``'s text: per measure and class, :meth:`evalkit.estimates.Estimate.text`."""
+    lines = [f"{pair.cand.label} - {pair.base.label}, from the person's graded queries plus the judge (PPI):"]
+    lines += [f"  {e.measure:<13} {e.cls:<10} {e.text()}" for e in found]
+    if skipped := [m for m in measures if m not in estimates.MEASURES]:
+        lines.append(f"  not estimated (a judge's predictions give {', '.join(estimates.MEASURES)}): {', '.join(skipped)}")
+    return "\n".join(lines)

@@ -8,6 +8,7 @@ import pytest
 
 from evalkit import api, comparison, estimates, gating, judged, qrels, rules
 from evalkit.cli import main
+from evalkit.results import Results
 
 from .conftest import write_results
 
@@ -223,3 +224,17 @@ def test_ek_gate_takes_the_judge(tmp_path, rules_file):
     verdict = api.gate(res, res, rules_file, baseline_arm="base", candidate_arm="cand", judge=preds, queries=q,
                        record=False)
     assert verdict.judge["sha256"] == judged.sha256(preds) and verdict.outcomes[0].status == "undecided"
+
+
+def test_compare_with_judge_prints_each_predicted_difference_and_what_deciding_it_takes(tmp_path, capsys):
+    res, q, preds = _cli_set(tmp_path, 10)
+    assert main(["compare", f"{res}:base", f"{res}:cand", "--judge", preds, "--qrels", q]) == 0
+    out = capsys.readouterr().out
+    for m in estimates.MEASURES:
+        assert f"  {m} " in out
+    assert "10 of 64 queries graded" in out and "not estimated (a judge's predictions give" in out and "RR" in out
+    frame = api.compare(Results.load(res), "base", "cand", judge=preds, queries=q)
+    assert set(frame.index.get_level_values("measure")) == set(estimates.MEASURES)
+    assert set(frame.index.get_level_values("class")) == {comparison.ALL, *comparison.ANSWERABLE}
+    row = frame.loc[("cand", "GoldDoc@3", "all")]
+    assert (row["graded"], row["n"]) == (10, N) and (frame["graded"] <= frame["n"]).all()
