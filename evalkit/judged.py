@@ -26,6 +26,8 @@ import pandas as pd
 
 from . import comparison, estimates, rules
 from .qrels import QuerySet
+from .results import Results
+from .resultsdir import ResultsError
 from .rules import Detail, Outcome, Status
 
 SHOWN = 10  # queries named in a line; the full list is in the outcome's numbers
@@ -82,15 +84,20 @@ class Judge:
 def load(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:
     """The :class:`Judge` of a gate from the judge's predictions file and the query file the runs were scored
     with; ValueError naming the file when either cannot be used."""
+    for s in (pair.base, pair.cand):
+        if s.results.manifest["qrels"]["digest"] != qs.digest:
+            raise ValueError(f"{qs.path}: not the query file {s.results.path} was scored with (digest "
+                             f"{s.results.manifest['qrels']['digest'][:12]}, the file's {qs.digest[:12]}): rerun it")
+    return build(predictions, qs, pair)
+
+
+def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:
+    """:func:`load` for a pair whose measures are known to come from ``qs`` (rescored from it)."""
     from .simulate import judge_rows  # reads the arms' recorded answers; imports the gate itself
 
     path = Path(predictions)
     table = estimates.read_predictions(path)
     model = ", ".join(sorted({str(m) for m in table["model"].dropna()})) if "model" in table.columns else ""
-    for s in (pair.base, pair.cand):
-        if s.results.manifest["qrels"]["digest"] != qs.digest:
-            raise ValueError(f"{qs.path}: not the query file {s.results.path} was scored with (digest "
-                             f"{s.results.manifest['qrels']['digest'][:12]}, the file's {qs.digest[:12]}): rerun it")
 
     def expected(s: comparison.Side) -> pd.DataFrame:
         rows = judge_rows(path, s.results.per_query, s.results.path, estimates.MEASURES[0])
@@ -257,3 +264,51 @@ def render(pair: comparison.Pair, found: list[estimates.Estimate], measures: tup
     if skipped := [m for m in measures if m not in estimates.MEASURES]:
         lines.append(f"  not estimated (a judge's predictions give {', '.join(estimates.MEASURES)}): {', '.join(skipped)}")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------------
+# The workbench's "can I decide yet?"
+
+
+def decidable(results: Path | str, baseline: str, candidate: str, predictions: Path | str, qs: QuerySet,
+              rules_path: Path | str | None = None) -> str:
+    """One line after each grade: what the gate can say now about ``candidate`` against ``baseline`` (two
+    arms of the run in ``results``) and which page to grade next to decide. The runs' measures are rescored
+    from ``qs`` as it stands (the grades just given count; the run need not be redone); no latency rule is
+    timed here."""
+    from . import dirs
+    from .simulate import Rejudged, answers, gains, rescore
+
+    res = Results.load(results)
+    view = Rejudged(res.path, rescore(qs, answers(res), res.per_query, {q.id: gains(q) for q in qs.queries}))
+    try:
+        pair = comparison.pair(comparison.Side(view, res.arm(baseline)), comparison.Side(view, res.arm(candidate)))
+    except ResultsError as e:
+        raise comparison.CompareError(str(e)) from None
+    parsed = rules.load(rules_path or dirs.rules_path())
+    return line(build(predictions, qs, pair).outcomes(parsed, rules.Context(pair, parsed.settings)), qs)
+
+
+def _grade_next(o: Outcome) -> list[str]:
+    """The queries an undecided outcome asks for (class-drop: its first undecided class's)."""
+    by_class = [c.get("grade_next", []) for c in o.numbers.get("classes", {}).values() if c.get("status") == "undecided"]
+    return list(o.numbers.get("grade_next") or next((g for g in by_class if g), []))
+
+
+def line(outcomes: tuple[Outcome, ...], qs: QuerySet) -> str:
+    """"can I decide yet?" from a gate's outcomes: decided (fail, else pass), or which rules are undecided
+    and the next page to grade: the first ungraded pooled page of the first query the first of them asks for."""
+    if failed := [o.rule for o in outcomes if o.status == "fail"]:
+        return f"decided: FAIL ({'; '.join(failed)})"
+    open_ = [o for o in outcomes if o.status == "undecided"]
+    if not open_:
+        return "decided: PASS"
+    head = f"not yet: {len(open_)} rule(s) undecided ({'; '.join(o.rule for o in open_)})"
+    ask = next((q for o in open_ for q in _grade_next(o)), None)
+    if ask is None:
+        return f"{head}; grading every query would not decide them"
+    done = {(j.doc, j.page) for j in qs[ask].judgments}
+    left = [p for p in qs.pooled.get(ask, ()) if p not in done]
+    page = f"page {left[0][0]}#{left[0][1]} ({len(left)} of its {len(qs.pooled[ask])} pooled pages left)" if left \
+        else "its pool (no pooled pages recorded: pool it first)"
+    return f"{head}; grade next: query {ask}, {page}"

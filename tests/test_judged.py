@@ -1,5 +1,6 @@
 """The gate on a partially graded set: rules on measures decided from the person's graded queries plus a
 judge's predictions (evalkit.judged), undecided verdicts, their exit codes, and gate.json's judge identity."""
+import dataclasses
 import json
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from evalkit import api, comparison, estimates, gating, judged, qrels, rules
 from evalkit.cli import main
+from evalkit.records import Judgment
 from evalkit.results import Results
 
 from .conftest import write_results
@@ -238,3 +240,22 @@ def test_compare_with_judge_prints_each_predicted_difference_and_what_deciding_i
     assert set(frame.index.get_level_values("class")) == {comparison.ALL, *comparison.ANSWERABLE}
     row = frame.loc[("cand", "GoldDoc@3", "all")]
     assert (row["graded"], row["n"]) == (10, N) and (frame["graded"] <= frame["n"]).all()
+
+
+def test_decidable_says_after_each_grade_what_the_gate_can_say_and_which_page_is_next(tmp_path, rules_file):
+    res, q, preds = _cli_set(tmp_path, 10)
+    qs = qrels.load(q)
+    now = judged.decidable(res, "base", "cand", preds, qs, rules_file)
+    assert now.startswith("not yet: ") and "undecided" in now
+    ask = now.split("grade next: query ")[1].split(",")[0]
+    assert ask in qs.pooled and ask not in judged.graded_queries(qs)
+    assert now.endswith("(5 of its 5 pooled pages left)")
+    first = qs.pooled[ask][0]
+    assert f"page {first[0]}#{first[1]} " in now
+    graded_one = dataclasses.replace(qs, queries=tuple(
+        dataclasses.replace(x, judgments=(Judgment(*first, 0),)) if x.id == ask else x for x in qs.queries))
+    after = judged.decidable(res, "base", "cand", preds, graded_one, rules_file)
+    assert f"grade next: query {ask}, " in after and after.endswith("(4 of its 5 pooled pages left)")
+    everything = dataclasses.replace(qs, queries=tuple(
+        dataclasses.replace(x, judgments=tuple(Judgment(*p, 1) for p in qs.pooled[x.id])) for x in qs.queries))
+    assert judged.decidable(res, "base", "cand", preds, everything, rules_file).startswith("decided: ")
