@@ -302,7 +302,7 @@ def report(res: Results | str | Path, out_html: str | Path | None = None,
     from . import resultsdir
 
     path = res.path if isinstance(res, Results) else Results.load(res).path
-    if (path / _gate.GATE_FILE).exists() and (why := _gate.judge_changed(_gate.read(path / _gate.GATE_FILE))):
+    if why := _gate.stale_judge(path):
         raise ValueError(f"{path / _gate.GATE_FILE}: {why}; gate again with the new predictions")
     with resultsdir.owned(path, "evalkit report"):  # never while a run is writing there
         return _report.render(path, out_html=out_html, pair=pair, baseline=baseline)

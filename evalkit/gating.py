@@ -252,6 +252,15 @@ def judge_changed(verdict: Verdict) -> str | None:
     return None
 
 
+def stale_judge(results_dir: Path) -> str | None:
+    """Why the verdict stored in ``results_dir`` rests on a judge that changed (None: it does not, or there
+    is no readable verdict: the report says so itself)."""
+    try:
+        return judge_changed(read(Path(results_dir) / GATE_FILE))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def current(verdict: Verdict, candidate_dir: Path) -> Verdict | str:
     """``verdict`` if both runs still hold what it was computed on (a baseline no longer on this machine is
     noted, not checked) and its judge, if any, is unchanged; else why not."""
