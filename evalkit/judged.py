@@ -56,12 +56,13 @@ class Judge:
     graded: dict[str, tuple[str, ...]]  # query id -> its person-graded pages
     base: pd.DataFrame = field(repr=False)
     cand: pd.DataFrame = field(repr=False)
+    queries: str = ""  # the query file the graded queries were read from
 
     def record(self, outcomes: tuple[Outcome, ...]) -> dict:
         """What ``gate.json`` keeps: the judge's identity, who graded what, and the judge-person correlation
         each judged rule measured (per class)."""
         agreement = {o.rule: o.numbers["judge_r"] for o in outcomes if "judge_r" in o.numbers}
-        return {"predictions": self.path, "sha256": self.sha256, "model": self.model,
+        return {"predictions": self.path, "sha256": self.sha256, "model": self.model, "queries": self.queries,
                 "graded_queries": sorted(self.graded), "graded_pages": {q: list(p) for q, p in sorted(self.graded.items())},
                 "agreement": agreement}
 
@@ -104,7 +105,7 @@ def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge
         return rows[rows["arm"] == s.arm].set_index("query")[list(estimates.MEASURES)]
 
     graded = {q.id: tuple(f"{j.doc}#{j.page}" for j in q.judgments) for q in qs.queries if q.id in graded_queries(qs)}
-    return Judge(str(path), sha256(path), model, graded, expected(pair.base), expected(pair.cand))
+    return Judge(str(path), sha256(path), model, graded, expected(pair.base), expected(pair.cand), str(qs.path or ""))
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -226,6 +226,7 @@ def test_ek_gate_takes_the_judge(tmp_path, rules_file):
     verdict = api.gate(res, res, rules_file, baseline_arm="base", candidate_arm="cand", judge=preds, queries=q,
                        record=False)
     assert verdict.judge["sha256"] == judged.sha256(preds) and verdict.outcomes[0].status == "undecided"
+    assert verdict.judge["queries"] == q and verdict.judge["predictions"] == preds
 
 
 def test_compare_with_judge_prints_each_predicted_difference_and_what_deciding_it_takes(tmp_path, capsys):
