@@ -226,13 +226,24 @@ def side(where: Results | str | Path | _compare.Side, arm_name: str | None = Non
 
 
 def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None = None,
-            measures: Sequence[str] = _compare.MEASURES, **kw: Any) -> pd.DataFrame:
+            measures: Sequence[str] = _compare.MEASURES, judge: str | Path | None = None,
+            queries: str | Path | None = None, **kw: Any) -> pd.DataFrame:
     """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline``: per
     measure and class, both means, the difference with its CI, p and p(Holm) over each measure's rows, and
     the minimal detectable difference, indexed by candidate, measure and class. Keyword arguments go to
-    :func:`evalkit.comparison.table`."""
+    :func:`evalkit.comparison.table`. With ``judge`` (a judge's predictions file; ``queries`` as for
+    :func:`gate`), on a partially graded set: per measure the judge predicts and class, the prediction-powered
+    interval of the difference, graded queries, judge-person r, verdict and more queries to grade
+    (:func:`evalkit.judged.table`)."""
     base = side(res, baseline)
     names = [candidates] if isinstance(candidates, str) else candidates or [a for a in res.arms if a != base.arm]
+    if judge:
+        from . import judged
+
+        pairs = [_compare.pair(base, side(res, c)) for c in names]
+        found = [judged.table(judged.compare(p, judge_loader(judge, queries, p.cand)(p), tuple(measures)))
+                 for p in pairs]
+        return pd.concat(found, ignore_index=True).set_index(["candidate", "measure", "class"])
     tables = [_compare.table(_compare.pair(base, side(res, c)), tuple(measures), **kw).assign(candidate=side(res, c).arm)
               for c in names]
     frame = _compare.with_holm(pd.concat(tables, ignore_index=True))
@@ -243,20 +254,44 @@ def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None 
 def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | str | Path | _compare.Side,
          rules: str | Path | None = None, *, baseline_arm: str | None = None, candidate_arm: str | None = None,
          allow_different_queries: bool = False, record: bool = True, cache: str | Path | None = None,
-         log: Callable[[str], None] | None = None) -> _gate.Verdict:
+         log: Callable[[str], None] | None = None, judge: str | Path | None = None,
+         queries: str | Path | None = None, undecided: str = "fail") -> _gate.Verdict:
     """Evaluate the pre-registered ``rules`` (default: ``./gate.toml``, else the shipped rules) for a candidate
     against a baseline (each a results directory and an arm). ``ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")`` gates two arms of
     one run. A latency rule re-times both arms side by side here (page store: ``cache``; ``log`` hears
     what is being timed). With ``record``, the verdict is written to the candidate's ``gate.json`` for its
-    report (a folder that cannot take it gives the warning :class:`evalkit.gating.NotRecorded`)."""
+    report (a folder that cannot take it gives the warning :class:`evalkit.gating.NotRecorded`). ``judge``: a judge's predictions file, for a query set a person graded in part; the rules on
+    measures then answer pass, fail or undecided (:mod:`evalkit.judged`; ``queries``: the query file the runs
+    were scored with, default the one the candidate's manifest names; ``undecided``: "fail" (exit 1, the
+    default) or "pass" (exit 0))."""
     from . import timing
 
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
     timed = timing.for_gate(base, cand, rules, Path(cache) if cache else None, allow_different_queries, log=log)
-    verdict = _gate.evaluate(base, cand, rules, allow_different_queries, timed)
+    verdict = _gate.evaluate(base, cand, rules, allow_different_queries, timed, undecided=undecided,
+                             judge=judge_loader(judge, queries, cand) if judge else None)
     if record:
         _gate.record(verdict, cand.results.path)
     return verdict
+
+
+def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _compare.Side) -> Callable:
+    """The judge loader :func:`evalkit.gating.evaluate` calls with the pair; CompareError (exit 2) naming the
+    file that cannot be used."""
+    from . import judged
+
+    path = Path(queries or cand.results.manifest["qrels"].get("path") or "")
+    try:
+        qs = qrels.load(path)
+    except (QrelsError, OSError) as e:
+        raise _compare.CompareError(f"--judge needs the query file the runs were scored with: {path}: {e}") from None
+
+    def load(pair: _compare.Pair) -> judged.Judge:
+        try:
+            return judged.load(predictions, qs, pair)
+        except (ValueError, OSError) as e:
+            raise _compare.CompareError(str(e)) from None
+    return load
 
 
 def report(res: Results | str | Path, out_html: str | Path | None = None,
@@ -267,5 +302,7 @@ def report(res: Results | str | Path, out_html: str | Path | None = None,
     from . import resultsdir
 
     path = res.path if isinstance(res, Results) else Results.load(res).path
+    if why := _gate.stale_judge(path):
+        raise ValueError(f"{path / _gate.GATE_FILE}: {why}; gate again with the new predictions")
     with resultsdir.owned(path, "evalkit report"):  # never while a run is writing there
         return _report.render(path, out_html=out_html, pair=pair, baseline=baseline)

@@ -523,6 +523,15 @@ def cmd_bench(args) -> int:
 
 # ---- compare and gate ----------------------------------------------------------------------------------
 
+def _judge_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--judge`` and ``--qrels``, as compare and gate take them."""
+    parser.add_argument("--judge", type=Path, metavar="PREDICTIONS",
+                        help="a judge's predictions (csv or parquet: query, doc, page, p_ge1, p_ge2, p_eq3) for a query "
+                             f"set a person graded in part: {what} (docs/deciding.md)")
+    parser.add_argument("--qrels", type=Path, help="with --judge: the query file the runs were scored with (default: "
+                                                   "the one the candidate's manifest names)")
+
+
 def cmd_compare(args) -> int:
     if args.baseline:
         if len(args.sides) != 1:
@@ -537,7 +546,14 @@ def cmd_compare(args) -> int:
     for p in pairs:
         for note in comparison.notes(p):
             print(f"evalkit: warning: {note}", file=sys.stderr)
-    print(comparison.render(pairs, tuple(split_top(args.measures, ",")), n_resamples=args.resamples, seed=args.seed))
+    measures = tuple(split_top(args.measures, ","))
+    if args.judge:
+        from . import judged
+
+        for p in pairs:
+            print(judged.render(p, judged.compare(p, api.judge_loader(args.judge, args.qrels, p.cand)(p), measures), measures))
+        return 0
+    print(comparison.render(pairs, measures, n_resamples=args.resamples, seed=args.seed))
     return 0
 
 
@@ -560,7 +576,8 @@ def unrecorded_verdicts() -> Iterator[None]:
 def cmd_gate(args) -> int:
     with unrecorded_verdicts():
         verdict = api.gate(args.baseline, args.candidate, args.rules, cache=args.cache, log=print,
-                           allow_different_queries=args.allow_different_queries)  # recorded for the report
+                           allow_different_queries=args.allow_different_queries, judge=args.judge, queries=args.qrels,
+                           undecided=args.undecided)  # recorded for the report
         print(verdict.text())
     outputs = [(args.json, verdict.to_json), (args.junit, verdict.junit), (args.markdown, verdict.markdown)]
     for path, render in outputs:
@@ -888,6 +905,8 @@ def parser() -> argparse.ArgumentParser:
                     help="compare the queries two different query sets share (the rest are listed)")
     co.add_argument("--resamples", type=int, default=10_000, help="bootstrap and sign-flip resamples (seeded)")
     co.add_argument("--seed", type=int, default=0)
+    _judge_options(co, "each difference the judge can predict with its prediction-powered interval and how many more "
+                       "queries to grade whole to decide it")
     co.set_defaults(func=cmd_compare)
 
     ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot tell")
@@ -897,6 +916,11 @@ def parser() -> argparse.ArgumentParser:
     ga.add_argument("--json", type=Path, metavar="FILE", help="also write the verdict as JSON")
     ga.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
     ga.add_argument("--markdown", type=Path, metavar="FILE", help="also write Markdown (e.g. $GITHUB_STEP_SUMMARY)")
+    _judge_options(ga, "rules on measures answer pass, fail or undecided (naming the queries to grade next), from "
+                       "the person's graded queries corrected by the judge")
+    ga.add_argument("--undecided", choices=("fail", "pass"), default="fail",
+                    help="what an undecided rule does: fail (exit 1, the default: CI must not ship on an undecided "
+                         "verdict) or pass (exit 0)")
     ga.add_argument("--allow-different-queries", action="store_true",
                     help="gate on the queries two different query sets share (the rest are listed)")
     ga.add_argument("--cache", type=Path, help="page store the latency rule re-times the arms on "

@@ -410,10 +410,17 @@ def estimate(truth: np.ndarray, predicted: np.ndarray, graded: np.ndarray, strat
     def col(x: np.ndarray) -> np.ndarray:
         return x[:, m, arms.index(b)] - (x[:, m, arms.index(a)] if a is not None else 0.0)
 
-    y, yhat = col(truth)[graded], col(predicted)
+    return of_values(col(truth), col(predicted), graded, strata, measure, b, a or "", cls, confidence)
+
+
+def of_values(truth: np.ndarray, predicted: np.ndarray, graded: np.ndarray, strata: np.ndarray, measure: str,
+              b: str, a: str = "", cls: str = "all", confidence: float = 0.95) -> Estimate:
+    """The :class:`Estimate` of the mean of one per-query value: ``truth`` under the person's grades (read
+    only where ``graded``), ``predicted`` its expectation under the judge, for every query."""
+    y, yhat = truth[graded], predicted
     ppi = stratified_ppi(y, yhat[graded], strata[graded], yhat[~graded], strata[~graded], None, confidence)
     alone = ppi_mean(y, yhat[graded], yhat[~graded], 0.0, confidence)
-    return Estimate(measure, a or "", b, cls, ppi, alone, _corr(y, yhat[graded]))
+    return Estimate(measure, a, b, cls, ppi, alone, _corr(y, yhat[graded]))
 
 
 def pairs(truth: np.ndarray, predicted_: np.ndarray, graded: np.ndarray, strata: np.ndarray, arms: Sequence[str],

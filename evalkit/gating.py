@@ -1,7 +1,9 @@
 """The gate: may the candidate replace the baseline? One verdict record, rendered as a terminal table, JSON,
 JUnit XML (one test case per rule, so CI pages list them), Markdown (``$GITHUB_STEP_SUMMARY``) and HTML
 (Jupyter). Exit codes: 0 every rule passed, 1 a rule failed, 2 the gate could not be evaluated (raised as
-:class:`evalkit.comparison.CompareError` before any verdict exists).
+:class:`evalkit.comparison.CompareError` before any verdict exists). With a judge (:mod:`evalkit.judged`) a rule
+may be *undecided*: it exits 1 like a failure (CI must not ship on a verdict nobody could reach) unless the
+caller chose ``undecided="pass"``.
 
 JUnit XML is written with the standard library's ElementTree: the format is four elements, and the
 ``junit-xml`` package would add a dependency (unreleased since 2020) for no gain.
@@ -14,20 +16,34 @@ import math
 import os
 import warnings
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from . import comparison, dirs, oserrors, resultsdir, rules
+from . import comparison, dirs, judged, oserrors, qrels, resultsdir, rules
 from . import escape as esc
 from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
 from .version import __version__
 
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
-MARK = {"pass": "PASS", "fail": "FAIL", "underpowered": "UNDERPOWERED", "skipped": "SKIPPED"}
-COLOUR = {"pass": "#1a7f37", "fail": "#cf222e", "underpowered": "#9a6700", "skipped": "#6e7781"}
+MARK = {"pass": "PASS", "fail": "FAIL", "underpowered": "UNDERPOWERED", "skipped": "SKIPPED", "undecided": "UNDECIDED"}
+COLOUR = {"pass": "#1a7f37", "fail": "#cf222e", "underpowered": "#9a6700", "skipped": "#6e7781", "undecided": "#9a6700"}
+UNDECIDED = ("fail", "pass")  # what an undecided rule does to the exit code
+
+
+class Judge(Protocol):
+    """What a gate needs of a judge (:class:`evalkit.judged.Judge`, which reads the runs' answers and so
+    imports what imports this module)."""
+
+    def outcomes(self, parsed: rules.Rules, ctx: rules.Context) -> tuple[Outcome, ...]: ...
+
+    def record(self, outcomes: tuple[Outcome, ...]) -> dict: ...
+
+    def note(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -48,11 +64,14 @@ class Verdict:
     computed_on: dict = field(default_factory=dict)  # "baseline"/"candidate" -> computed_on(side)
     detectable: tuple[str, ...] = ()  # what the set can detect (MDD, n), said before the rules' lines
     timing: dict = field(default_factory=dict)  # the side-by-side timing the latency rule decided on (timing_record)
+    judge: dict = field(default_factory=dict)  # with a judge: judged.Judge.record (identity, who graded what)
+    undecided: str = "fail"  # an undecided rule blocks ("fail") or not ("pass")
 
     @property
     def blocking(self) -> tuple[Outcome, ...]:
         """The outcomes that fail the gate: failures, and underpowered rules when the rules say they block."""
         bad = {"fail", "underpowered"} if self.settings.get("underpowered_blocks") else {"fail"}
+        bad |= {"undecided"} if self.undecided == "fail" else set()
         return tuple(o for o in self.outcomes if o.status in bad)
 
     @property
@@ -72,6 +91,9 @@ class Verdict:
             return f"evalkit gate: PASS (exit 0) — {self.counts()}"
         names = "; ".join(esc.terminal(o.rule) + (f" [{', '.join(map(esc.terminal, bad))}]" if (
             bad := [d.label for d in o.details if d.status == "fail"]) else "") for o in self.blocking)
+        if all(o.status == "undecided" for o in self.blocking):
+            return (f"evalkit gate: UNDECIDED (exit 1: an undecided rule blocks unless --undecided pass) — "
+                    f"{self.counts()}. Undecided: {names}")
         return f"evalkit gate: FAIL (exit 1) — {self.counts()}. Failed: {names}"
 
     # ---- JSON ------------------------------------------------------------------------------------------
@@ -173,27 +195,35 @@ class Verdict:
 
 
 def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: Path | str | None = None,
-             allow_different_queries: bool = False, timing: PairedTiming | Untimed | None = None) -> Verdict:
+             allow_different_queries: bool = False, timing: PairedTiming | Untimed | None = None,
+             judge: Callable[[comparison.Pair], Judge] | None = None, undecided: str = "fail") -> Verdict:
     """Pair the two sides and evaluate every rule of ``rules_path`` (default: :func:`evalkit.dirs.rules_path`,
     ./gate.toml else the rules shipped with evalkit); the latency rule decides on ``timing``, both arms
     re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything that stops the evaluation
     (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
-    so every document-level measure moves with depth alone."""
+    so every document-level measure moves with depth alone. ``judge`` (given the pair, e.g.
+    ``partial(judged.load, predictions, query_set)``): the rules resting on measures are decided from the
+    person's grades plus the judge's predictions (:mod:`evalkit.judged`); ``undecided``: "fail" or "pass", what an
+    undecided rule does to the exit code."""
+    if undecided not in UNDECIDED:
+        raise comparison.CompareError(f"undecided={undecided!r}: want one of {', '.join(UNDECIDED)}")
     parsed = rules.load(rules_path or dirs.rules_path())
     pair = comparison.pair(baseline, candidate, allow_different_queries)
     if pair.depths[0] != pair.depths[1]:
         raise comparison.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
                                    f"({baseline.label}, {candidate.label}): rerun one with -k {max(pair.depths)}")
     ctx = rules.Context(pair, parsed.settings, timing)
-    outcomes = rules.evaluate(parsed, pair, ctx=ctx)
+    j = judge(pair) if judge else None
+    outcomes = j.outcomes(parsed, ctx) if j else rules.evaluate(parsed, pair, ctx=ctx)
     m = candidate.results.manifest
     return Verdict(baseline=baseline.label, candidate=candidate.label, rules_file=parsed.path,
                    rules_sha256=parsed.sha256, settings=asdict(parsed.settings), corpus=m["corpus"]["name"],
                    query_set=f"{m['qrels']['name']} ({m['qrels']['digest'][:12]})", queries=len(pair.base_rows),
-                   outcomes=outcomes, notes=tuple(comparison.notes(pair)), detectable=rules.detectable(parsed, ctx),
+                   outcomes=outcomes, notes=tuple(comparison.notes(pair)) + ((j.note(),) if j else ()),
+                   detectable=() if j else rules.detectable(parsed, ctx),
                    computed_on={"baseline": computed_on(baseline), "candidate": computed_on(candidate)},
-                   timing=timing_record(timing))
+                   judge=j.record(outcomes) if j else {}, undecided=undecided, timing=timing_record(timing))
 
 
 def timing_record(timing: PairedTiming | Untimed | None) -> dict:
@@ -231,9 +261,35 @@ def _changed(recorded: dict, directory: Path) -> str | None:
     return f"{directory}: its {', '.join(differ)} changed since the verdict" if differ else None
 
 
+def judge_changed(verdict: Verdict) -> str | None:
+    """Why a verdict decided with a judge no longer holds: its predictions file is gone or changed (None: it
+    holds, or no judge was used)."""
+    if not verdict.judge:
+        return None
+    path = Path(verdict.judge.get("predictions", ""))
+    try:
+        now = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as e:
+        return f"the judge's predictions {path} cannot be read ({e.strerror}): the verdict rests on them"
+    if now != verdict.judge.get("sha256"):
+        return f"the judge changed since the verdict: {path} has sha256 {now[:12]}, the verdict used {str(verdict.judge.get('sha256'))[:12]}"
+    return None
+
+
+def stale_judge(results_dir: Path) -> str | None:
+    """Why the verdict stored in ``results_dir`` rests on a judge that changed (None: it does not, or there
+    is no readable verdict: the report says so itself)."""
+    try:
+        return judge_changed(read(Path(results_dir) / GATE_FILE))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def current(verdict: Verdict, candidate_dir: Path) -> Verdict | str:
-    """``verdict`` if both runs still hold what it was computed on and its rules, evaluated on them again,
-    give what it records (:func:`rederived`); else why not."""
+    """``verdict`` if both runs still hold what it was computed on, its judge, if any, is unchanged, and its
+    rules, evaluated on them again, give what it records (:func:`rederived`); else why not."""
+    if why := judge_changed(verdict):
+        return why
     if not {"baseline", "candidate"} <= set(verdict.computed_on):
         return "it records no digests of the runs it was computed on (an older evalkit wrote it)"
     if why := _changed(verdict.computed_on["candidate"], Path(candidate_dir)):
@@ -260,11 +316,14 @@ def rederived(verdict: Verdict, base_dir: Path, cand_dir: Path) -> Verdict | str
     try:
         if hashlib.sha256(path.read_bytes()).hexdigest() != verdict.rules_sha256:
             return f"its rules file {path} changed since the verdict, so the verdict cannot be evaluated again"
+        judge = partial(judged.load, verdict.judge["predictions"], qrels.load(verdict.judge["queries"])) \
+            if verdict.judge else None
         again = evaluate(comparison.side(base_dir, on["baseline"]["arm"]), comparison.side(cand_dir, on["candidate"]["arm"]),
-                         path, on["baseline"].get("qrels") != on["candidate"].get("qrels"), recorded_timing(verdict.timing))
+                         path, on["baseline"].get("qrels") != on["candidate"].get("qrels"), recorded_timing(verdict.timing),
+                         judge, verdict.undecided)
     except OSError as e:
         return f"its rules file {path} cannot be read ({e.strerror}), so the verdict cannot be evaluated again"
-    except (comparison.CompareError, TypeError, ValueError, KeyError) as e:
+    except (comparison.CompareError, qrels.QrelsError, TypeError, ValueError, KeyError) as e:
         return f"it cannot be evaluated again ({e})"
     for fresh, stored in zip_longest(again.outcomes, verdict.outcomes):
         if not isinstance(stored, Outcome) or _plain(fresh) != _plain(stored):

@@ -25,8 +25,8 @@ from . import comparison, measures, stats
 from .latency import MIN_QUERIES, PairedTiming, Untimed, paired_ratio
 from .resultsdir import slug
 
-Status = Literal["pass", "fail", "underpowered", "skipped"]
-STATUSES: tuple[Status, ...] = ("pass", "fail", "underpowered", "skipped")
+Status = Literal["pass", "fail", "underpowered", "skipped", "undecided"]
+STATUSES: tuple[Status, ...] = ("pass", "fail", "underpowered", "skipped", "undecided")  # undecided: with a judge
 
 
 class RulesError(comparison.CompareError):
