@@ -2,6 +2,8 @@
 judge's predictions (evalkit.judged), undecided verdicts, their exit codes, and gate.json's judge identity."""
 import dataclasses
 import json
+from contextlib import chdir
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -127,19 +129,20 @@ def test_a_rule_on_a_measure_the_judge_cannot_predict_is_refused(tmp_path, rules
 
 
 def test_gate_json_records_the_judge_and_is_refused_once_the_predictions_change(tmp_path, rules_file, capsys):
-    verdict, person = _gate(tmp_path, rules_file, 0.0, 10)
-    res = tmp_path / "r"
-    (res / gating.GATE_FILE).write_text(verdict.to_json())
-    stored = gating.read(res / gating.GATE_FILE)
-    assert stored.judge["sha256"] == judged.sha256(tmp_path / "judge.csv")
-    assert stored.judge["graded_queries"] == sorted(person) and stored.undecided == "fail"
-    assert set(stored.judge["agreement"]) == {o.rule for o in verdict.outcomes if "judge_r" in o.numbers}
-    assert isinstance(gating.show(res), gating.Verdict)
-    (tmp_path / "judge.csv").write_text("query,doc,page,p_ge1,p_ge2,p_eq3\nq000,a.pdf,1,0.9,0.2,0.1\n")
-    assert "the judge changed since the verdict" in repr(gating.show(res))
-    assert main(["report", str(res)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "the judge changed since the verdict" in err and len(err.splitlines()) == 1
+    """The verdict the report shows is evaluated again with the judge it records (gating.show), so a gate.json
+    decided with a judge stands while its predictions do, and is refused once they change."""
+    res, q, preds = _cli_set(tmp_path, 10)
+    main(["gate", "--baseline", f"{res}:base", "--candidate", f"{res}:cand", "--rules", str(rules_file),
+          "--judge", preds, "--qrels", q])
+    stored = gating.read(Path(res) / gating.GATE_FILE)
+    assert stored.judge["sha256"] == judged.sha256(preds) and stored.undecided == "fail"
+    assert stored.judge["graded_queries"] == [f"q{i:03d}" for i in range(10)]
+    assert set(stored.judge["agreement"]) == {o.rule for o in stored.outcomes if "judge_r" in o.numbers}
+    with chdir(rules_file.parent):  # the verdict names its rules file as the gate was given it
+        assert isinstance(gating.show(Path(res)), gating.Verdict)
+        Path(preds).write_text("query,doc,page,p_ge1,p_ge2,p_eq3\nq000,a.pdf,1,0.9,0.2,0.1\n")
+        assert "the judge changed since the verdict" in repr(gating.show(Path(res)))
+        assert main(["report", str(res)]) == 2
 
 
 def test_graded_whole_means_every_pooled_page_graded(tmp_path):
