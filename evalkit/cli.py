@@ -9,6 +9,8 @@ from pathlib import Path
 from . import __version__, agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
 from . import corpora, dirs, judging, robustness, runner, simulate, validity
 from . import escape as esc
+from .autojudge.features import FeatureError
+from .autojudge.model import JudgeModelError
 from .cache import CacheError, explain
 from .corpora import CorpusError
 from .pages import HIDDEN_TEXT, PageStore, store_path
@@ -284,6 +286,24 @@ def cmd_qrels_simulate(args) -> int:
     for path in simulate.write(sim, out):
         print(path)
     print(simulate.render(sim, rules))
+    return 0
+
+
+def cmd_qrels_judge(args) -> int:
+    from .autojudge import model, session, signals
+
+    spec = model.Spec(args.model, args.calibration, args.seed)
+    pairs = [pair.partition("=") for pair in args.train_on]
+    for file, sep, where in pairs:
+        if not sep or not file or not where:
+            raise UsageError(f"--train-on wants QRELS=RESULTS, e.g. qrels/rmanuals.toml=results/rmanuals, "
+                             f"not {file + sep + where!r}")
+    src, store = signals.open_source(args.file, args.results)
+    others = [signals.open_source(file, where, store=store)[0] for file, _, where in pairs]
+    out = session.run(src, spec, others, args.train_share, args.folds, store.db)
+    print(session.render(out))
+    for path in session.write(out, args.out or Path(args.results) / "judge", " ".join(["evalkit", *sys.argv[1:]])):
+        print(path)
     return 0
 
 
@@ -740,6 +760,21 @@ def parser() -> argparse.ArgumentParser:
     si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
     si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
     si.set_defaults(func=cmd_qrels_simulate)
+    ju = qp.add_parser("judge", help="the local judge: its predicted grades for every pooled page, and its agreement "
+                                     "with the person's grades on queries it did not train on, per class (docs/judge.md)")
+    ju.add_argument("file", type=Path)
+    ju.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
+    ju.add_argument("--train-on", action="append", default=[], metavar="QRELS=RESULTS",
+                    help="train on another query file with its results directory (repeatable); without it and "
+                         "without --train-share, the judge is cross-fitted by query on FILE itself")
+    ju.add_argument("--train-share", type=fraction, metavar="F",
+                    help="train on this share of FILE's queries (per class), test on the rest (e.g. 0.2)")
+    ju.add_argument("--folds", type=at_least_two, default=5, help="cross-fitting folds, by query (default 5)")
+    ju.add_argument("--model", default="hgb", choices=["hgb", "logistic"], help="boosted trees (default) or logistic")
+    ju.add_argument("--calibration", default="isotonic", choices=["isotonic", "platt", "none"])
+    ju.add_argument("--seed", type=int, default=0)
+    ju.add_argument("--out", type=Path, help="where predictions.parquet and judge.json go (default: RESULTS/judge)")
+    ju.set_defaults(func=cmd_qrels_judge)
     dr = qp.add_parser("draft", help="candidate queries from the corpus itself (no language model), for an assessor to edit")
     add_corpus_args(dr)
     dr.add_argument("--neighbours", metavar="NAME", help="a neighbouring corpus whose names and headings this one "
@@ -904,6 +939,25 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def at_least_two(text: str) -> int:
+    """An argparse type for folds: one fold would train on nothing."""
+    value = at_least_one(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, not {value}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """An argparse type for a share strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a number between 0 and 1, not {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value}")
+    return value
+
+
 def at_least_one(text: str) -> int:
     """An argparse type for counts such as -k: a negative k would cut hits from the end, 0 keeps none."""
     try:
@@ -916,7 +970,7 @@ def at_least_one(text: str) -> int:
 
 
 BAD_INPUT = (CorpusError, UsageError, config.ConfigError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
-             CacheError, comparison.CompareError, executor.ExecutorError, judging.JudgingError)
+             CacheError, comparison.CompareError, executor.ExecutorError, judging.JudgingError, FeatureError, JudgeModelError)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

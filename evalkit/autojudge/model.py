@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
+from typing import Any
 
 import numpy as np
 
@@ -189,7 +190,8 @@ class Judge:
 
     def to_bytes(self) -> bytes:
         buf = io.BytesIO()
-        np.savez(buf, __names__=np.array(self.names, dtype=str), **self.arrays)
+        arrays: dict[str, Any] = {"__names__": np.array(self.names, dtype=str), **self.arrays}
+        np.savez(buf, **arrays)
         return buf.getvalue()
 
     @classmethod

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -59,3 +60,16 @@ class CorpusSignals:
         cos = np.array([best[i] if i is not None else 0.0 for i in idx])
         doc = np.array([per_doc[self.doc_rank[d]] if d in self.doc_rank else 0.0 for d, _ in pages])
         return cos, doc
+
+
+def open_source(file: Path | str, results: Path | str, store: PageStore | None = None, depth: int = 10):
+    """A query file, the results directory run on it and its corpus (named by the file's ``[set]``, else
+    by the run) read into the judge's rows; and the page store, whose SQLite file caches fitted judges."""
+    from .. import api, qrels
+    from ..results import Results
+    from .session import load
+
+    qs = qrels.load(file)
+    res = Results.load(results)
+    opened = api.corpus(qs.corpus or res.manifest["corpus"]["name"], store=store, progress=False)
+    return load(qs, res, CorpusSignals(opened.corpus, opened.store), depth), opened.store
