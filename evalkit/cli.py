@@ -496,7 +496,7 @@ def cmd_bench(args) -> int:
           f"{len(queries)} queries from {qfile}; load average {start['load_average_before'][0]:.2f}")
     figures = bench.measure(store, ingest.corpus, queries, split_top(args.arms, ","), runs=args.runs,
                             rounds=args.rounds, embed_docs=args.embed_docs, measure_queries=args.measure_queries,
-                            spec=spec)
+                            spec=spec, judge=(qfile, args.judge_results) if args.judge_results else None)
     frame = None
     if args.scale:
         sizes = [int(n) for n in args.scale.split(",")]
@@ -830,6 +830,9 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--scale-arms", default=",".join(SCALE_ARMS))
     be.add_argument("--embed", action="store_true", help="embed the largest subset first (else vector arms need cached vectors)")
     be.add_argument("--seed", type=int, default=0)
+    be.add_argument("--judge-results", type=Path, metavar="DIR",
+                    help="also time the local judge: training on 500 grades and warm judging per page, over this "
+                         "results directory of the corpus run with --qrels")
     be.add_argument("--compare", nargs=2, type=Path, metavar=("DIR1", "DIR2"),
                     help="print two bench directories' figures side by side, absolute and calibrated, and stop")
     be.set_defaults(func=cmd_bench)
