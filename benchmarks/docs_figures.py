@@ -66,6 +66,7 @@ HALVES = ("evalkit qrels split qrels/latex.toml --seed 0 --out {results}/latex-h
             f"--held-out latex={{results}}/latex-halves/{b}.toml --out {{results}}/tune-keep-on-latex-{a}"
             for a, b in (("a", "b"), ("b", "a"))))
 DOC_RANKING = "python benchmarks/doc_ranking.py --reach {results}/latex-mcp-hybrid --out {out}/doc-ranking.md"
+JUDGE = "python benchmarks/judge_models.py --results {results} --out {out}/judge.md"
 CEILING = "python benchmarks/refusal_ceiling.py --results {out}/refusal-ceiling --out {out}/refusal-ceiling.md"
 
 
@@ -199,6 +200,8 @@ def figures() -> list[Figure]:
             f"{MCP.format(mode='hybrid')}", versus=(RECOMMENDED, CROSS_VALIDATED)),
         Figure("doc-ranking", (DOC_RANKING,),
                lambda results, out: need(out / "doc-ranking.md", df.shown(DOC_RANKING)).read_text().strip(), "run"),
+        Figure("judge", (JUDGE,), lambda results, out: need(out / "judge.md", df.shown(JUDGE)).read_text().strip(), "run",
+               f"{REPORT}; CORPUS=rmanuals {REPORT}"),
     ]
 
 

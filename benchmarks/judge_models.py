@@ -1,6 +1,8 @@
 """The local judge measured on the shipped sets: which model, and how far its grades stand in for the person's.
 
-    python benchmarks/judge_models.py [--sets latex,rmanuals] [--out docs/figures/judge.md]
+    python benchmarks/judge_models.py [--sets latex,rmanuals] [--results results] [--out FILE]
+
+`make docs-figures` runs it for docs/figures/judge.md (the command and machine lines are its own).
 
 Needs `make report` and `CORPUS=rmanuals make report` first (results/latex, results/rmanuals). Every figure is
 on grades the judge did not train on:
@@ -10,7 +12,10 @@ on grades the judge did not train on:
 2. the chosen judge (the CLI's default) trained on one set and tested on the other, both ways, and trained on
    20% of a set's queries (per class) and tested on the rest, on each set: the agreement per class as
    `evalkit qrels judge` prints it, with the command that prints it; and its AUROC for gain >= 2 against the
-   stopping estimate's Prior and "unjudged = 0" on the same held-out pool pages.
+   stopping estimate's Prior and "unjudged = 0" on the same held-out pool pages;
+3. the circularity check: every arm's mean nDCG@10 and nDCG@10(doc) under the person's grades and under the
+   cross-fitted judge's, so an arm built on the judge's own text model (MiniLM: the semantic arm, the
+   hybrids) shows whether the judge favours it beyond what the person's grades give it.
 
 A cross-encoder fine-tuned from MiniLM weights (the third candidate of the issue) is not measured here: the
 pilot's transferred one was near chance (../shared/OFFLINE_MODELS.md) and torch is no dependency of evalkit.
@@ -55,6 +60,16 @@ def per_class(out: session.Outcome) -> str:
             f"{b['unjudged = 0']:.3f}.")
 
 
+def circularity(src: session.Source, db) -> list[str]:
+    """Each arm's means under the person's grades and the cross-fitted judge's: the semantic arm and the
+    hybrids read the same MiniLM vectors as the judge's cosine feature."""
+    cmd = f"evalkit qrels judge qrels/{src.name}.toml --results results/{src.name}"
+    means = session.arm_means(src, session.crossfit(src, CHOSEN, db=db))
+    return [f"### Circularity: {src.name}, each arm under the person's grades and the judge's", "",
+            f"Judge: `{cmd}` (cross-fitted); answerable held-out queries.", "",
+            docfigures.markdown_table(means), ""]
+
+
 def experiments(sources: dict[str, session.Source], db) -> list[str]:
     lines = []
     names = list(sources)
@@ -75,20 +90,19 @@ def experiments(sources: dict[str, session.Source], db) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="latex,rmanuals")
+    ap.add_argument("--results", type=Path, default=Path("results"), help="where results/<set> are")
     ap.add_argument("--out", type=Path, help="write the Markdown here too")
     args = ap.parse_args()
-    start = docfigures.moment()
     store = None
     sources = {}
     for name in args.sets.split(","):
-        sources[name], store = signals.open_source(f"qrels/{name}.toml", f"results/{name}", store=store)
+        sources[name], store = signals.open_source(f"qrels/{name}.toml", args.results / name, store=store)
     db = store.db if store is not None else None
     models = pd.concat([compare_models(s, db) for s in sources.values()], ignore_index=True)
-    body = ["### Candidate models, cross-fitted by query (5 folds) on each set", "",
-            docfigures.markdown_table(models, index=False), "", *experiments(sources, db)]
-    text = "\n".join([f"Command: `python benchmarks/judge_models.py --sets {args.sets} --out docs/figures/judge.md` "
-                      f"(after `make report` and `CORPUS=rmanuals make report`); chosen judge: {CHOSEN.label}, seed "
-                      f"{CHOSEN.seed}.", "", docfigures.machine_line(start, docfigures.moment()), "", *body])
+    text = "\n".join([f"Chosen judge: {CHOSEN.label}, seed {CHOSEN.seed}.", "",
+                      "### Candidate models, cross-fitted by query (5 folds) on each set", "",
+                      docfigures.markdown_table(models, index=False), "", *experiments(sources, db),
+                      *(line for src in sources.values() for line in circularity(src, db))])
     print(text)
     if args.out:
         args.out.write_text(text.rstrip() + "\n", encoding="utf-8")

@@ -128,6 +128,19 @@ def test_a_fooled_judge_is_refused_for_the_trap_class_in_words(case, tmp_path):
     assert "trap: refused" in session.render(out)
 
 
+def test_an_arm_built_on_the_judge_s_own_signal_is_not_favoured_by_its_grades(case):
+    """Arm ``a`` ranks by the very signal the judge's text features read (as the semantic arm reads the
+    judge's MiniLM vectors); ``b`` ranks against it. Under the judge's grades ``a`` gains no more over the
+    person's grades than ``b`` does."""
+    means = session.arm_means(case, session.crossfit(case, LOGISTIC, k=3))
+    person, _ = session.rescored(case, session.crossfit(case, LOGISTIC, k=3))
+    answerable = person[person["class"] != "abstain"]
+    assert means.loc["a", "person page"] == pytest.approx(answerable[answerable["arm"] == "a"]["nDCG@10"].mean())
+    for level in ("page", "doc"):
+        gap = means[f"judge − person {level}"]
+        assert gap["a"] - gap["b"] <= 0.05, means
+
+
 def test_verdicts_follow_the_stated_bounds():
     t = pd.DataFrame({"kappa": [0.5, 0.39, math.nan, 0.9, 0.9], "false_alarms": [0.0, 0.0, 0.1, 0.0, 0.25]},
                      index=["needle", "spread", "abstain", "trap", agreement.DISTRACTOR_ROW])

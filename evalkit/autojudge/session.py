@@ -126,9 +126,9 @@ def transfer(train: Sequence[Source], test: Source, spec: model.Spec, db: sqlite
     return _with_prior(predict(judge, rows).assign(fold=-1), judged, test, test.settings.depth)
 
 
-def taus(src: Source, preds: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """Per class and over all answerable queries: Kendall τ of the arms' means on nDCG@10 and nDCG@10(doc)
-    under the person's grades and under the judge's (the held-out queries of ``preds`` only)."""
+def rescored(src: Source, preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The held-out queries' per-query rows (every arm) rescored on nDCG@10 and nDCG@10(doc) under the
+    person's grades and under the judge's (its grade for every page of ``preds``)."""
     qids = set(preds["query"])
     person = {q.id: simulate.gains(q) for q in src.qs.queries if q.id in qids}
     g = agreement.grade(preds[["p_ge1", "p_ge2", "p_eq3"]].to_numpy(float))
@@ -137,15 +137,33 @@ def taus(src: Source, preds: pd.DataFrame) -> dict[str, tuple[float, float]]:
         judged.setdefault(q, {})[(d, int(p))] = int(x)
     base = src.results.per_query[src.results.per_query["query"].isin(qids)]
     names = list(simulate.LEVELS.values())
-    a = simulate.rescore(src.qs, src.answers, base, person, names)
-    b = simulate.rescore(src.qs, src.answers, base, judged, names)
+    return (simulate.rescore(src.qs, src.answers, base, person, names),
+            simulate.rescore(src.qs, src.answers, base, judged, names))
+
+
+def taus(src: Source, preds: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """Per class and over all answerable queries: Kendall τ of the arms' means on nDCG@10 and nDCG@10(doc)
+    under the person's grades and under the judge's (the held-out queries of ``preds`` only)."""
+    a, b = rescored(src, preds)
     out = {}
     for cls in [*dict.fromkeys(preds["cls"]), "all"]:
         pa, pb = (a[a["class"] != "abstain"], b[b["class"] != "abstain"]) if cls == "all" else \
             (a[a["class"] == cls], b[b["class"] == cls])
         page, doc = (simulate.kendall_tau(list(pa.groupby("arm")[m].mean()), list(pb.groupby("arm")[m].mean()))
-                     for m in names)
+                     for m in simulate.LEVELS.values())
         out[cls] = (page, doc)
+    return out
+
+
+def arm_means(src: Source, preds: pd.DataFrame) -> pd.DataFrame:
+    """Each arm's mean nDCG@10 and nDCG@10(doc) over the held-out answerable queries under the person's
+    grades and the judge's, and the difference (judge − person): an arm the judge favours beyond what the
+    person's grades give it has a larger difference than the others (the circularity check)."""
+    a, b = (f[f["class"] != "abstain"].groupby("arm")[list(simulate.LEVELS.values())].mean() for f in rescored(src, preds))
+    out = pd.DataFrame(index=a.index)
+    for level, m in simulate.LEVELS.items():
+        out[f"person {level}"], out[f"judge {level}"] = a[m], b[m]
+        out[f"judge − person {level}"] = b[m] - a[m]
     return out
 
 
