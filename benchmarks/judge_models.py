@@ -70,42 +70,57 @@ def circularity(src: session.Source, db) -> list[str]:
             docfigures.markdown_table(means), ""]
 
 
-def experiments(sources: dict[str, session.Source], db) -> list[str]:
+def experiments(sources: dict[str, session.Source], db, flags: str = "", suffix: str = "") -> list[str]:
     lines = []
     names = list(sources)
     for test in names:
         for train in (n for n in names if n != test):
-            cmd = (f"evalkit qrels judge qrels/{test}.toml --results results/{test} "
-                   f"--train-on qrels/{train}.toml=results/{train}")
+            cmd = (f"evalkit qrels judge qrels/{test}.toml --results results/{test}{suffix} "
+                   f"--train-on qrels/{train}.toml=results/{train}{suffix}{flags}")
             out = session.run(sources[test], CHOSEN, train_on=[sources[train]], db=db)
-            lines += [f"### Trained on {train}, tested on {test}", "", f"Command: `{cmd}`", "", per_class(out), ""]
+            lines += [f"### Trained on {train}, tested on {test}{suffix and ' (words and ranks)'}", "",
+                      f"Command: `{cmd}`", "", per_class(out), ""]
     for test in names:
-        cmd = f"evalkit qrels judge qrels/{test}.toml --results results/{test} --train-share 0.2"
+        cmd = f"evalkit qrels judge qrels/{test}.toml --results results/{test}{suffix} --train-share 0.2{flags}"
         out = session.run(sources[test], CHOSEN, train_share=0.2, db=db)
-        lines += [f"### Trained on 20% of {test}'s queries, tested on the other 80%", "", f"Command: `{cmd}`", "",
-                  per_class(out), ""]
+        lines += [f"### Trained on 20% of {test}'s queries, tested on the other 80%{suffix and ' (words and ranks)'}",
+                  "", f"Command: `{cmd}`", "", per_class(out), ""]
     return lines
+
+
+def opened(sets: str, root: Path, store, suffix: str = "", vectors: bool = True) -> tuple[dict, object]:
+    sources = {}
+    for name in filter(None, sets.split(",")):
+        sources[name], store = signals.open_source(f"qrels/{name}.toml", root / f"{name}{suffix}", store=store,
+                                                   vectors=vectors)
+    return sources, store
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="latex,rmanuals")
+    ap.add_argument("--sets", default="latex,rmanuals", help="sets with every arm and the semantic signal")
+    ap.add_argument("--lexical-sets", default="", help="sets measured from results/<set>-lexical (the four lexical "
+                    "arms) without the semantic signal (--no-vectors), for a corpus not yet embedded")
     ap.add_argument("--results", type=Path, default=Path("results"), help="where results/<set> are")
     ap.add_argument("--out", type=Path, help="write the Markdown here too")
     args = ap.parse_args()
-    store = None
-    sources = {}
-    for name in args.sets.split(","):
-        sources[name], store = signals.open_source(f"qrels/{name}.toml", args.results / name, store=store)
+    full, store = opened(args.sets, args.results, None)
+    lexical, store = opened(args.lexical_sets, args.results, store, "-lexical", vectors=False)
     db = store.db if store is not None else None
-    models = pd.concat([compare_models(s, db) for s in sources.values()], ignore_index=True)
-    text = "\n".join([f"Chosen judge: {CHOSEN.label}, seed {CHOSEN.seed}.", "",
-                      "### Candidate models, cross-fitted by query (5 folds) on each set", "",
-                      docfigures.markdown_table(models, index=False), "", *experiments(sources, db),
-                      *(line for src in sources.values() for line in circularity(src, db))])
-    print(text)
+    text = [f"Chosen judge: {CHOSEN.label}, seed {CHOSEN.seed}.", ""]
+    if full:
+        models = pd.concat([compare_models(s, db) for s in full.values()], ignore_index=True)
+        text += ["### Candidate models, cross-fitted by query (5 folds) on each set", "",
+                 docfigures.markdown_table(models, index=False), "", *experiments(full, db),
+                 *(line for src in full.values() for line in circularity(src, db))]
+    if lexical:
+        text += ["### Without the semantic signal: words, position and the four lexical arms' ranks", "",
+                 "Run first: `evalkit run --corpus SET --qrels qrels/SET.toml --arms "
+                 "'keyword,keyword(tiebreak=page),global-index,score-merge' --out results/SET-lexical`.", "",
+                 *experiments(lexical, db, " --no-vectors", "-lexical")]
+    print("\n".join(text))
     if args.out:
-        args.out.write_text(text.rstrip() + "\n", encoding="utf-8")
+        args.out.write_text("\n".join(text).rstrip() + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

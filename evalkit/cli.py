@@ -298,8 +298,10 @@ def cmd_qrels_judge(args) -> int:
         if not sep or not file or not where:
             raise UsageError(f"--train-on wants QRELS=RESULTS, e.g. qrels/rmanuals.toml=results/rmanuals, "
                              f"not {file + sep + where!r}")
-    src, store = signals.open_source(args.file, args.results)
-    others = [signals.open_source(file, where, store=store)[0] for file, _, where in pairs]
+    chosen = split_top(args.arms, ",") if args.arms else None
+    src, store = signals.open_source(args.file, args.results, arms=chosen, vectors=not args.no_vectors)
+    others = [signals.open_source(file, where, store=store, arms=chosen, vectors=not args.no_vectors)[0]
+              for file, _, where in pairs]
     out = session.run(src, spec, others, args.train_share, args.folds, store.db)
     print(session.render(out))
     for path in session.write(out, args.out or Path(args.results) / "judge", " ".join(["evalkit", *sys.argv[1:]])):
@@ -772,6 +774,10 @@ def parser() -> argparse.ArgumentParser:
     ju.add_argument("--folds", type=at_least_two, default=5, help="cross-fitting folds, by query (default 5)")
     ju.add_argument("--model", default="hgb", choices=["hgb", "logistic"], help="boosted trees (default) or logistic")
     ju.add_argument("--calibration", default="isotonic", choices=["isotonic", "platt", "none"])
+    ju.add_argument("--arms", help="comma-separated arm labels whose ranks the judge reads and whose top pages are "
+                                   "pooled (default: every arm of RESULTS)")
+    ju.add_argument("--no-vectors", action="store_true", help="no semantic signal: for a corpus whose pages are not "
+                                                              "embedded (the judge reads words, position and ranks)")
     ju.add_argument("--seed", type=int, default=0)
     ju.add_argument("--out", type=Path, help="where predictions.parquet and judge.json go (default: RESULTS/judge)")
     ju.set_defaults(func=cmd_qrels_judge)

@@ -50,6 +50,9 @@ def load(qs: QuerySet, results: Results, signals: TextSignals, depth: int = 10,
     """Read a query file's features from its results directory (every arm, or ``arms``) and text signals."""
     simulate.check_run(qs, results)
     ans = simulate.answers(results)
+    unknown = [a for a in arms or () if a not in results.arms]
+    if unknown:
+        raise features.FeatureError(f"{results.path} has no arm {', '.join(unknown)} (it has {', '.join(results.arms)})")
     settings = Settings(depth, tuple(arms or results.arms), signals.key)
     rankings = {q.id: simulate.rankings(ans, q.id) for q in qs.queries}
     return Source(qs, results, ans, rankings, features.table(qs.queries, rankings, signals, settings), settings)

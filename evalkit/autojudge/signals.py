@@ -20,16 +20,19 @@ from ..pooling import PageKey
 class CorpusSignals:
     """BM25, IDF mass and window cosines of a corpus's pages for a query (:data:`features.TEXT`)."""
 
-    def __init__(self, corpus: Corpus, store: PageStore, progress: bool = False):
+    def __init__(self, corpus: Corpus, store: PageStore, progress: bool = False, vectors: bool = True):
+        """``vectors=False``: no semantic signal (its columns are 0), for a corpus not embedded."""
         self.index = GlobalIndex(store, corpus)
-        self.semantic = SemanticArm(corpus, store, progress=progress, query_threads=1)
-        gi, sem = self.index, self.semantic
+        gi = self.index
         self.row = {(gi.docs[gi.doc[r]], int(gi.page[r])): r for r in range(1, len(gi.doc))}
-        self.window = {(sem.doc_names[sem.page_doc_rank[i]], int(sem.page_number[i])): i
-                       for i in range(len(sem.page_number))}
-        self.doc_rank = {name: i for i, name in enumerate(sem.doc_names)}
         self.n_pages = {d.name: d.pages for d in corpus.documents}
-        self.key = hashlib.sha256(json.dumps([gi.table, sem.spec.key, sem.label]).encode()).hexdigest()[:32]
+        self.semantic = SemanticArm(corpus, store, progress=progress, query_threads=1) if vectors else None
+        sem = self.semantic
+        self.window = {} if sem is None else {(sem.doc_names[sem.page_doc_rank[i]], int(sem.page_number[i])): i
+                                              for i in range(len(sem.page_number))}
+        self.doc_rank = {} if sem is None else {name: i for i, name in enumerate(sem.doc_names)}
+        model = [sem.spec.key, sem.label] if sem is not None else ["no vectors"]
+        self.key = hashlib.sha256(json.dumps([gi.table, *model]).encode()).hexdigest()[:32]
 
     def pages(self, doc: str) -> int:
         return self.n_pages.get(doc, 1)
@@ -53,6 +56,8 @@ class CorpusSignals:
 
     def _cosines(self, query: str, pages: Sequence[PageKey]) -> tuple[np.ndarray, np.ndarray]:
         sem = self.semantic
+        if sem is None:
+            return np.zeros(len(pages)), np.zeros(len(pages))
         best = page_maxima(sem.window_scores(query), sem.starts) if len(sem.starts) else np.zeros(0)
         per_doc = np.full(len(sem.doc_names), -1.0)
         np.maximum.at(per_doc, sem.page_doc_rank, best)
@@ -62,9 +67,11 @@ class CorpusSignals:
         return cos, doc
 
 
-def open_source(file: Path | str, results: Path | str, store: PageStore | None = None, depth: int = 10):
+def open_source(file: Path | str, results: Path | str, store: PageStore | None = None, depth: int = 10,
+                arms: Sequence[str] | None = None, vectors: bool = True):
     """A query file, the results directory run on it and its corpus (named by the file's ``[set]``, else
-    by the run) read into the judge's rows; and the page store, whose SQLite file caches fitted judges."""
+    by the run) read into the judge's rows (the ranks of every arm, or of ``arms``; ``vectors=False``: no
+    semantic signal); and the page store, whose SQLite file caches fitted judges."""
     from .. import api, qrels
     from ..results import Results
     from .session import load
@@ -72,4 +79,4 @@ def open_source(file: Path | str, results: Path | str, store: PageStore | None =
     qs = qrels.load(file)
     res = Results.load(results)
     opened = api.corpus(qs.corpus or res.manifest["corpus"]["name"], store=store, progress=False)
-    return load(qs, res, CorpusSignals(opened.corpus, opened.store), depth), opened.store
+    return load(qs, res, CorpusSignals(opened.corpus, opened.store, vectors=vectors), depth, arms), opened.store
