@@ -251,3 +251,6 @@ def test_features_on_a_real_corpus_read_the_arms_own_scores(small, small_results
     sem = SemanticArm(c, store, progress=False)
     best = sem.search(q.text, 1).hits[0]
     assert CorpusSignals(c, store).score(q.text, [(best.doc, best.page)])[0, 3] == pytest.approx(best.score, abs=1e-5)
+    words_only = CorpusSignals(c, store, vectors=False)
+    assert words_only.key != src.settings.text  # a judge without the semantic signal is another judge
+    assert not words_only.score(q.text, [(best.doc, best.page)])[0, 3:].any()
