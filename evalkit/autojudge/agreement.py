@@ -11,8 +11,8 @@ other folds, so no query's grades reach its own predictions. The agreement, per 
 - the expected calibration error of P(gain ≥ 2): ten equal-width bins of the prediction, each bin's
   |mean prediction − share of gain ≥ 2| weighted by its share of the pages;
 - false alarms: among pages the person graded 0, the share the judge grades ≥ 1;
-- Kendall τ of the arms' order on nDCG@10 and nDCG@10(doc) when the judge's grades replace the person's
-  (:func:`evalkit.simulate.rescore`).
+- Kendall τ of the arms' order on nDCG@10 and nDCG@10(doc) when the judge's labels replace the person's
+  (:func:`evalkit.simulate.rescore`), a page's label being its expected gain under the judge.
 
 The trap class is one row, its distractor pages included, and its distractor pages are a row of their own.
 :func:`verdicts` applies the bounds docs/judge.md stated before anything was measured.

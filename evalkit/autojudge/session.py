@@ -131,13 +131,15 @@ def transfer(train: Sequence[Source], test: Source, spec: model.Spec, db: sqlite
 
 def rescored(src: Source, preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The held-out queries' per-query rows (every arm) rescored on nDCG@10 and nDCG@10(doc) under the
-    person's grades and under the judge's (its grade for every page of ``preds``)."""
+    person's grades and under the judge's labels: every page of ``preds`` at its expected gain,
+    P(>= 1) + P(>= 2) + P(= 3) (as the stopping estimate fills unread pages). Its most likely grade would
+    label almost every page 0 when relevant pages are rare, and leave every arm at 0: no order to compare."""
     qids = set(preds["query"])
     person = {q.id: simulate.gains(q) for q in src.qs.queries if q.id in qids}
-    g = agreement.grade(preds[["p_ge1", "p_ge2", "p_eq3"]].to_numpy(float))
+    expected = preds[["p_ge1", "p_ge2", "p_eq3"]].to_numpy(float).sum(axis=1)
     judged: dict[str, dict] = {}
-    for q, d, p, x in zip(preds["query"], preds["doc"], preds["page"], g):
-        judged.setdefault(q, {})[(d, int(p))] = int(x)
+    for q, d, p, x in zip(preds["query"], preds["doc"], preds["page"], expected):
+        judged.setdefault(q, {})[(d, int(p))] = float(x)
     base = src.results.per_query[src.results.per_query["query"].isin(qids)]
     names = list(simulate.LEVELS.values())
     return (simulate.rescore(src.qs, src.answers, base, person, names),
