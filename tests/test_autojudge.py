@@ -148,6 +148,8 @@ def test_verdicts_follow_the_stated_bounds():
     assert v["needle"] == "accepted" and v["abstain"] == "accepted"
     assert v["spread"].startswith("refused: kappa 0.39 < 0.40")
     assert "25% of the distractor pages" in v["trap"]
+    t.loc["abstain", "kappa"] = 0.0  # the person's one grade: κ is 0 whatever the judge says
+    assert agreement.verdicts(t)["abstain"] == "accepted"
     t.loc["abstain", "false_alarms"] = 0.3
     assert agreement.verdicts(t)["abstain"].startswith("refused")
 

@@ -115,9 +115,12 @@ def verdicts(table: pd.DataFrame) -> dict[str, str]:
         why = []
         alarms_rule = name == "abstain" or (name == "trap" and DISTRACTOR_ROW in table.index)
         alarms = table.loc[DISTRACTOR_ROW, "false_alarms"] if name == "trap" and DISTRACTOR_ROW in table.index else r["false_alarms"]
-        if math.isnan(r["kappa"]) and not (name == "abstain" and not math.isnan(alarms)):
+        if name == "abstain":  # every grade 0: κ is 0 or undefined whatever the judge says; false alarms decide
+            if math.isnan(alarms):
+                why.append("no measurable agreement (no graded pages)")
+        elif math.isnan(r["kappa"]):
             why.append("no measurable agreement (too few graded pages, or one grade only)")
-        elif not math.isnan(r["kappa"]) and r["kappa"] < KAPPA_MIN:
+        elif r["kappa"] < KAPPA_MIN:
             why.append(f"kappa {r['kappa']:.2f} < {KAPPA_MIN:.2f}")
         if alarms_rule and not math.isnan(alarms) and alarms > FALSE_ALARMS_MAX:
             where = "distractor pages" if name == "trap" else "pages"
