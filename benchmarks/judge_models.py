@@ -73,17 +73,23 @@ def circularity(src: session.Source, db) -> list[str]:
 def experiments(sources: dict[str, session.Source], db, flags: str = "", suffix: str = "") -> list[str]:
     lines = []
     names = list(sources)
+    words = suffix and " (words and ranks)"
+    for test in names:
+        cmd = f"evalkit qrels judge qrels/{test}.toml --results results/{test}{suffix}{flags}"
+        out = session.run(sources[test], CHOSEN, db=db)
+        lines += [f"### Cross-fitted on {test} (5 folds by query){words}", "", f"Command: `{cmd}`", "",
+                  per_class(out), ""]
     for test in names:
         for train in (n for n in names if n != test):
             cmd = (f"evalkit qrels judge qrels/{test}.toml --results results/{test}{suffix} "
                    f"--train-on qrels/{train}.toml=results/{train}{suffix}{flags}")
             out = session.run(sources[test], CHOSEN, train_on=[sources[train]], db=db)
-            lines += [f"### Trained on {train}, tested on {test}{suffix and ' (words and ranks)'}", "",
+            lines += [f"### Trained on {train}, tested on {test}{words}", "",
                       f"Command: `{cmd}`", "", per_class(out), ""]
     for test in names:
         cmd = f"evalkit qrels judge qrels/{test}.toml --results results/{test}{suffix} --train-share 0.2{flags}"
         out = session.run(sources[test], CHOSEN, train_share=0.2, db=db)
-        lines += [f"### Trained on 20% of {test}'s queries, tested on the other 80%{suffix and ' (words and ranks)'}",
+        lines += [f"### Trained on 20% of {test}'s queries, tested on the other 80%{words}",
                   "", f"Command: `{cmd}`", "", per_class(out), ""]
     return lines
 
@@ -111,7 +117,10 @@ def main() -> None:
     if full:
         models = pd.concat([compare_models(s, db) for s in full.values()], ignore_index=True)
         text += ["### Candidate models, cross-fitted by query (5 folds) on each set", "",
-                 docfigures.markdown_table(models, index=False), "", *experiments(full, db),
+                 docfigures.markdown_table(models, index=False), "",
+                 f"Lowest mean Brier score of P(gain ≥ 2) (a proper scoring rule: the estimates read the "
+                 f"probabilities): {models.groupby('model')['Brier ≥2'].mean().idxmin()}; lowest mean ECE: "
+                 f"{models.groupby('model')['ECE ≥2'].mean().idxmin()}.", "", *experiments(full, db),
                  *(line for src in full.values() for line in circularity(src, db))]
     if lexical:
         text += ["### Without the semantic signal: words, position and the four lexical arms' ranks", "",
