@@ -258,7 +258,7 @@ def cmd_qrels_pool(args) -> int:
         rankings = {arm.label: [(h.doc, h.page) for h in arm.search(q.text, max(strat.depth, 10)).hits] for arm in built}
         if q.answerable:
             answerable[q.id] = (rankings, judged)
-        pending = set(strat.pending(rankings, judged))
+        pending = set(strat.for_query(q.id).pending(rankings, judged))
         pooled: dict[tuple[str, int], list[str]] = {}
         for label, ranking in rankings.items():
             for rank, page in enumerate(ranking[:strat.depth], 1):

@@ -177,7 +177,7 @@ def replay(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], spec: str,
     for q in qs.queries:
         known = gains(q)
         r = {a: x for a, x in rankings(ans, q.id).items() if a != without}
-        orders[q.id] = pooling.replay(strat, r, partial(_gain, known))
+        orders[q.id] = pooling.replay(strat.for_query(q.id), r, partial(_gain, known))
         unjudged += sum(p not in known for p, _ in orders[q.id])
     return Replay(strat.label, orders, unjudged)
 
