@@ -743,7 +743,8 @@ def parser() -> argparse.ArgumentParser:
                                    f"{','.join(POOL_ARMS)})")
     po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.add_argument("--strategy", help="pooling strategy spec: depth(k=10) (the default: every unjudged page of the "
-                                       "pool), mtf(k=10) or maxmean(k=10) (the next page each query's judgments call for)")
+                                       "pool), mtf(k=10), maxmean(k=10) or judge(predictions=PATH) (the next page each query's judgments, or the "
+                                       "judge's predictions of `qrels judge`, call for)")
     po.set_defaults(func=cmd_qrels_pool)
     pl = qp.add_parser("plan", help="the power planner: per class, the MDD the set can see now and the queries "
                                     "needed to see a chosen Δ, from the arms' answers in a results directory")
