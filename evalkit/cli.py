@@ -14,6 +14,8 @@ from pathlib import Path
 from . import agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
 from . import corpora, dirs, judging, oserrors, robustness, runner, simulate, validity
 from . import escape as esc
+from .autojudge.features import FeatureError
+from .autojudge.model import JudgeModelError
 from .cache import CacheError, explain
 from .corpora import CorpusError
 from .pages import HIDDEN_TEXT, PageStore, store_path
@@ -278,7 +280,7 @@ def cmd_qrels_pool(args) -> int:
         rankings = {arm.label: [(h.doc, h.page) for h in arm.search(q.text, max(strat.depth, 10)).hits] for arm in built}
         if q.answerable:
             answerable[q.id] = (rankings, judged)
-        pending = set(strat.pending(rankings, judged))
+        pending = set(strat.for_query(q.id).pending(rankings, judged))
         pooled: dict[tuple[str, int], list[str]] = {}
         for label, ranking in rankings.items():
             for rank, page in enumerate(ranking[:strat.depth], 1):
@@ -306,6 +308,26 @@ def cmd_qrels_simulate(args) -> int:
     for path in simulate.write(sim, out):
         print(path)
     print(simulate.render(sim, rules))
+    return 0
+
+
+def cmd_qrels_judge(args) -> int:
+    from .autojudge import model, session, signals
+
+    spec = model.Spec(args.model, args.calibration, args.seed)
+    pairs = [pair.partition("=") for pair in args.train_on]
+    for file, sep, where in pairs:
+        if not sep or not file or not where:
+            raise UsageError(f"--train-on wants QRELS=RESULTS, e.g. qrels/rmanuals.toml=results/rmanuals, "
+                             f"not {file + sep + where!r}")
+    chosen = split_top(args.arms, ",") if args.arms else None
+    src, store = signals.open_source(args.file, args.results, arms=chosen, vectors=not args.no_vectors)
+    others = [signals.open_source(file, where, store=store, arms=chosen, vectors=not args.no_vectors)[0]
+              for file, _, where in pairs]
+    out = session.run(src, spec, others, args.train_share, args.folds, store.db)
+    print(session.render(out))
+    for path in session.write(out, args.out or Path(args.results) / "judge", " ".join(["evalkit", *sys.argv[1:]])):
+        print(path)
     return 0
 
 
@@ -501,7 +523,7 @@ def cmd_bench(args) -> int:
           f"{len(queries)} queries from {qfile}; load average {start['load_average_before'][0]:.2f}")
     figures = bench.measure(store, ingest.corpus, queries, split_top(args.arms, ","), runs=args.runs,
                             rounds=args.rounds, embed_docs=args.embed_docs, measure_queries=args.measure_queries,
-                            spec=spec)
+                            spec=spec, judge=(qfile, args.judge_results) if args.judge_results else None)
     frame = None
     if args.scale:
         sizes = [int(n) for n in args.scale.split(",")]
@@ -786,7 +808,8 @@ def parser() -> argparse.ArgumentParser:
                                    f"{','.join(POOL_ARMS)})")
     po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
     po.add_argument("--strategy", help="pooling strategy spec: depth(k=10) (the default: every unjudged page of the "
-                                       "pool), mtf(k=10) or maxmean(k=10) (the next page each query's judgments call for)")
+                                       "pool), mtf(k=10), maxmean(k=10) or judge(predictions=PATH) (the next page each query's judgments, or the "
+                                       "judge's predictions of `qrels judge`, call for)")
     po.set_defaults(func=cmd_qrels_pool)
     pl = qp.add_parser("plan", help="the power planner: per class, the MDD the set can see now and the queries "
                                     "needed to see a chosen Δ, from the arms' answers in a results directory")
@@ -807,6 +830,25 @@ def parser() -> argparse.ArgumentParser:
     si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
     si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
     si.set_defaults(func=cmd_qrels_simulate)
+    ju = qp.add_parser("judge", help="the local judge: its predicted grades for every pooled page, and its agreement "
+                                     "with the person's grades on queries it did not train on, per class (docs/judge.md)")
+    ju.add_argument("file", type=Path)
+    ju.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
+    ju.add_argument("--train-on", action="append", default=[], metavar="QRELS=RESULTS",
+                    help="train on another query file with its results directory (repeatable); without it and "
+                         "without --train-share, the judge is cross-fitted by query on FILE itself")
+    ju.add_argument("--train-share", type=fraction, metavar="F",
+                    help="train on this share of FILE's queries (per class), test on the rest (e.g. 0.2)")
+    ju.add_argument("--folds", type=at_least_two, default=5, help="cross-fitting folds, by query (default 5)")
+    ju.add_argument("--model", default="hgb", choices=["hgb", "logistic"], help="boosted trees (default) or logistic")
+    ju.add_argument("--calibration", default="isotonic", choices=["isotonic", "platt", "none"])
+    ju.add_argument("--arms", help="comma-separated arm labels whose ranks the judge reads and whose top pages are "
+                                   "pooled (default: every arm of RESULTS)")
+    ju.add_argument("--no-vectors", action="store_true", help="no semantic signal: for a corpus whose pages are not "
+                                                              "embedded (the judge reads words, position and ranks)")
+    ju.add_argument("--seed", type=int, default=0)
+    ju.add_argument("--out", type=Path, help="where predictions.parquet and judge.json go (default: RESULTS/judge)")
+    ju.set_defaults(func=cmd_qrels_judge)
     dr = qp.add_parser("draft", help="candidate queries from the corpus itself (no language model), for an assessor to edit")
     add_corpus_args(dr)
     dr.add_argument("--neighbours", metavar="NAME", help="a neighbouring corpus whose names and headings this one "
@@ -862,6 +904,9 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--scale-arms", default=",".join(SCALE_ARMS))
     be.add_argument("--embed", action="store_true", help="embed the largest subset first (else vector arms need cached vectors)")
     be.add_argument("--seed", type=int, default=0)
+    be.add_argument("--judge-results", type=Path, metavar="DIR",
+                    help="also time the local judge: training on 500 grades and warm judging per page, over this "
+                         "results directory of the corpus run with --qrels")
     be.add_argument("--compare", nargs=2, type=Path, metavar=("DIR1", "DIR2"),
                     help="print two bench directories' figures side by side, absolute and calibrated, and stop")
     be.set_defaults(func=cmd_bench)
@@ -978,6 +1023,25 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def at_least_two(text: str) -> int:
+    """An argparse type for folds: one fold would train on nothing."""
+    value = at_least_one(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, not {value}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """An argparse type for a share strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a number between 0 and 1, not {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value}")
+    return value
+
+
 def at_least_one(text: str) -> int:
     """An argparse type for counts such as -k: a negative k would cut hits from the end, 0 keeps none."""
     try:
@@ -990,7 +1054,7 @@ def at_least_one(text: str) -> int:
 
 
 BAD_INPUT = (CorpusError, UsageError, config.ConfigError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
-             CacheError, comparison.CompareError, executor.ExecutorError, judging.JudgingError)
+             CacheError, comparison.CompareError, executor.ExecutorError, judging.JudgingError, FeatureError, JudgeModelError)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

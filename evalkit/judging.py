@@ -404,7 +404,7 @@ class Session:
         skipped = {split_page_id(str(p)) for p in q.get("skipped", [])}
         if self.strategy.name != "depth" and qid in self.rankings:
             left = [p for p in pooled if p not in judged]
-            nxt = [p for p in self.strategy.pending(self.rankings[qid], self._judged(qid)) if p in left]
+            nxt = [p for p in self.strategy.for_query(qid).pending(self.rankings[qid], self._judged(qid)) if p in left]
             order = [*judged, *(nxt or [p for p in left if p in skipped])]
         else:
             order = [p for p in judged if p not in set(pooled)] + [p for p in pooled if p not in skipped or p in judged]

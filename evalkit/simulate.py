@@ -62,6 +62,13 @@ def answers(results: Results) -> dict[str, dict[str, Result]]:
     return out
 
 
+def check_run(qs: QuerySet, results: Results) -> None:
+    """Refuse a results directory run with another query set (its answers would be of other queries)."""
+    if results.manifest["qrels"].get("digest") not in (qs.digest, None):
+        raise ResultsError(f"{results.path} was run with query set {results.manifest['qrels'].get('name')!r} "
+                           f"({results.manifest['qrels']['digest'][:12]}), not this one ({qs.digest[:12]})")
+
+
 def rankings(ans: Mapping[str, Mapping[str, Result]], qid: str) -> dict[str, tuple[PageKey, ...]]:
     """One query's rankings as page keys; a refusal, an error or a missing answer ranks nothing."""
     out = {}
@@ -170,7 +177,7 @@ def replay(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], spec: str,
     for q in qs.queries:
         known = gains(q)
         r = {a: x for a, x in rankings(ans, q.id).items() if a != without}
-        orders[q.id] = pooling.replay(strat, r, partial(_gain, known))
+        orders[q.id] = pooling.replay(strat.for_query(q.id), r, partial(_gain, known))
         unjudged += sum(p not in known for p, _ in orders[q.id])
     return Replay(strat.label, orders, unjudged)
 
@@ -310,9 +317,7 @@ def simulate(qs: QuerySet, results: Results | Path | str, strategies: Sequence[s
     results directory's arms at each point; ``rules``: the gate.toml whose decisions must not change
     (None: gate not checked); ``loo``: the pool spec for leave-one-arm-out (None: skipped)."""
     results = results if isinstance(results, Results) else Results.load(results)
-    if results.manifest["qrels"].get("digest") not in (qs.digest, None):
-        raise ResultsError(f"{results.path} was run with query set {results.manifest['qrels'].get('name')!r} "
-                           f"({results.manifest['qrels']['digest'][:12]}), not this one ({qs.digest[:12]})")
+    check_run(qs, results)
     ans = answers(results)
     keeper = Gatekeeper(results, rules) if rules else None
     names = [*LEVELS.values(), "Judged@10", *(keeper.needs if keeper else ())]

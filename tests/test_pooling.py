@@ -219,3 +219,25 @@ def test_the_knee_method_stops_a_prioritised_reading_and_not_an_even_one():
     assert not pooling.knee({"q": front}, minimum=9).stop
     # two queries read round by round: the curve is the same as one query reading both in turn
     assert pooling.knee({"a": front[:4], "b": front[4:]}).pages == 8
+
+
+def test_the_judge_strategy_reads_first_the_uncertain_page_an_arm_ranks_high(tmp_path):
+    """LARA-style: p(1 - p) of the judge's P(gain >= 1) times the page's best nDCG@10 discount; each query
+    reads its own predictions (``for_query``), and a page the table lacks counts as the most uncertain."""
+    import pandas as pd
+
+    path = tmp_path / "predictions.parquet"
+    pd.DataFrame({"query": ["q1", "q1", "q1", "q2"], "doc": ["a", "a", "b", "a"], "page": [1, 2, 1, 1],
+                  "p_ge1": [0.99, 0.3, 0.4, 0.5], "p_ge2": 0.0, "p_eq3": 0.0}).to_parquet(path)
+    strat = pooling.strategy(f"judge(predictions={path})")
+    rankings = {"x": [("a", 1), ("a", 2)], "y": [("b", 1), ("c", 1)]}
+    q1 = strat.for_query("q1")
+    # values: b#1 0.24 / 1, c#1 0.25 / log2 3, a#2 0.21 / log2 3, a#1 0.0099 / 1
+    assert q1.next_page(rankings, []) == ("b", 1)
+    assert q1.next_page(rankings, [(("b", 1), 0)]) == ("c", 1)  # not in q1's table: p = 1/2 at rank 2
+    assert [p for p, _ in pooling.replay(q1, rankings, lambda p: 0)][-1] == ("a", 1)  # the certain page last
+    assert strat.for_query("q2").next_page(rankings, []) in {("a", 1), ("b", 1)}
+    with pytest.raises(ArmError, match="predictions=PATH"):
+        pooling.strategy("judge")
+    with pytest.raises(ArmError, match="not a judge's predictions table"):
+        pooling.strategy(f"judge(predictions={tmp_path / 'none.parquet'})").for_query("q1")
