@@ -25,7 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from evalkit import docfigures, estimates, measures, pooling, qrels, simulate, stats
+from evalkit import docfigures, estimates, measures, pooling, qrels, recorded, stats
 from evalkit.records import page_id
 
 BUDGETS = (1, 2, 3, 5, 10)
@@ -35,7 +35,7 @@ DEPTH = 10
 def answers(path: Path) -> dict:
     """Every arm's answers in ``path/runs`` (an unfinished run's arms included)."""
     arms = [{"label": p.stem, "file": p.stem} for p in sorted((path / "runs").glob("*.jsonl"))]
-    return simulate.answers(SimpleNamespace(manifest={"arms": arms}, path=path))
+    return recorded.answers(SimpleNamespace(manifest={"arms": arms}, path=path))
 
 
 def features(rankings: dict, pages: list) -> np.ndarray:
@@ -55,9 +55,9 @@ def fit(qs, ans) -> pooling.Prior:
     x, y = [], []
     for q in qs.queries:
         if q.answerable:
-            r = simulate.rankings(ans, q.id)
+            r = recorded.rankings(ans, q.id)
             pages = pool_pages(r)
-            known = simulate.gains(q)
+            known = recorded.gains(q)
             x.append(features(r, pages))
             y += [known.get(p, 0) for p in pages]
     xs, ys = np.vstack(x), np.array(y)
@@ -71,7 +71,7 @@ def judge_tables(qs, ans, prior: pooling.Prior, arms: list) -> dict[str, pd.Data
     for q in qs.queries:
         if not q.answerable:
             continue
-        r = simulate.rankings(ans, q.id)
+        r = recorded.rankings(ans, q.id)
         pages = pool_pages(r)
         favoured = set(r[arms[0]][:DEPTH])
         for p, x in zip(pages, features(r, pages)):
@@ -135,8 +135,8 @@ def page_design(qs, ans, table: pd.DataFrame, arms: list, full: np.ndarray, budg
         t = table[table["query"] == q.id]
         dist = estimates.distributions(t["p_ge1"], t["p_ge2"], t["p_eq3"])
         prior = {page_id(d, p): x for d, p, x in zip(t["doc"], t["page"], dist)}
-        r = {a: [page_id(*p) for p in pages] for a, pages in simulate.rankings(ans, q.id).items()}
-        known = {page_id(*p): g for p, g in simulate.gains(q).items()}
+        r = {a: [page_id(*p) for p in pages] for a, pages in recorded.rankings(ans, q.id).items()}
+        known = {page_id(*p): g for p, g in recorded.gains(q).items()}
         pi = min(1.0, budget / len(prior))
         runs = []
         for _ in range(draws):
@@ -188,9 +188,9 @@ def main() -> None:
     prior = fit(qrels.load(args.train), answers(args.train_results))
     answerable = [q for q in qs.queries if q.answerable]
     strata = np.array([q.cls for q in answerable])
-    cost = np.array([len({p for r in simulate.rankings(ans, q.id).values() for p in r[:DEPTH]}) for q in answerable])
+    cost = np.array([len({p for r in recorded.rankings(ans, q.id).values() for p in r[:DEPTH]}) for q in answerable])
     full = truth(qs, ans, arms)
-    ranked = {a: {q.id: [page_id(*p) for p in simulate.rankings(ans, q.id)[a]] for q in answerable} for a in arms}
+    ranked = {a: {q.id: [page_id(*p) for p in recorded.rankings(ans, q.id)[a]] for q in answerable} for a in arms}
     truths = verdicts(full, arms)
     tables = judge_tables(qs, ans, prior, arms)
     rows = []

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
-from . import corpora, dirs, judging, oserrors, robustness, runner, simulate, validity
+from . import corpora, dirs, judging, oserrors, recorded, robustness, runner, simulate, validity
 from . import escape as esc
 from .autojudge.features import FeatureError
 from .autojudge.model import JudgeModelError
@@ -184,7 +184,7 @@ def cmd_qrels_plan(args) -> int:
     print(planning.text(table, args.measure, args.delta))
     if args.judge:
         try:
-            predicted = simulate.judge_rows(args.judge, frame, args.results, args.measure)
+            predicted = recorded.judge_rows(args.judge, frame, args.results, args.measure)
         except ValueError as e:
             raise UsageError(str(e)) from None
         print(planning.judge_text(planning.with_judge(frame, predicted, table, args.measure, args.delta)))

@@ -17,7 +17,7 @@ import os
 import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from itertools import zip_longest
 from pathlib import Path

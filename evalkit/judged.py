@@ -94,7 +94,7 @@ def load(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:
 
 def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:
     """:func:`load` for a pair whose measures are known to come from ``qs`` (rescored from it)."""
-    from .simulate import judge_rows  # reads the arms' recorded answers; imports the gate itself
+    from .recorded import judge_rows  # reads the arms' recorded answers
 
     path = Path(predictions)
     table = estimates.read_predictions(path)
@@ -278,7 +278,7 @@ def decidable(results: Path | str, baseline: str, candidate: str, predictions: P
     from ``qs`` as it stands (the grades just given count; the run need not be redone); no latency rule is
     timed here."""
     from . import dirs
-    from .simulate import Rejudged, answers, gains, rescore
+    from .recorded import Rejudged, answers, gains, rescore
 
     res = Results.load(results)
     view = Rejudged(res.path, rescore(qs, answers(res), res.per_query, {q.id: gains(q) for q in qs.queries}))

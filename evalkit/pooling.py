@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .arms import Configurable, lookup
+from .specs import ArmError, Configurable, lookup
 from .measures import measure
 from .records import page_id
 
@@ -214,7 +214,6 @@ def _predictions(path: str) -> dict[str, dict[PageKey, float]]:
     """P(gain >= 1) per query and page from a judge's predictions table (``evalkit qrels judge``)."""
     import pandas as pd
 
-    from .arms import ArmError
 
     try:
         t = pd.read_parquet(path, columns=["query", "doc", "page", "p_ge1"])
@@ -241,8 +240,7 @@ class JudgeOrder(Strategy):
     def __init__(self, **params: Any):
         super().__init__(**params)
         if not self.params["predictions"]:
-            from .arms import ArmError
-
+        
             raise ArmError("judge needs predictions=PATH: the predictions.parquet `evalkit qrels judge` writes")
         self.chances: Mapping[PageKey, float] = {}
 

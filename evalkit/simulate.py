@@ -15,10 +15,9 @@ Nothing here imports the runner or PyMuPDF.
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
 
@@ -26,12 +25,12 @@ import pandas as pd
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from . import comparison, estimates, gating, measures, pooling
+from . import comparison, gating, pooling
 from .pooling import GOLD, RELEVANT, TAU, PageKey, kendall_tau
 from .qrels import QuerySet
-from .records import Hit, Judgment, Query, Result, page_id
+from .recorded import Rejudged, answers, check_run, gains, rankings, rescore
+from .records import Result
 from .results import Results
-from .resultsdir import ResultsError
 from .rules import load as load_rules
 
 REFERENCE = "depth(k=10)"  # today's pool: every arm's top 10, read whole
@@ -40,78 +39,6 @@ BUDGETS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 23, 26, 30, 35, 40, 5
 LEVELS = {"page": "nDCG@10", "doc": "nDCG@10(doc)"}
 LOO_MEASURES = (*LEVELS.values(), "Judged@10")
 SIGNALS = ("stop", "knee")  # the stopping estimate's signal, the knee method's
-
-
-def answers(results: Results) -> dict[str, dict[str, Result]]:
-    """Every arm's recorded answers, ``{arm label: {query id: Result}}``, read from ``runs/<file>.jsonl``
-    (the latest line per query; a line cut short is skipped, as the runner does)."""
-    out: dict[str, dict[str, Result]] = {}
-    for info in results.manifest["arms"]:
-        path = results.path / "runs" / f"{info['file']}.jsonl"
-        if not path.exists():
-            raise ResultsError(f"{path} is missing: the answers of arm {info['label']!r} are needed to rescore it")
-        recs: dict[str, Result] = {}
-        for line in path.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            recs[r["query"]] = Result(tuple(Hit(d, p, s) for d, p, s in r["hits"]), r["refused"], r.get("reason", ""),
-                                      error=r.get("error", ""))
-        out[info["label"]] = recs
-    return out
-
-
-def check_run(qs: QuerySet, results: Results) -> None:
-    """Refuse a results directory run with another query set (its answers would be of other queries)."""
-    if results.manifest["qrels"].get("digest") not in (qs.digest, None):
-        raise ResultsError(f"{results.path} was run with query set {results.manifest['qrels'].get('name')!r} "
-                           f"({results.manifest['qrels']['digest'][:12]}), not this one ({qs.digest[:12]})")
-
-
-def rankings(ans: Mapping[str, Mapping[str, Result]], qid: str) -> dict[str, tuple[PageKey, ...]]:
-    """One query's rankings as page keys; a refusal, an error or a missing answer ranks nothing."""
-    out = {}
-    for arm, by_query in ans.items():
-        r = by_query.get(qid)
-        out[arm] = () if r is None or r.refused or r.error else tuple((h.doc, h.page) for h in r.hits)
-    return out
-
-
-def gains(q: Query) -> dict[PageKey, int]:
-    return {(j.doc, j.page): j.gain for j in q.judgments}
-
-
-def rescore(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], base: pd.DataFrame,
-            found: Mapping[str, Mapping[PageKey, int]], names: Sequence[str] = measures.DEFAULT) -> pd.DataFrame:
-    """``base`` (a results directory's per-query rows) with the measures ``names`` recomputed under the
-    judgments ``found`` per query instead of the query set's own; every other measure column is dropped
-    (it would still speak of the full judgments), outcomes, latency and the rest are kept."""
-    names = list(dict.fromkeys(names))
-    values: dict[tuple[str, str], dict[str, float]] = {}
-    for q in qs.queries:
-        judged = found.get(q.id, {})
-        reduced = replace(q, judgments=tuple(Judgment(d, p, g) for (d, p), g in judged.items()))
-        for arm, by_query in ans.items():
-            if q.id in by_query:
-                values[(q.id, arm)] = measures.evaluate(reduced, by_query[q.id], names)
-    out = base.drop(columns=[m for m in measures.DEFAULT if m in base.columns and m not in names])
-    new = pd.DataFrame([values.get((q, a), {}) for q, a in zip(base["query"], base["arm"])], index=base.index,
-                       columns=names)
-    out[names] = new[names]
-    return out
-
-
-@dataclass(frozen=True, eq=False)
-class Rejudged(Results):
-    """A results directory seen through other judgments: its manifest, with per-query rows rescored, so
-    the gate and the comparison functions decide on them unchanged."""
-
-    frame: pd.DataFrame | None = None
-
-    @property
-    def per_query(self) -> pd.DataFrame:
-        return self.frame
 
 
 Decision = tuple[bool, tuple[str, ...]]  # the gate passed, and every rule's status
@@ -396,17 +323,3 @@ def render(sim: Simulation, rules: Path | str | None) -> str:
     lines.append("A page the query set never judged is read as gain 0 (the oracle knows only what was read); "
                  "'never-judged pages read' counts them.")
     return "\n".join(lines)
-
-
-def judge_rows(path: Path, frame: pd.DataFrame, results_path: Path, measure: str) -> pd.DataFrame:
-    """Rows (query, class, arm, measures) like ``frame``'s of the judge's expected measures, from its
-    predictions file and the arms' recorded answers; ValueError for a measure the judge cannot predict."""
-    if measure not in estimates.MEASURES:
-        raise ValueError(f"--measure {measure!r}: a judge's predictions give {', '.join(estimates.MEASURES)}")
-    table = estimates.read_predictions(path)
-    ans = answers(Results.load(results_path))
-    queries = list(frame.drop_duplicates("query")[["query", "class"]].itertuples(index=False, name=None))
-    ranked = {a: {q: [page_id(*p) for p in rankings(ans, q)[a]] for q, _ in queries} for a in ans}
-    values = estimates.predicted(queries, ranked, table)
-    return pd.DataFrame([{"query": q, "class": c, "arm": a, **dict(zip(estimates.MEASURES, values[i, :, j]))}
-                         for i, (q, c) in enumerate(queries) for j, a in enumerate(ans)])

@@ -1,11 +1,19 @@
-"""The spec grammar that names arms and admission policies: ``NAME`` or ``NAME(key=value,...)``, values
-nesting (``hybrid(keyword=keyword(idf_scope=corpus))``). Apart from the arms, so a module that reads labels
-in a results directory (the refusal report) parses them without importing the arms and the page store."""
+"""The spec grammar that names arms, admission policies and pooling strategies: ``NAME`` or
+``NAME(key=value,...)``, values nesting (``hybrid(keyword=keyword(idf_scope=corpus))``), and the declared,
+validated parameters behind it (:class:`Configurable`, :func:`lookup`). Apart from the arms, so a module that
+reads labels in a results directory (the refusal report, pooling replays, the gate with a judge) parses them
+without importing the arms and the page store."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from .text import split_top
+
+if TYPE_CHECKING:
+    from .corpora import Corpus
+    from .pages import PageStore
 
 
 class ArmError(ValueError):
@@ -39,3 +47,78 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
             raise ArmError(f"arm {spec!r}: parameter {part.strip()!r} has no '='")
         params[key.strip()] = value.strip()
     return name, params
+
+
+class Configurable:
+    """Parameter declaration, validation and the canonical name: shared by arms and admission policies
+    (:mod:`evalkit.arms.policies`), so both read and print the same spec grammar."""
+
+    kind: ClassVar[str] = "arm"  # what error messages call it
+    name: ClassVar[str] = ""
+    defaults: ClassVar[dict[str, Any]] = {}
+    unlabelled: ClassVar[frozenset[str]] = frozenset()  # parameters that cannot change results (paths, speed)
+    choices: ClassVar[dict[str, tuple]] = {}  # parameters with a closed set of values
+    minimum: ClassVar[dict[str, int]] = {}  # numeric parameters with a lower bound (a depth of 0 answers nothing)
+
+    def __init__(self, corpus: Corpus, store: PageStore, **params: Any):
+        self.params = self.resolve(params)
+        self.corpus, self.store = corpus, store
+
+    @classmethod
+    def resolve(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """All parameters, defaults filled in and values coerced to the defaults' types; unknown names and
+        values outside ``choices`` or below ``minimum`` raise ArmError naming the arm and the parameter."""
+        unknown = sorted(set(params) - set(cls.defaults))
+        if unknown:
+            raise ArmError(f"{cls.kind} {cls.name!r} has no parameter {unknown[0]!r} "
+                           f"(parameters: {', '.join(cls.defaults) or 'none'})")
+        resolved = {k: _coerce(cls, k, cls.defaults[k], params.get(k, cls.defaults[k])) for k in cls.defaults}
+        for key, allowed in cls.choices.items():
+            if key in resolved and resolved[key] not in allowed:
+                raise ArmError(f"{cls.kind} {cls.name!r}: parameter {key!r} is {' or '.join(map(repr, allowed))}, "
+                               f"not {resolved[key]!r}")
+        for key, low in cls.minimum.items():
+            if key in resolved and resolved[key] < low:
+                raise ArmError(f"{cls.kind} {cls.name!r}: parameter {key!r} must be at least {low}, not {resolved[key]!r}")
+        return resolved
+
+    @property
+    def label(self) -> str:
+        """The canonical name: the name plus every parameter that differs from its default."""
+        changed = {k: v for k, v in self.params.items() if v != self.defaults[k] and k not in self.unlabelled}
+        if not changed:
+            return self.name
+        return f"{self.name}({','.join(f'{k}={v}' for k, v in sorted(changed.items()))})"
+
+
+def _coerce(owner: type[Configurable], key: str, default: Any, value: Any) -> Any:
+    if default is None or isinstance(value, type(default)) and not isinstance(value, bool) ^ isinstance(default, bool):
+        return value
+    try:
+        if isinstance(default, bool):
+            if str(value).lower() in ("1", "true", "yes"):
+                return True
+            if str(value).lower() in ("0", "false", "no"):
+                return False
+            raise ValueError
+        return type(default)(value)
+    except (TypeError, ValueError):
+        raise ArmError(f"{owner.kind} {owner.name!r}: parameter {key!r} wants a {type(default).__name__}, "
+                       f"got {value!r}") from None
+
+
+C = TypeVar("C", bound=type[Configurable])  # an arm class or a policy class
+
+
+def lookup(spec: str, known: Mapping[str, C], kind: str) -> tuple[C, dict[str, str]]:
+    """The class ``spec`` names in ``known`` (a registry of arms or policies) and its raw parameters,
+    checked without building anything."""
+    name, params = parse_spec(spec)
+    if name not in known and kind == "arm" and is_function(name):
+        raise ArmError(f"arm {name!r} is a notebook function (ek.arm), not registered in this process: "
+                       "running or re-timing it needs the notebook that registered it (run this there), or make "
+                       "it a plug-in arm (docs/your-retriever.md)")
+    if name not in known:
+        raise ArmError(f"unknown {kind} {name!r} (known: {', '.join(sorted(known))})")
+    known[name].resolve(params)
+    return known[name], params

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from evalkit import planning, stats
+from evalkit import planning, recorded, stats
 from evalkit.cli import main
 from tests.conftest import SMALL_QUERIES
 
@@ -60,15 +60,15 @@ def test_qrels_plan_rescores_recorded_answers_with_the_current_judgments(small_r
 def test_qrels_plan_with_a_judge_says_how_many_queries_to_grade(small_results, tmp_path, capsys):
     import pandas as pd
 
-    from evalkit import qrels, simulate
+    from evalkit import qrels
     from evalkit.results import Results
 
     q = tmp_path / "q.toml"
     q.write_text(SMALL_QUERIES)
-    qs, ans = qrels.load(q), simulate.answers(Results.load(small_results))
-    known = {q_.id: simulate.gains(q_) for q_ in qs.queries}
+    qs, ans = qrels.load(q), recorded.answers(Results.load(small_results))
+    known = {q_.id: recorded.gains(q_) for q_ in qs.queries}
     rows = [(qid, d, p, float(g >= 1), float(g >= 2), float(g == 3))  # a judge that knows every gain
-            for qid in known for d, p in {*known[qid], *(p for a in ans for p in simulate.rankings(ans, qid)[a][:10])}
+            for qid in known for d, p in {*known[qid], *(p for a in ans for p in recorded.rankings(ans, qid)[a][:10])}
             for g in [known[qid].get((d, p), 0)]]
     pred = tmp_path / "pred.csv"
     pd.DataFrame(rows, columns=["query", "doc", "page", "p_ge1", "p_ge2", "p_eq3"]).to_csv(pred, index=False)

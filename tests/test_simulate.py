@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from evalkit import qrels, simulate
+from evalkit import qrels, recorded, simulate
 
 from .conftest import write_results
 
@@ -44,7 +44,7 @@ def case(tmp_path):
 
 def test_rescoring_with_the_full_judgments_gives_the_known_scores(case):
     qs, d, _ = case
-    ans = simulate.answers(simulate.Results.load(d))
+    ans = recorded.answers(simulate.Results.load(d))
     full = simulate.truth(qs, simulate.Results.load(d), ans, ["nDCG@10", "Judged@10"], None)
     assert full.means["page"]["good"] == 1.0 and full.means["page"]["bad"] == 0.0
     assert full.gold == N
@@ -89,7 +89,7 @@ def test_a_run_of_another_query_set_is_refused(case, tmp_path):
     _, d, _ = case
     other = tmp_path / "other.toml"
     other.write_text((tmp_path / "sim.toml").read_text().replace('"sim"', '"other"'))
-    with pytest.raises(simulate.ResultsError, match="query set"):
+    with pytest.raises(recorded.ResultsError, match="query set"):
         simulate.simulate(qrels.load(other), d, ["depth"], None)
 
 

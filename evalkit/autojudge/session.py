@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import simulate
+from .. import recorded, simulate
 from ..atomic import write_atomic
 from ..pooling import Rankings
 from ..qrels import QuerySet
@@ -48,13 +48,13 @@ class Source:
 def load(qs: QuerySet, results: Results, signals: TextSignals, depth: int = 10,
          arms: Sequence[str] | None = None) -> Source:
     """Read a query file's features from its results directory (every arm, or ``arms``) and text signals."""
-    simulate.check_run(qs, results)
-    ans = simulate.answers(results)
+    recorded.check_run(qs, results)
+    ans = recorded.answers(results)
     unknown = [a for a in arms or () if a not in results.arms]
     if unknown:
         raise features.FeatureError(f"{results.path} has no arm {', '.join(unknown)} (it has {', '.join(results.arms)})")
     settings = Settings(depth, tuple(arms or results.arms), signals.key)
-    rankings = {q.id: simulate.rankings(ans, q.id) for q in qs.queries}
+    rankings = {q.id: recorded.rankings(ans, q.id) for q in qs.queries}
     return Source(qs, results, ans, rankings, features.table(qs.queries, rankings, signals, settings), settings)
 
 
@@ -135,15 +135,15 @@ def rescored(src: Source, preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
     P(>= 1) + P(>= 2) + P(= 3) (as the stopping estimate fills unread pages). Its most likely grade would
     label almost every page 0 when relevant pages are rare, and leave every arm at 0: no order to compare."""
     qids = set(preds["query"])
-    person = {q.id: simulate.gains(q) for q in src.qs.queries if q.id in qids}
+    person = {q.id: recorded.gains(q) for q in src.qs.queries if q.id in qids}
     expected = preds[["p_ge1", "p_ge2", "p_eq3"]].to_numpy(float).sum(axis=1)
     judged: dict[str, dict] = {}
     for q, d, p, x in zip(preds["query"], preds["doc"], preds["page"], expected):
         judged.setdefault(q, {})[(d, int(p))] = float(x)
     base = src.results.per_query[src.results.per_query["query"].isin(qids)]
     names = list(simulate.LEVELS.values())
-    return (simulate.rescore(src.qs, src.answers, base, person, names),
-            simulate.rescore(src.qs, src.answers, base, judged, names))
+    return (recorded.rescore(src.qs, src.answers, base, person, names),
+            recorded.rescore(src.qs, src.answers, base, judged, names))
 
 
 def taus(src: Source, preds: pd.DataFrame) -> dict[str, tuple[float, float]]:
