@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from tomlkit.items import AoT, Array, InlineTable, Table
 
 from . import pooling, qrels, validity
 from .atomic import write_atomic
+from .judging_time import Timer
 from .judging_file import BOM, JudgingError, acquire, check, release, styled
 from .measures import GOLD_GAIN
 from .qrels import Problem, QuerySet
@@ -157,10 +159,11 @@ class Session:
     from; ``arms`` the arm specs (or retrievers, registered with :func:`evalkit.api.arm`) pooled from;
     ``strategy`` a :mod:`evalkit.pooling` spec: ``depth(k=10)`` shows the whole pool, ``mtf`` and
     ``maxmean`` the next page they choose. One session per file holds its lock for its lifetime; with
-    ``replace``, a session of this process on the same file is closed first (a notebook cell run again)."""
+    ``replace``, a session of this process on the same file is closed first (a notebook cell run again).
+    ``clock`` (seconds since the epoch) times the person for the time log (:mod:`evalkit.judging_time`)."""
 
     def __init__(self, path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = DEFAULT_ARMS,
-                 strategy: str = DEFAULT_STRATEGY, replace: bool = False):
+                 strategy: str = DEFAULT_STRATEGY, replace: bool = False, clock: Callable[[], float] = time.time):
         from .api import arm as register
 
         self.path, self.docs = Path(path), docs
@@ -188,6 +191,7 @@ class Session:
             raise
         self._depth = 0  # actions running (one calls another: a reword pools again), saved once, outermost
         self.journal = Journal(self.path)  # what undo restores, on disk: it outlives this session
+        self.timer = Timer(self.path, clock)  # the person's seconds per action, beside the file (judging_time)
         self.rankings: dict[str, dict[str, list[PageKey]]] = {}
         self._ranker: validity.Ranker | None = None
         self._vocab: frozenset[str] | None = None

@@ -36,6 +36,8 @@ class Workbench(anywidget.AnyWidget):
         self.index = self._first_unjudged()
         self.image = self.rubric = False
         self.shown: str | None = None  # the page the view shows: the one a key acts on
+        self.display = "page"  # what the person is shown of it: recorded with each page action's time
+        self._on_screen: tuple[Any, ...] = ()  # what the view last showed: a change restarts the person's clock
         self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
         self.on_msg(self._on_msg)
         self.refresh()
@@ -63,6 +65,9 @@ class Workbench(anywidget.AnyWidget):
         queue = s.queue(self.qid) if self.qid else []
         judgment = s._judgment(self.qid, (item.doc, item.page)) if item and self.qid else None
         self.shown = item.id if item else None
+        if (self.qid, self.shown) != self._on_screen:
+            self._on_screen = (self.qid, self.shown)
+            s.timer.shown()
         try:
             segments = judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else []
         except JudgingError as e:  # a page the file names (edited by hand) that the corpus does not have
@@ -98,25 +103,31 @@ class Workbench(anywidget.AnyWidget):
     def grade(self, msg: dict[str, Any]) -> None:
         qid, item = self._need_item()
         self.session.grade(qid, item.doc, item.page, int(msg["value"]))
+        self._timed("grade", qid, item)
         self._advance(qid)
 
     def evidence(self, msg: dict[str, Any]) -> None:
         qid, item = self._need_item()
         quote = self.session.evidence(qid, item.doc, item.page, str(msg.get("text", "")))
+        self._timed("evidence", qid, item)
         self.message = f"evidence stored: {quote[:120]!r}"
 
     def note(self, msg: dict[str, Any]) -> None:
         qid = self._need_query("save the query before writing a note on it")
         item = self._shown_item(qid)
         self.session.note(qid, str(msg.get("text", "")), *((item.doc, item.page) if item else ()))
+        if item:  # a note on the query itself is part of writing it
+            self._timed("note", qid, item)
 
     def skip(self, msg: dict[str, Any]) -> None:
         qid, item = self._need_item()
         self.session.skip(qid, item.doc, item.page)
+        self._timed("skip", qid, item)
         self.index = self._first_unjudged()
 
     def undo(self, msg: dict[str, Any]) -> None:
         self.message = "undone" if self.session.undo() else "nothing to undo"
+        self.session.timer.record("undo", self.qid or "")
         if self.qid not in self.session.ids():
             self.qid = next(iter(self.session.ids()), None)
         self.index = min(self.index, max(len(self.session.queue(self.qid)) - 1, 0)) if self.qid else 0
@@ -135,6 +146,7 @@ class Workbench(anywidget.AnyWidget):
         qid = str(msg.get("id", ""))
         self.before = self.session.write_query(qid, str(msg.get("class", "")), str(msg.get("text", "")),
                                                str(msg.get("kind", "")), str(msg.get("distractor", "")))
+        self.session.timer.record("query", qid.strip())
         self.qid, self.index = qid.strip(), self._first_unjudged()
 
     def new(self, msg: dict[str, Any]) -> None:
@@ -191,6 +203,10 @@ class Workbench(anywidget.AnyWidget):
         if item is None:
             raise JudgingError("no page to judge here: pool the query first (p)")
         return qid, item
+
+    def _timed(self, action: str, qid: str, item: judging.Item, **extra: object) -> None:
+        """Log the person's seconds on a page action just done, with what they were shown of the page."""
+        self.session.timer.record(action, qid, item.doc, item.page, self.display, **extra)
 
     def _advance(self, qid: str) -> None:
         queue = self.session.queue(qid)

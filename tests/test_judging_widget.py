@@ -114,3 +114,24 @@ def test_a_reworded_query_shows_its_graded_pages_again_with_the_grade_they_had(d
     assert w.view["item"]["previous"] == "3 under 'walrus migration'" and not w.view["item"]["reread"]
     assert w.view["item"]["evidence"] == ""  # the quote was for the earlier wording: taken again
     w.close()
+
+
+def test_each_key_logs_the_persons_seconds_beside_the_file(docs, isolated):  # noqa: F811
+    from evalkit import effort
+    from tests.test_judging_time import Clock
+
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    clock = w.session.timer.clock = Clock()
+    send(w, action="move", value=1)  # another page shown: its clock starts
+    shown = w.view["item"]
+    clock.tick(9)
+    send(w, action="grade", value=0)
+    clock.tick(5)
+    send(w, action="skip")
+    log = effort.read(effort.log_path(path)).actions
+    assert [(a.action, a.query) for a in log[:2]] == [("query", "q1"), ("grade", "q1")]  # the query written
+    grade = log[1]
+    assert (f"{grade.doc}#{grade.page}", grade.seconds, grade.display) == (shown["id"], 9.0, w.display)
+    assert log[2].action == "skip" and log[2].seconds == 5.0
+    assert "time" not in path.read_text()
+    w.close()
