@@ -116,6 +116,29 @@ def mark(text: str, query: str) -> list[tuple[str, bool]]:
     return out
 
 
+PASSAGE_WORDS = 40  # a window's words: a few lines, read in seconds (short excerpts are judged as well as
+                    # whole documents, and faster: Rahbariasl, Waterloo 2018)
+
+
+def passages(text: str, query: str, size: int = PASSAGE_WORDS, n: int = 2) -> list[str]:
+    """The page's ``n`` best-matching windows of ``size`` words, in page order: verbatim slices of ``text``
+    (so a quote selected in one is on the page), scored by the query words they hold (distinct ones first,
+    then every occurrence), windows overlapping a better one left out. A page of at most ``n`` windows'
+    words is one passage, itself; a page no query word is on gives its first window."""
+    spans = [m.span() for m in _WORD.finditer(text)]
+    if len(spans) <= size * n:
+        return [text.strip()] if text.strip() else []
+    wanted = content_words(query)
+    found = [content_words(text[a:b]) & wanted for a, b in spans]
+    starts = sorted({*range(0, len(spans) - size, max(size // 2, 1)), len(spans) - size})
+    score = {i: (len(set().union(*found[i:i + size])), sum(map(bool, found[i:i + size]))) for i in starts}
+    chosen: list[int] = []
+    for i in sorted(starts, key=lambda i: (-score[i][0], -score[i][1], i)):
+        if len(chosen) < n and score[i][0] and all(abs(i - c) >= size for c in chosen):
+            chosen.append(i)
+    return [text[spans[i][0]:spans[i + size - 1][1]] for i in sorted(chosen or [0])]
+
+
 def render(docs: "OpenCorpus", doc: str, page: int, dpi: int = 110) -> bytes:
     """The page as a PNG, drawn by PyMuPDF from the corpus's own PDF (what a reader of the file sees)."""
     import pymupdf

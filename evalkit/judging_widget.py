@@ -36,7 +36,8 @@ class Workbench(anywidget.AnyWidget):
         self.index = self._first_unjudged()
         self.image = self.rubric = False
         self.shown: str | None = None  # the page the view shows: the one a key acts on
-        self.display = "page"  # what the person is shown of it: recorded with each page action's time
+        self.display = "passage"  # passage first (its best windows); "page" after w, until another page is shown
+        self.shows = "page"  # what the view shows of the page now (a short page is its own passage): timed with it
         self._on_screen: tuple[Any, ...] = ()  # what the view last showed: a change restarts the person's clock
         self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
         self.on_msg(self._on_msg)
@@ -66,12 +67,15 @@ class Workbench(anywidget.AnyWidget):
         judgment = s._judgment(self.qid, (item.doc, item.page)) if item and self.qid else None
         self.shown = item.id if item else None
         if (self.qid, self.shown) != self._on_screen:
-            self._on_screen = (self.qid, self.shown)
+            self._on_screen, self.display = (self.qid, self.shown), "passage"
             s.timer.shown()
         try:
-            segments = judging.mark(s.text(item.doc, item.page), str(query["text"])) if item and query else []
+            text = s.text(item.doc, item.page) if item and query else ""
         except JudgingError as e:  # a page the file names (edited by hand) that the corpus does not have
-            segments, self.message, item = [], str(e), None
+            text, self.message, item = "", str(e), None
+        windows = judging.passages(text, str(query["text"])) if item and query else []
+        self.shows = "page" if self.display == "page" or windows == [text.strip()] else "passage"
+        segments = judging.mark(text, str(query["text"])) if item and query else []
         self.view = {
             "file": str(s.path), "classes": list(CLASSES), "kinds": list(ABSTAIN_KINDS),
             "query": query and {k: query.get(k, "") for k in ("id", "class", "text", "kind", "distractor")},
@@ -79,7 +83,8 @@ class Workbench(anywidget.AnyWidget):
             "item": item and {"id": item.id, "gain": item.gain, "evidence": item.evidence, "skipped": item.skipped,
                               "notes": str(judgment.get("notes", "")) if judgment is not None else "",
                               "reread": item.reread, "previous": _previous(judgment)},
-            "segments": segments,
+            "segments": segments, "display": self.shows, "short": bool(windows) and windows == [text.strip()],
+            "passages": [judging.mark(w, str(query["text"])) for w in windows] if query and self.shows == "passage" else [],
             "image": base64.b64encode(judging.render(s.docs, item.doc, item.page)).decode() if item and self.image else "",
             "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
             "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}" for p in s.problems(self.qid)] if self.qid else [],
@@ -171,6 +176,10 @@ class Workbench(anywidget.AnyWidget):
     def toggle_image(self, msg: dict[str, Any]) -> None:
         self.image = not self.image
 
+    def toggle_whole(self, msg: dict[str, Any]) -> None:
+        """The whole page, one key away from its passages, and back."""
+        self.display = "passage" if self.display == "page" else "page"
+
     def toggle_rubric(self, msg: dict[str, Any]) -> None:
         self.rubric = not self.rubric
 
@@ -206,7 +215,7 @@ class Workbench(anywidget.AnyWidget):
 
     def _timed(self, action: str, qid: str, item: judging.Item, **extra: object) -> None:
         """Log the person's seconds on a page action just done, with what they were shown of the page."""
-        self.session.timer.record(action, qid, item.doc, item.page, self.display, **extra)
+        self.session.timer.record(action, qid, item.doc, item.page, self.shows, **extra)
 
     def _advance(self, qid: str) -> None:
         queue = self.session.queue(qid)
@@ -229,7 +238,7 @@ ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
     "grade": Workbench.grade, "evidence": Workbench.evidence, "note": Workbench.note, "skip": Workbench.skip,
     "undo": Workbench.undo, "move": Workbench.move, "query": Workbench.query, "write": Workbench.write,
     "new": Workbench.new, "pool": Workbench.pool, "draft": Workbench.draft, "image": Workbench.toggle_image,
-    "rubric": Workbench.toggle_rubric,
+    "rubric": Workbench.toggle_rubric, "whole": Workbench.toggle_whole,
 }
 
 

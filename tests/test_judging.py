@@ -456,3 +456,14 @@ def test_crlf_line_endings_and_a_byte_order_mark_are_kept_and_undone_byte_for_by
         pass
     assert path.read_bytes() == original
     s.close()
+
+
+def test_passages_are_the_best_windows_verbatim_in_page_order():
+    filler = " ".join(f"word{i}" for i in range(200))
+    text = f"{filler} the walrus herds cross the sea ice\nin spring. {filler} walrus alone. {filler}"
+    got = judging.passages(text, "walrus on sea ice", size=10, n=2)
+    assert len(got) == 2 and all(p in text for p in got)  # verbatim
+    assert "sea ice" in got[0] and "walrus" in got[1] and text.index(got[0]) < text.index(got[1])
+    assert judging.passages(filler, "walrus", size=10) == [filler[:filler.index(" word10")]]  # no match: the start
+    assert judging.passages("a short page on walrus", "walrus") == ["a short page on walrus"]
+    assert judging.passages("  ", "walrus") == []

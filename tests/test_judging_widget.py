@@ -131,7 +131,46 @@ def test_each_key_logs_the_persons_seconds_beside_the_file(docs, isolated):  # n
     log = effort.read(effort.log_path(path)).actions
     assert [(a.action, a.query) for a in log[:2]] == [("query", "q1"), ("grade", "q1")]  # the query written
     grade = log[1]
-    assert (f"{grade.doc}#{grade.page}", grade.seconds, grade.display) == (shown["id"], 9.0, w.display)
+    assert (f"{grade.doc}#{grade.page}", grade.seconds, grade.display) == (shown["id"], 9.0, w.shows)
     assert log[2].action == "skip" and log[2].seconds == 5.0
     assert "time" not in path.read_text()
+    w.close()
+
+
+LONG = " ".join(f"filler{i} text" for i in range(150))
+
+
+def long_page(isolated):  # noqa: F811
+    """A workbench on a corpus of one long page (query words in its middle) and one short page."""
+    from tests.conftest import make_pdf
+
+    folder = isolated / "long"
+    folder.mkdir()
+    make_pdf(folder / "long.pdf", [f"{LONG} the walrus herds cross the sea ice in spring. {LONG}", "A walrus page."])
+    path = isolated / "long.toml"
+    w = ek.judge(path, ek.corpus(docs=folder, progress=False), ["keyword"])
+    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus on the sea ice")
+    send(w, action="pool")
+    return path, w
+
+
+def test_passage_first_the_whole_page_one_key_away_and_the_display_timed(isolated):
+    from evalkit import effort
+
+    path, w = long_page(isolated)
+    goto(w, "long.pdf#1")
+    v = w.view
+    assert v["display"] == "passage" and not v["short"]
+    runs = ["".join(r for r, _ in p) for p in v["passages"]]
+    assert any("walrus herds cross the sea ice" in r for r in runs) and sum(map(len, runs)) < len(LONG)
+    assert ["walrus", True] in [list(r) for p in v["passages"] for r in p]  # the query's words marked
+    send(w, action="whole")
+    assert w.view["display"] == "page" and not w.view["passages"] and len(w.view["segments"]) > 1
+    send(w, action="grade", value=3)  # graded from the whole page
+    goto(w, "long.pdf#2")
+    assert w.view["display"] == "page" and w.view["short"]  # a short page is its own passage: shown whole
+    goto(w, "long.pdf#1")
+    assert w.view["display"] == "passage"  # another page shown: passage first again
+    grades = [a for a in effort.read(effort.log_path(path)).actions if a.action == "grade"]
+    assert [(a.page, a.display) for a in grades] == [(1, "page")]
     w.close()

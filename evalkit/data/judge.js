@@ -4,7 +4,7 @@
 
 const KEYS = {"0": ["grade", 0], "1": ["grade", 1], "2": ["grade", 2], "3": ["grade", 3],
               "s": ["skip"], "u": ["undo"], "j": ["move", 1], "k": ["move", -1], "ArrowDown": ["move", 1],
-              "ArrowUp": ["move", -1], "ArrowRight": ["move", 1], "ArrowLeft": ["move", -1], "i": ["image"],
+              "ArrowUp": ["move", -1], "ArrowRight": ["move", 1], "ArrowLeft": ["move", -1], "i": ["image"], "w": ["whole"],
               "p": ["pool"], "d": ["draft"], "]": ["query", 1], "[": ["query", -1]};
 
 function h(tag, attrs = {}, ...children) {
@@ -53,9 +53,16 @@ function pageView(view) {
   const head = h("div", {class: "ek-head", text: `${item.id}   ${view.position}   grade: ${item.gain === null ? "—" : item.gain}${item.skipped ? "   (skipped)" : ""}`});
   const again = item.reread ? `graded ${item.gain} under the earlier wording "${item.reread}": read it again and grade it for this one`
                             : item.previous ? `previous grade: ${item.previous}` : "";
-  const text = h("pre", {class: "ek-text"});
-  for (const [run, marked] of view.segments) text.append(marked ? h("mark", {text: run}) : document.createTextNode(run));
-  const parts = [head, text];
+  const shown = view.display === "passage" ? view.passages : [view.segments];
+  const texts = shown.map((segments) => {
+    const text = h("pre", {class: view.display === "passage" ? "ek-text ek-passage" : "ek-text"});
+    for (const [run, marked] of segments) text.append(marked ? h("mark", {text: run}) : document.createTextNode(run));
+    return text;
+  });
+  const display = h("div", {class: "ek-display", text: view.display === "passage"
+    ? `the page's best-matching passages (${shown.length}) — w: the whole page`
+    : view.short ? "the whole page (short enough to be its own passage)" : "the whole page — w: back to its passages"});
+  const parts = [head, display, ...texts];
   if (item.evidence) parts.splice(1, 0, h("div", {class: "ek-evidence", text: `evidence: ${item.evidence}`}));
   if (again) parts.splice(1, 0, h("div", {class: "ek-reread", text: again}));
   if (view.image) parts.push(h("img", {class: "ek-image", src: `data:image/png;base64,${view.image}`, alt: item.id}));
@@ -74,7 +81,7 @@ function draw(el, model, send) {
   rubric.style.display = view.show_rubric ? "block" : "none";
   const judged = Object.entries(view.judged_at).map(([arm, v]) => `${arm} ${(100 * v).toFixed(0)}%`).join(" · ");
   el.replaceChildren(...[
-    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · i image · p pool · d draft · [ ] query · ? rubric`}),
+    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · w whole page/passages · i image · p pool · d draft · [ ] query · ? rubric`}),
     view.message ? h("div", {class: "ek-message", text: view.message}) : null,
     queryForm(view, send),
     view.before.length ? h("div", {class: "ek-before"}, h("b", {text: "before judging"}), lines("ek-before-list", view.before)) : null,
@@ -97,6 +104,7 @@ function render({model, el}) {
     .ek-field { margin-right: 8px; } .ek-field span { margin-right: 4px; color: #555; }
     .ek-text { white-space: pre-wrap; max-height: 420px; overflow: auto; background: #fafafa; border: 1px solid #ddd; padding: 6px; user-select: text; }
     .ek-text mark { background: #ffe066; }
+    .ek-passage { max-height: none; border-left: 3px solid #36c; } .ek-display { color: #555; font-style: italic; }
     .ek-head { font-family: monospace; margin-top: 6px; } .ek-evidence { color: #060; } .ek-reread { color: #850; }
     .ek-image { max-width: 100%; border: 1px solid #ccc; }`});
   const body = h("div");
@@ -109,7 +117,8 @@ function render({model, el}) {
   let selected = "";
   el.addEventListener("mouseup", () => {
     const sel = window.getSelection();
-    const inText = sel && sel.rangeCount && el.querySelector(".ek-text")?.contains(sel.getRangeAt(0).commonAncestorContainer);
+    const at = sel && sel.rangeCount ? sel.getRangeAt(0).commonAncestorContainer : null;
+    const inText = at && el.contains(at) && (at.nodeType === 1 ? at : at.parentElement).closest(".ek-text");
     selected = inText ? sel.toString() : "";
     if (!["INPUT", "TEXTAREA", "SELECT", "BUTTON"].includes(document.activeElement?.tagName)) el.focus({preventScroll: true});
   });
