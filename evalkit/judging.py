@@ -458,12 +458,14 @@ class Session:
             raise JudgingError(f"{self.path}: {page_id(doc, page)} is not a page of corpus {self.docs.name!r}") from None
 
     @_action
-    def grade(self, qid: str, doc: str, page: int, gain: int) -> None:
-        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer).
+    def grade(self, qid: str, doc: str, page: int, gain: int, evidence: str = "") -> None:
+        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer),
+        with ``evidence`` when the quote was taken before the grade (one write, one undo).
         A page graded under an earlier wording keeps that grade, its wording and evidence as ``previous``;
         its evidence is to be taken again, for the current wording."""
         if gain not in self.gains():
             raise JudgingError(f"{self.path}: gain {gain} is not in the rubric ({', '.join(map(str, sorted(self.gains())))})")
+        quote = self.quote(qid, doc, page, evidence) if evidence.strip() else ""
         self.text(doc, page)
         j = self._judgment(qid, (doc, page))
         if j is None:
@@ -477,17 +479,25 @@ class Session:
                 for key in ("reread", "evidence"):
                     j.pop(key, None)
             j["gain"] = gain
+        if quote:
+            j["evidence"] = quote
         self._unskip(qid, (doc, page))
 
-    @_action
-    def evidence(self, qid: str, doc: str, page: int, quote: str) -> str:
-        """Store a quote, verbatim, as the evidence of a graded page, after checking the page holds it (as
-        ``qrels check --strict`` will); returns the quote stored (trimmed of surrounding white space)."""
+    def quote(self, qid: str, doc: str, page: int, quote: str) -> str:
+        """A quote as evidence of the page would store it (trimmed), refused unless the page holds it (as
+        ``qrels check --strict`` will check): the workbench keeps one taken before the grade this way."""
         quote = quote.strip()
         if not quote:
             raise JudgingError(f"{self.path}: empty evidence: select text on the page first")
         if not contains(self.text(doc, page), quote):
             raise JudgingError(f"{self.path}: query {qid!r}: the quote is not on {page_id(doc, page)}: {quote[:80]!r}")
+        return quote
+
+    @_action
+    def evidence(self, qid: str, doc: str, page: int, quote: str) -> str:
+        """Store a quote, verbatim, as the evidence of a graded page, after checking the page holds it (as
+        ``qrels check --strict`` will); returns the quote stored (trimmed of surrounding white space)."""
+        quote = self.quote(qid, doc, page, quote)
         j = self._judgment(qid, (doc, page))
         if j is None:
             raise JudgingError(f"{self.path}: query {qid!r}: grade {page_id(doc, page)} before giving its evidence")

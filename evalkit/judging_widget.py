@@ -40,6 +40,8 @@ class Workbench(anywidget.AnyWidget):
         self.shows = "page"  # what the view shows of the page now (a short page is its own passage): timed with it
         self._on_screen: tuple[Any, ...] = ()  # what the view last showed: a change restarts the person's clock
         self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
+        self.pending: dict[tuple[str, str], str] = {}  # (query, page) -> evidence taken before its grade
+        self.confirm: tuple[str, int] | None = None  # (page, gain) a second press of which regrades the page
         self.on_msg(self._on_msg)
         self.refresh()
 
@@ -80,7 +82,9 @@ class Workbench(anywidget.AnyWidget):
             "file": str(s.path), "classes": list(CLASSES), "kinds": list(ABSTAIN_KINDS),
             "query": query and {k: query.get(k, "") for k in ("id", "class", "text", "kind", "distractor")},
             "left": sum(i.todo for i in queue), "position": f"{self.index + 1}/{len(queue)}",
-            "item": item and {"id": item.id, "gain": item.gain, "evidence": item.evidence, "skipped": item.skipped,
+            "item": item and {"id": item.id, "gain": item.gain, "skipped": item.skipped,
+                              "evidence": self.pending.get((str(self.qid), item.id)) or item.evidence,
+                              "kept": (str(self.qid), item.id) in self.pending,
                               "notes": str(judgment.get("notes", "")) if judgment is not None else "",
                               "reread": item.reread, "previous": _previous(judgment)},
             "segments": segments, "display": self.shows, "short": bool(windows) and windows == [text.strip()],
@@ -95,6 +99,8 @@ class Workbench(anywidget.AnyWidget):
 
     def _on_msg(self, _widget: Any, msg: dict[str, Any], _buffers: Sequence[bytes]) -> None:
         self.message, notice = "", ""
+        if msg.get("action") != "grade":
+            self.confirm = None  # a regrade is confirmed by the very next key only
         try:
             notice = self.session.sync()  # the file as it is on disk now, a hand edit included
             ACTIONS[str(msg.get("action"))](self, msg)
@@ -106,16 +112,32 @@ class Workbench(anywidget.AnyWidget):
         self.refresh()
 
     def grade(self, msg: dict[str, Any]) -> None:
+        """Grade the page shown and go on. A page graded already (under this wording) is not regraded by a
+        stray digit: the same grade moves on, another one asks to be pressed again."""
         qid, item = self._need_item()
-        self.session.grade(qid, item.doc, item.page, int(msg["value"]))
-        self._timed("grade", qid, item)
+        gain, confirm = int(msg["value"]), self.confirm
+        if item.gain is not None and not item.reread and gain != item.gain and confirm != (item.id, gain):
+            self.confirm = (item.id, gain)
+            self.message = f"{item.id} is graded {item.gain}: press {gain} again to change it to {gain}, j to move on"
+            return
+        if item.gain != gain or item.reread or self.pending.get((qid, item.id)):
+            self.session.grade(qid, item.doc, item.page, gain, self.pending.get((qid, item.id), ""))
+            self._timed("grade", qid, item)
+        self.pending.pop((qid, item.id), None)
         self._advance(qid)
 
     def evidence(self, msg: dict[str, Any]) -> None:
+        """The quote as the page's evidence: stored at once on a graded page (the page stays), kept for the
+        grade on one not graded yet (or to be read again), so evidence and grade come in either order."""
         qid, item = self._need_item()
-        quote = self.session.evidence(qid, item.doc, item.page, str(msg.get("text", "")))
+        if item.todo:
+            quote = self.session.quote(qid, item.doc, item.page, str(msg.get("text", "")))
+            self.pending[(qid, item.id)] = quote
+            self.message = f"evidence kept for the grade (0-3 stores both): {quote[:120]!r}"
+        else:
+            quote = self.session.evidence(qid, item.doc, item.page, str(msg.get("text", "")))
+            self.message = f"evidence stored: {quote[:120]!r}"
         self._timed("evidence", qid, item)
-        self.message = f"evidence stored: {quote[:120]!r}"
 
     def note(self, msg: dict[str, Any]) -> None:
         qid = self._need_query("save the query before writing a note on it")

@@ -174,3 +174,26 @@ def test_passage_first_the_whole_page_one_key_away_and_the_display_timed(isolate
     grades = [a for a in effort.read(effort.log_path(path)).actions if a.action == "grade"]
     assert [(a.page, a.display) for a in grades] == [(1, "page")]
     w.close()
+
+
+def test_evidence_before_the_grade_is_kept_for_it_and_a_stray_digit_does_not_regrade(docs, isolated):  # noqa: F811
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    goto(w, "walrus.pdf#2")
+    send(w, action="evidence", text="follows the sea ice south")
+    assert "kept for the grade" in w.view["message"] and w.view["item"]["kept"]
+    assert not qrels.load(path)["q1"].judgments  # nothing written before the grade
+    send(w, action="grade", value=3)  # grade and evidence, one write; on to the next page
+    assert w.view["item"]["id"] != "walrus.pdf#2"
+    [j] = qrels.load(path)["q1"].judgments
+    assert (j.page, j.gain, j.evidence) == (2, 3, "follows the sea ice south")
+    goto(w, "walrus.pdf#2")
+    send(w, action="evidence", text="herds travel")  # on a graded page: stored, the page stays
+    assert w.view["item"]["id"] == "walrus.pdf#2" and qrels.load(path)["q1"].judgments[0].evidence == "herds travel"
+    send(w, action="grade", value=1)  # a stray digit: asks
+    assert "press 1 again" in w.view["message"] and qrels.load(path)["q1"].judgments[0].gain == 3
+    send(w, action="grade", value=1)  # pressed again: regraded
+    assert qrels.load(path)["q1"].judgments[0].gain == 1
+    goto(w, "walrus.pdf#2")
+    send(w, action="grade", value=1)  # the grade it has: moves on, writes nothing
+    assert w.view["item"]["id"] != "walrus.pdf#2" and "again" not in w.view["message"]
+    w.close()

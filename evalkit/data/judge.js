@@ -63,7 +63,7 @@ function pageView(view) {
     ? `the page's best-matching passages (${shown.length}) — w: the whole page`
     : view.short ? "the whole page (short enough to be its own passage)" : "the whole page — w: back to its passages"});
   const parts = [head, display, ...texts];
-  if (item.evidence) parts.splice(1, 0, h("div", {class: "ek-evidence", text: `evidence: ${item.evidence}`}));
+  if (item.evidence) parts.splice(1, 0, h("div", {class: "ek-evidence", text: `evidence${item.kept ? " (kept: stored with the grade)" : ""}: ${item.evidence}`}));
   if (again) parts.splice(1, 0, h("div", {class: "ek-reread", text: again}));
   if (view.image) parts.push(h("img", {class: "ek-image", src: `data:image/png;base64,${view.image}`, alt: item.id}));
   return h("div", {class: "ek-page"}, ...parts);
