@@ -17,6 +17,8 @@ What the workbench adds to a query in the file (documented in qrels/README.md, "
                                           # earlier wording whose pages the new pool no longer holds
     judgments = [{ doc = ..., page = ..., gain = 3, reread = "old text" }]   # graded under an earlier
                                           # wording: counts, and is to be read again (then ``previous``)
+    judgments = [{ doc = ..., page = ..., gain = 0, found_by = "search:keyword" }]   # found by a search
+                                          # outside the pool (:meth:`Session.find`), not drawn by it
 
 The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every rule lives here.
 """
@@ -378,22 +380,41 @@ class Session:
 
     # -- pooling --
 
+    def _ranked(self, spec: str, text: str, k: int) -> tuple[str, list[PageKey]]:
+        """One arm's label and top ``k`` pages for ``text`` over the corpus."""
+        from .arms import make
+
+        arm = make(spec, self.docs.corpus, self.docs.store)
+        try:
+            arm.prepare()
+            return arm.label, [(h.doc, h.page) for h in arm.search(text, k).hits]
+        finally:
+            arm.close()
+
     def search(self, qid: str) -> dict[str, list[PageKey]]:
         """Every arm's ranked pages for the query (kept in memory: arm labels never leave this object)."""
         if qid not in self.rankings:
-            from .arms import make
-
             text, k = str(self._query(qid)["text"]), max(self.strategy.depth, 10)
-            out = {}
-            for spec in self.arms:
-                arm = make(spec, self.docs.corpus, self.docs.store)
-                try:
-                    arm.prepare()
-                    out[arm.label] = [(h.doc, h.page) for h in arm.search(text, k).hits]
-                finally:
-                    arm.close()
-            self.rankings[qid] = out
+            self.rankings[qid] = dict(self._ranked(spec, text, k) for spec in self.arms)
         return self.rankings[qid]
+
+    def search_arm(self) -> str:
+        """The arm a search outside the pool uses unless told: the file's first pooled arm, else the session's."""
+        recorded = list(self.doc.get("set", {}).get("pool_arms", []))
+        return str((recorded or self.arms or ["keyword"])[0])
+
+    def find(self, text: str, arm: str = "", k: int = 10) -> tuple[str, list[PageKey]]:
+        """Search the whole corpus outside the pool with any arm of the registry (default
+        :meth:`search_arm`): the arm spec and its top ``k`` pages, to grade with ``found_by``."""
+        from .arms import ArmError
+
+        arm, text = arm.strip() or self.search_arm(), " ".join(text.split())
+        if not text:
+            raise JudgingError(f"{self.path}: type what to search the corpus for")
+        try:
+            return arm, self._ranked(arm, text, k)[1]
+        except ArmError as e:
+            raise JudgingError(f"{self.path}: search with arm {arm!r}: {e}") from None
 
     @_action
     def pool(self, qid: str) -> list[PageKey]:
@@ -458,9 +479,11 @@ class Session:
             raise JudgingError(f"{self.path}: {page_id(doc, page)} is not a page of corpus {self.docs.name!r}") from None
 
     @_action
-    def grade(self, qid: str, doc: str, page: int, gain: int, evidence: str = "") -> None:
+    def grade(self, qid: str, doc: str, page: int, gain: int, evidence: str = "", found_by: str = "") -> None:
         """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer),
-        with ``evidence`` when the quote was taken before the grade (one write, one undo).
+        with ``evidence`` when the quote was taken before the grade (one write, one undo). ``found_by``
+        (``search:<arm>``) records a page found by a search outside the pool, when it is judged first
+        and not pooled: not drawn by the pool, it must not count as drawn.
         A page graded under an earlier wording keeps that grade, its wording and evidence as ``previous``;
         its evidence is to be taken again, for the current wording."""
         if gain not in self.gains():
@@ -472,6 +495,8 @@ class Session:
             q = self._query(qid)
             j = tomlkit.inline_table()
             j.update({"doc": doc, "page": page, "gain": gain})
+            if found_by and page_id(doc, page) not in [str(p) for p in q.get("pooled", [])]:
+                j["found_by"] = qrels.parse_found_by(found_by, f"{self.path}: query {qid!r}")
             q.setdefault("judgments", tomlkit.array().multiline(True)).append(j)
         else:
             if "reread" in j:

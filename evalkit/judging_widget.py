@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from . import dirs, judging
+from . import dirs, judging, qrels
 from .judging import JudgingError, Session
-from .records import ABSTAIN_KINDS, CLASSES
+from .records import ABSTAIN_KINDS, CLASSES, page_id
 
 if TYPE_CHECKING:
     from .api import OpenCorpus
@@ -42,6 +42,7 @@ class Workbench(anywidget.AnyWidget):
         self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
         self.pending: dict[tuple[str, str], str] = {}  # (query, page) -> evidence taken before its grade
         self.confirm: tuple[str, int] | None = None  # (page, gain) a second press of which regrades the page
+        self.found: tuple[str, list[judging.PageKey]] | None = None  # (arm, pages) of a search outside the pool
         self.on_msg(self._on_msg)
         self.refresh()
 
@@ -57,9 +58,17 @@ class Workbench(anywidget.AnyWidget):
         queue = self.session.queue(self.qid)
         return next((i for i, item in enumerate(queue) if item.todo), max(len(queue) - 1, 0))
 
-    def _item(self) -> judging.Item | None:
+    def _pages(self) -> list[judging.Item]:
+        """The pages the cursor walks: the query's queue, or the pages a search outside the pool found."""
         queue = self.session.queue(self.qid) if self.qid else []
-        return queue[self.index] if 0 <= self.index < len(queue) else None
+        if self.found is None:
+            return queue
+        known = {i.id: i for i in queue}
+        return [known.get(page_id(*p)) or judging.Item(p[0], p[1], None, "", False) for p in self.found[1]]
+
+    def _item(self) -> judging.Item | None:
+        pages = self._pages()
+        return pages[self.index] if 0 <= self.index < len(pages) else None
 
     def refresh(self) -> None:
         """Send the whole state to the view (text only: the view sets it as text, never as markup)."""
@@ -81,7 +90,7 @@ class Workbench(anywidget.AnyWidget):
         self.view = {
             "file": str(s.path), "classes": list(CLASSES), "kinds": list(ABSTAIN_KINDS),
             "query": query and {k: query.get(k, "") for k in ("id", "class", "text", "kind", "distractor")},
-            "left": sum(i.todo for i in queue), "position": f"{self.index + 1}/{len(queue)}",
+            "left": sum(i.todo for i in queue), "position": f"{self.index + 1}/{len(self._pages())}",
             "item": item and {"id": item.id, "gain": item.gain, "skipped": item.skipped,
                               "evidence": self.pending.get((str(self.qid), item.id)) or item.evidence,
                               "kept": (str(self.qid), item.id) in self.pending,
@@ -93,6 +102,7 @@ class Workbench(anywidget.AnyWidget):
             "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
             "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}" for p in s.problems(self.qid)] if self.qid else [],
             "judged_at": s.judged_at(self.qid) if self.qid else {}, "message": self.message,
+            "found": self.found and {"arm": self.found[0], "n": len(self.found[1])}, "search_arm": s.search_arm(),
         }
 
     # -- the assessor's actions --
@@ -121,8 +131,9 @@ class Workbench(anywidget.AnyWidget):
             self.message = f"{item.id} is graded {item.gain}: press {gain} again to change it to {gain}, j to move on"
             return
         if item.gain != gain or item.reread or self.pending.get((qid, item.id)):
-            self.session.grade(qid, item.doc, item.page, gain, self.pending.get((qid, item.id), ""))
-            self._timed("grade", qid, item)
+            found_by = f"{qrels.FOUND_BY}{self.found[0]}" if self.found and item.gain is None else ""
+            self.session.grade(qid, item.doc, item.page, gain, self.pending.get((qid, item.id), ""), found_by)
+            self._timed("grade", qid, item, found_by=found_by)
         self.pending.pop((qid, item.id), None)
         self._advance(qid)
 
@@ -156,11 +167,11 @@ class Workbench(anywidget.AnyWidget):
         self.message = "undone" if self.session.undo() else "nothing to undo"
         self.session.timer.record("undo", self.qid or "")
         if self.qid not in self.session.ids():
-            self.qid = next(iter(self.session.ids()), None)
-        self.index = min(self.index, max(len(self.session.queue(self.qid)) - 1, 0)) if self.qid else 0
+            self.qid, self.found = next(iter(self.session.ids()), None), None
+        self.index = min(self.index, max(len(self._pages()) - 1, 0)) if self.qid else 0
 
     def move(self, msg: dict[str, Any]) -> None:
-        n = len(self.session.queue(self.qid)) if self.qid else 0
+        n = len(self._pages())
         self.index = max(0, min(n - 1, self.index + int(msg["value"])))
         self.image = False
 
@@ -174,14 +185,16 @@ class Workbench(anywidget.AnyWidget):
         self.before = self.session.write_query(qid, str(msg.get("class", "")), str(msg.get("text", "")),
                                                str(msg.get("kind", "")), str(msg.get("distractor", "")))
         self.session.timer.record("query", qid.strip())
-        self.qid, self.index = qid.strip(), self._first_unjudged()
+        self.qid, self.found = qid.strip(), None
+        self.index = self._first_unjudged()
 
     def new(self, msg: dict[str, Any]) -> None:
-        self.qid, self.before, self.index = None, [], 0
+        self.qid, self.before, self.index, self.found = None, [], 0, None
 
     def pool(self, msg: dict[str, Any]) -> None:
         qid = self._need_query("save the query before pooling pages for it")
         pages = self.session.pool(qid)
+        self.found = None
         self.before = self.session.before(qid)
         self.index = self._first_unjudged()
         self.message = f"pooled {len(pages)} page(s) with {self.session.strategy.label} from {len(self.session.arms)} arm(s)"
@@ -198,6 +211,23 @@ class Workbench(anywidget.AnyWidget):
     def toggle_image(self, msg: dict[str, Any]) -> None:
         self.image = not self.image
 
+    def find(self, msg: dict[str, Any]) -> None:
+        """Search the corpus outside the pool (any arm; the first pooled arm unless told) and walk the pages
+        found: a grade given there records ``found_by``, and the cursor goes to the next page found."""
+        qid = self._need_query("save the query before searching the corpus for it")
+        arm, pages = self.session.find(str(msg.get("text", "")), str(msg.get("arm", "")))
+        self.session.timer.record("search", qid)
+        self.found, self.index = (arm, pages), 0
+        self.message = (f"{len(pages)} page(s) found by {arm} outside the pool: grade them as any page; Esc: back "
+                        "to the pool" if pages else f"{arm} finds nothing for that")
+
+    def unfind(self, msg: dict[str, Any]) -> None:
+        """Back from a search's pages to the pool, at its first page left to read (the pages graded from the
+        search now head the queue)."""
+        if self.found is not None:
+            self.found = None
+            self.index = self._first_unjudged()
+
     def toggle_whole(self, msg: dict[str, Any]) -> None:
         """The whole page, one key away from its passages, and back."""
         self.display = "passage" if self.display == "page" else "page"
@@ -206,7 +236,7 @@ class Workbench(anywidget.AnyWidget):
         self.rubric = not self.rubric
 
     def _open(self, qid: str | None) -> None:
-        self.qid = qid
+        self.qid, self.found = qid, None
         self.index, self.before, self.image = self._first_unjudged(), self.session.before(qid) if qid else [], False
 
     def _need_query(self, why: str) -> str:
@@ -221,7 +251,7 @@ class Workbench(anywidget.AnyWidget):
         """The page the view shows, where the file (maybe edited since) now puts it; refused when the file
         no longer has it for the query, so that a key never lands on a page the assessor did not see."""
         if self.shown is not None:
-            at = next((i for i, item in enumerate(self.session.queue(qid)) if item.id == self.shown), None)
+            at = next((i for i, item in enumerate(self._pages()) if item.id == self.shown), None)
             if at is None:
                 raise JudgingError(f"{self.session.path}: {self.shown} is no longer a page of query {qid!r} (the "
                                    "file changed on disk): nothing written")
@@ -240,6 +270,9 @@ class Workbench(anywidget.AnyWidget):
         self.session.timer.record(action, qid, item.doc, item.page, self.shows, **extra)
 
     def _advance(self, qid: str) -> None:
+        if self.found is not None:  # the next page the search found
+            self.index = min(self.index + 1, len(self.found[1]) - 1)
+            return
         queue = self.session.queue(qid)
         nxt = next((i for i in range(self.index + 1, len(queue)) if queue[i].todo), None)
         self.index = nxt if nxt is not None else self._first_unjudged() if any(i.todo for i in queue) else self.index
@@ -261,6 +294,7 @@ ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
     "undo": Workbench.undo, "move": Workbench.move, "query": Workbench.query, "write": Workbench.write,
     "new": Workbench.new, "pool": Workbench.pool, "draft": Workbench.draft, "image": Workbench.toggle_image,
     "rubric": Workbench.toggle_rubric, "whole": Workbench.toggle_whole,
+    "find": Workbench.find, "unfind": Workbench.unfind,
 }
 
 

@@ -197,3 +197,25 @@ def test_evidence_before_the_grade_is_kept_for_it_and_a_stray_digit_does_not_reg
     send(w, action="grade", value=1)  # the grade it has: moves on, writes nothing
     assert w.view["item"]["id"] != "walrus.pdf#2" and "again" not in w.view["message"]
     w.close()
+
+
+def test_a_page_found_by_search_outside_the_pool_is_graded_and_recorded_as_found(docs, isolated):  # noqa: F811
+    from evalkit import effort
+
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    pool = set(qrels.load(path).pooled["q1"])
+    assert w.view["search_arm"] == ARMS[0]  # the first pooled arm unless told
+    send(w, action="find", text="penguins", arm="keyword")
+    assert w.view["found"] == {"arm": "keyword", "n": w.view["found"]["n"]} and w.view["item"]["id"] == "seal.pdf#2"
+    assert ("seal.pdf", 2) not in pool
+    send(w, action="grade", value=0)
+    qs = qrels.load(path)
+    assert qs.found["q1"] == {("seal.pdf", 2): "search:keyword"} and set(qs.pooled["q1"]) == pool
+    send(w, action="unfind")
+    assert w.view["found"] is None and w.view["item"]["id"] != "seal.pdf#2"
+    send(w, action="find", text="penguins", arm="no-such-arm")
+    assert "no-such-arm" in w.view["message"] and "unknown arm" in w.view["message"]
+    log = effort.read(effort.log_path(path)).actions
+    assert [a.action for a in log][-2:] == ["search", "grade"] and log[-1].page == 2
+    w.close()
+

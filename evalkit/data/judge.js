@@ -4,7 +4,7 @@
 
 const KEYS = {"0": ["grade", 0], "1": ["grade", 1], "2": ["grade", 2], "3": ["grade", 3],
               "s": ["skip"], "u": ["undo"], "j": ["move", 1], "k": ["move", -1], "ArrowDown": ["move", 1],
-              "ArrowUp": ["move", -1], "ArrowRight": ["move", 1], "ArrowLeft": ["move", -1], "i": ["image"], "w": ["whole"],
+              "ArrowUp": ["move", -1], "ArrowRight": ["move", 1], "ArrowLeft": ["move", -1], "i": ["image"], "w": ["whole"], "Escape": ["unfind"],
               "p": ["pool"], "d": ["draft"], "]": ["query", 1], "[": ["query", -1]};
 
 function h(tag, attrs = {}, ...children) {
@@ -39,6 +39,19 @@ function queryForm(view, send) {
   fresh.onclick = () => send({action: "new"});
   return h("div", {class: "ek-form"}, field("id", id), field("class", cls), field("kind", kind),
            field("distractor", distractor), h("br"), text, h("br"), save, fresh);
+}
+
+function searchBar(view, send) {
+  // "/" focuses it; Enter searches the corpus outside the pool with the arm named (the first pooled arm if blank)
+  const text = h("input", {class: "ek-find", size: "40", placeholder: "/ search the corpus outside the pool (Enter)"});
+  const arm = h("input", {class: "ek-find-arm", size: "18", placeholder: `arm: ${view.search_arm}`});
+  const go = (e) => {
+    if (e.key === "Enter") { e.preventDefault(); send({action: "find", text: text.value, arm: arm.value}); }
+    if (e.key === "Escape") { e.preventDefault(); e.target.blur(); }
+  };
+  text.onkeydown = go; arm.onkeydown = go;
+  const state = view.found ? `${view.found.n} page(s) found by ${view.found.arm}, outside the pool — Esc: back to the pool` : "";
+  return h("div", {class: "ek-search"}, text, arm, state ? h("span", {class: "ek-found", text: state}) : null);
 }
 
 function lines(cls, items) {
@@ -81,9 +94,9 @@ function draw(el, model, send) {
   rubric.style.display = view.show_rubric ? "block" : "none";
   const judged = Object.entries(view.judged_at).map(([arm, v]) => `${arm} ${(100 * v).toFixed(0)}%`).join(" · ");
   el.replaceChildren(...[
-    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · w whole page/passages · i image · p pool · d draft · [ ] query · ? rubric`}),
+    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · w whole page/passages · / search outside the pool · i image · p pool · d draft · [ ] query · ? rubric`}),
     view.message ? h("div", {class: "ek-message", text: view.message}) : null,
-    queryForm(view, send),
+    queryForm(view, send), searchBar(view, send),
     view.before.length ? h("div", {class: "ek-before"}, h("b", {text: "before judging"}), lines("ek-before-list", view.before)) : null,
     view.problems.length ? h("div", {class: "ek-problems"}, h("b", {text: "qrels check --strict"}), lines("ek-problem-list", view.problems)) : null,
     judged ? h("div", {class: "ek-judged", text: `Judged@10: ${judged}`}) : null,
@@ -105,6 +118,7 @@ function render({model, el}) {
     .ek-text { white-space: pre-wrap; max-height: 420px; overflow: auto; background: #fafafa; border: 1px solid #ddd; padding: 6px; user-select: text; }
     .ek-text mark { background: #ffe066; }
     .ek-passage { max-height: none; border-left: 3px solid #36c; } .ek-display { color: #555; font-style: italic; }
+    .ek-search { margin: 4px 0; } .ek-found { color: #06c; margin-left: 8px; }
     .ek-head { font-family: monospace; margin-top: 6px; } .ek-evidence { color: #060; } .ek-reread { color: #850; }
     .ek-image { max-width: 100%; border: 1px solid #ccc; }`});
   const body = h("div");
@@ -131,6 +145,8 @@ function render({model, el}) {
       msg = {action: "evidence", text: (sel && sel.toString()) || selected};
     } else if (e.key === "n") {
       e.preventDefault(); body._notes.focus(); e.stopPropagation(); return;
+    } else if (e.key === "/") {
+      e.preventDefault(); el.querySelector(".ek-find").focus(); e.stopPropagation(); return;
     } else if (e.key === "?") {
       msg = {action: "rubric"};
     } else if (KEYS[e.key]) {
