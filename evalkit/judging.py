@@ -25,6 +25,7 @@ The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every ru
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import os
 import re
 import time
@@ -366,17 +367,37 @@ class Session:
                 out += [{**d, "file": str(f)} for d in data.get("draft", [])]
         return out
 
+    def fresh_drafts(self, folder: str | Path, cls: str = "") -> list[dict[str, Any]]:
+        """The drafts (of class ``cls``, or any) neither accepted into this file (a query's ``drafted``) nor
+        rejected (``[set] drafts_rejected``): the workbench's stream of candidates, in the drafts' order."""
+        done = {str(self._query(q).get("drafted", "")).split(":")[0] for q in self.ids()}
+        done |= {str(d) for d in self.doc.get("set", {}).get("drafts_rejected", [])}
+        return [d for d in self.drafts(folder) if str(d["id"]) not in done and cls in ("", d.get("class"))]
+
+    def balance(self) -> dict[str, int]:
+        """Queries per class in the file, every class named: what the drafts stream is to even out."""
+        return {**dict.fromkeys(CLASSES, 0), **Counter(str(self._query(q)["class"]) for q in self.ids())}
+
     @_action
-    def from_draft(self, draft: dict[str, Any], qid: str | None = None) -> str:
-        """A draft made a query (its text to be edited; its source kept in the notes): one key in the widget."""
+    def from_draft(self, draft: dict[str, Any], qid: str | None = None, text: str = "") -> str:
+        """A draft made a query, as it is or with ``text`` edited; its provenance kept as the query's
+        ``drafted = "<draft id>: <source>"``: one key in the widget."""
         qid = qid or str(draft["id"])
         n, base = 1, qid
         while qid in self.ids():
             n, qid = n + 1, f"{base}-{n}"
         cls = str(draft["class"])
-        self.write_query(qid, cls, str(draft["text"]), "uncovered-need" if cls == "abstain" else "",
-                         str(draft.get("distractor", "")), f"from draft {draft['id']}: {draft.get('source', '')}")
+        kind = str(draft.get("kind", "")) or ("uncovered-need" if cls == "abstain" else "")
+        self.write_query(qid, cls, text.strip() or str(draft["text"]), kind, str(draft.get("distractor", "")))
+        self._query(qid)["drafted"] = f"{draft['id']}: {draft.get('source', '')}"
         return qid
+
+    @_action
+    def reject_draft(self, draft: dict[str, Any]) -> None:
+        """A draft the assessor will not use, kept in ``[set] drafts_rejected`` so it is not offered again."""
+        rejected = self.doc.setdefault("set", tomlkit.table()).setdefault("drafts_rejected", tomlkit.array())
+        if str(draft["id"]) not in rejected:
+            rejected.append(str(draft["id"]))
 
     # -- pooling --
 

@@ -42,6 +42,7 @@ class Workbench(anywidget.AnyWidget):
         self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
         self.pending: dict[tuple[str, str], str] = {}  # (query, page) -> evidence taken before its grade
         self.confirm: tuple[str, int] | None = None  # (page, gain) a second press of which regrades the page
+        self.drafting, self.draft_class = False, ""  # the stream of drafts shown, and the class it offers
         self.found: tuple[str, list[judging.PageKey]] | None = None  # (arm, pages) of a search outside the pool
         self.on_msg(self._on_msg)
         self.refresh()
@@ -77,8 +78,12 @@ class Workbench(anywidget.AnyWidget):
         queue = s.queue(self.qid) if self.qid else []
         judgment = s._judgment(self.qid, (item.doc, item.page)) if item and self.qid else None
         self.shown = item.id if item else None
-        if (self.qid, self.shown) != self._on_screen:
-            self._on_screen, self.display = (self.qid, self.shown), "passage"
+        drafts = self._draft_view()
+        on_screen = (self.qid, self.shown, drafts and drafts["current"] and drafts["current"]["id"])
+        if on_screen != self._on_screen:
+            if on_screen[:2] != self._on_screen[:2]:
+                self.display = "passage"
+            self._on_screen = on_screen
             s.timer.shown()
         try:
             text = s.text(item.doc, item.page) if item and query else ""
@@ -102,7 +107,7 @@ class Workbench(anywidget.AnyWidget):
             "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
             "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}" for p in s.problems(self.qid)] if self.qid else [],
             "judged_at": s.judged_at(self.qid) if self.qid else {}, "message": self.message,
-            "found": self.found and {"arm": self.found[0], "n": len(self.found[1])}, "search_arm": s.search_arm(),
+            "draft": drafts, "found": self.found and {"arm": self.found[0], "n": len(self.found[1])}, "search_arm": s.search_arm(),
         }
 
     # -- the assessor's actions --
@@ -200,13 +205,51 @@ class Workbench(anywidget.AnyWidget):
         self.message = f"pooled {len(pages)} page(s) with {self.session.strategy.label} from {len(self.session.arms)} arm(s)"
 
     def draft(self, msg: dict[str, Any]) -> None:
-        used = {str(self.session._query(q).get("notes", "")).split(":")[0] for q in self.session.ids()}
-        fresh = [d for d in self.session.drafts(self.drafts_dir) if f"from draft {d['id']}" not in used]
-        if not fresh:
-            raise JudgingError(f"no draft left in {self.drafts_dir} for corpus {self.session.docs.name!r} "
+        """Into the stream of drafts (of the class chosen, or any) and out of it again."""
+        if not self.drafting and not self.session.drafts(self.drafts_dir):
+            raise JudgingError(f"no draft in {self.drafts_dir} for corpus {self.session.docs.name!r} "
                                "(`evalkit qrels draft` writes them)")
-        self._open(self.session.from_draft(fresh[0]))
-        self.message = f"draft {fresh[0]['id']} is now query {self.qid}: edit its text before judging"
+        self.drafting = not self.drafting
+
+    def _draft(self) -> dict[str, Any]:
+        fresh = self.session.fresh_drafts(self.drafts_dir, self.draft_class)
+        if not fresh:
+            raise JudgingError(f"no {self.draft_class or 'draft'} left to review in {self.drafts_dir}")
+        return fresh[0]
+
+    def draft_accept(self, msg: dict[str, Any]) -> None:
+        """The draft shown made a query, as it is or with the text the assessor edited; on to the next."""
+        d, text = self._draft(), " ".join(str(msg.get("text", "")).split())
+        edited = bool(text) and text != " ".join(str(d["text"]).split())
+        qid = self.session.from_draft(d, text=text if edited else "")
+        self.session.timer.record("draft-accept", qid, edited=edited or None)
+        self.message = f"draft {d['id']} is query {qid}{' (edited)' if edited else ''}: ] to judge it, or on with the next draft"
+
+    def draft_reject(self, msg: dict[str, Any]) -> None:
+        d = self._draft()
+        self.session.reject_draft(d)
+        self.session.timer.record("draft-reject", str(d["id"]), **{"class": str(d["class"])})
+        self.message = f"draft {d['id']} rejected"
+
+    def draft_class(self, msg: dict[str, Any]) -> None:
+        """The class the stream offers (``""``: every class), to even out the balance."""
+        cls = str(msg.get("value", ""))
+        if cls and cls not in CLASSES:
+            raise JudgingError(f"class {cls!r} is not one of {', '.join(CLASSES)}")
+        self.draft_class = cls
+
+    def _draft_view(self) -> dict[str, Any] | None:
+        """The stream as the view shows it: the draft to decide on, drafts left and queries per class."""
+        if not self.drafting:
+            return None
+        every = self.session.fresh_drafts(self.drafts_dir)
+        shown = next((d for d in every if self.draft_class in ("", d["class"])), None)
+        left = {c: sum(d["class"] == c for d in every) for c in CLASSES}
+        return {"class": self.draft_class, "left": sum(left[c] for c in CLASSES if self.draft_class in ("", c)),
+                "balance": {c: [n, left[c]] for c, n in self.session.balance().items()},
+                "current": shown and {k: str(shown.get(k, "")) for k in ("id", "class", "text", "source", "distractor",
+                                                                           "kind", "context")}
+                | {"pages": [page_id(str(p[0]), int(p[1])) for p in shown.get("pages", [])]}}
 
     def toggle_image(self, msg: dict[str, Any]) -> None:
         self.image = not self.image
@@ -294,7 +337,8 @@ ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
     "undo": Workbench.undo, "move": Workbench.move, "query": Workbench.query, "write": Workbench.write,
     "new": Workbench.new, "pool": Workbench.pool, "draft": Workbench.draft, "image": Workbench.toggle_image,
     "rubric": Workbench.toggle_rubric, "whole": Workbench.toggle_whole,
-    "find": Workbench.find, "unfind": Workbench.unfind,
+    "find": Workbench.find, "unfind": Workbench.unfind, "draft_accept": Workbench.draft_accept,
+    "draft_reject": Workbench.draft_reject, "draft_class": Workbench.draft_class,
 }
 
 

@@ -219,3 +219,37 @@ def test_a_page_found_by_search_outside_the_pool_is_graded_and_recorded_as_found
     assert [a.action for a in log][-2:] == ["search", "grade"] and log[-1].page == 2
     w.close()
 
+
+
+def test_drafts_stream_one_key_each_with_the_class_balance_and_the_time(docs, isolated):  # noqa: F811
+    from evalkit import effort
+
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    w.drafts_dir = isolated / "drafts"
+    w.drafts_dir.mkdir()
+    (w.drafts_dir / "docs.toml").write_text('corpus = "docs"\n' + "".join(
+        f'[[draft]]\nid = "{c}-0{n}"\nclass = "{c}"\ntext = "<b>walrus</b> {c} {n}?"\nsource = "src {n}"\n'
+        f'pages = [["walrus.pdf", 2]]\n' for c in ("needle", "trap") for n in (1, 2)))
+    send(w, action="draft")
+    dv = w.view["draft"]
+    assert dv["current"]["id"] == "needle-01" and dv["current"]["pages"] == ["walrus.pdf#2"] and dv["left"] == 4
+    assert dv["balance"]["needle"] == [1, 2] and dv["balance"]["trap"] == [0, 2]  # queries, drafts left
+    assert dv["current"]["text"] == "<b>walrus</b> needle 1?"  # text, never markup (the view sets it as text)
+    send(w, action="draft_accept")
+    send(w, action="draft_reject")
+    send(w, action="draft_class", value="trap")
+    assert w.view["draft"]["current"]["id"] == "trap-01" and w.view["draft"]["left"] == 2
+    send(w, action="draft_accept", text="which walrus page is a trap?")
+    send(w, action="draft_accept")
+    assert w.view["draft"]["current"] is None and "no trap left" not in w.view["message"]
+    send(w, action="draft_accept")
+    assert "no trap left" in w.view["message"]
+    qs = qrels.load(path)
+    assert [q.id for q in qs.queries] == ["q1", "needle-01", "trap-01", "trap-02"]
+    assert qs["trap-01"].text == "which walrus page is a trap?" and 'drafted = "trap-01: src 1"' in path.read_text()
+    log = [(a.action, a.query, a.cls) for a in effort.read(effort.log_path(path)).actions if a.action.startswith("draft")]
+    assert log == [("draft-accept", "needle-01", None), ("draft-reject", "needle-02", "needle"),
+                   ("draft-accept", "trap-01", None), ("draft-accept", "trap-02", None)]
+    send(w, action="draft")
+    assert w.view["draft"] is None and w.view["item"]
+    w.close()

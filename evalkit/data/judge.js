@@ -54,6 +54,24 @@ function searchBar(view, send) {
   return h("div", {class: "ek-search"}, text, arm, state ? h("span", {class: "ek-found", text: state}) : null);
 }
 
+function draftView(view, send) {
+  // the stream of drafts: a accept · t edit the text, Enter accepts it · x reject · c the class offered · d or Esc: back
+  const dv = view.draft, d = dv.current;
+  const balance = Object.entries(dv.balance).map(([c, [n, left]]) => `${c} ${n} (+${left} drafts)`).join(" · ");
+  const head = h("div", {class: "ek-draft-head", text: `drafts${dv.class ? " of class " + dv.class : ""}: ${dv.left} left — queries per class: ${balance}`});
+  if (!d) return h("div", {class: "ek-drafts"}, head, h("div", {class: "ek-empty", text: "No draft left here: c for another class, d to go back."}));
+  const text = h("textarea", {class: "ek-draft-text", rows: "2", cols: "70"}); text.value = d.text;
+  text.onkeydown = (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send({action: "draft_accept", text: text.value}); }
+    if (e.key === "Escape") { e.preventDefault(); text.blur(); }
+  };
+  const about = [`${d.id} [${d.class}${d.kind ? ", " + d.kind : ""}]`, `source: ${d.source}`,
+                 d.distractor ? `distractor: ${d.distractor}` : "", d.pages.length ? `pages to read first: ${d.pages.join(", ")}` : "",
+                 d.context ? `context: ${d.context}` : ""].filter(Boolean);
+  return h("div", {class: "ek-drafts"}, head, lines("ek-draft-about", about), text,
+           h("div", {class: "ek-draft-keys", text: "a accept · t edit (Enter accepts) · x reject · c class · d back"}));
+}
+
 function lines(cls, items) {
   const list = h("ul", {class: cls});
   for (const t of items) list.append(h("li", {text: t}));
@@ -94,13 +112,13 @@ function draw(el, model, send) {
   rubric.style.display = view.show_rubric ? "block" : "none";
   const judged = Object.entries(view.judged_at).map(([arm, v]) => `${arm} ${(100 * v).toFixed(0)}%`).join(" · ");
   el.replaceChildren(...[
-    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · w whole page/passages · / search outside the pool · i image · p pool · d draft · [ ] query · ? rubric`}),
+    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · w whole page/passages · / search outside the pool · i image · p pool · d drafts (a accept · t edit · x reject · c class) · [ ] query · ? rubric`}),
     view.message ? h("div", {class: "ek-message", text: view.message}) : null,
     queryForm(view, send), searchBar(view, send),
     view.before.length ? h("div", {class: "ek-before"}, h("b", {text: "before judging"}), lines("ek-before-list", view.before)) : null,
     view.problems.length ? h("div", {class: "ek-problems"}, h("b", {text: "qrels check --strict"}), lines("ek-problem-list", view.problems)) : null,
     judged ? h("div", {class: "ek-judged", text: `Judged@10: ${judged}`}) : null,
-    rubric, pageView(view), notes].filter(Boolean));
+    rubric, view.draft ? draftView(view, send) : pageView(view), notes].filter(Boolean));
   el._notes = notes;
 }
 
@@ -119,6 +137,7 @@ function render({model, el}) {
     .ek-text mark { background: #ffe066; }
     .ek-passage { max-height: none; border-left: 3px solid #36c; } .ek-display { color: #555; font-style: italic; }
     .ek-search { margin: 4px 0; } .ek-found { color: #06c; margin-left: 8px; }
+    .ek-drafts { border: 1px solid #9c6; padding: 6px; margin-top: 6px; } .ek-draft-head { font-weight: bold; }
     .ek-head { font-family: monospace; margin-top: 6px; } .ek-evidence { color: #060; } .ek-reread { color: #850; }
     .ek-image { max-width: 100%; border: 1px solid #ccc; }`});
   const body = h("div");
@@ -140,7 +159,16 @@ function render({model, el}) {
     const tag = e.target.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
     let msg = null;
-    if (e.key === "e") {
+    const view = model.get("view");
+    if (view.draft && ["a", "t", "x", "c", "Escape"].includes(e.key)) {
+      if (e.key === "t") { e.preventDefault(); e.stopPropagation(); el.querySelector(".ek-draft-text")?.focus(); return; }
+      const classes = ["", ...view.classes];
+      msg = e.key === "a" ? {action: "draft_accept"} : e.key === "x" ? {action: "draft_reject"}
+          : e.key === "c" ? {action: "draft_class", value: classes[(classes.indexOf(view.draft.class) + 1) % classes.length]}
+          : {action: "draft"};
+    } else if (view.draft && e.key !== "d" && e.key !== "u" && e.key !== "?") {
+      return;  // in the stream of drafts, the page keys do nothing
+    } else if (e.key === "e") {
       const sel = window.getSelection();
       msg = {action: "evidence", text: (sel && sel.toString()) || selected};
     } else if (e.key === "n") {
