@@ -249,7 +249,7 @@ class Workbench(anywidget.AnyWidget):
                 "balance": {c: [n, left[c]] for c, n in self.session.balance().items()},
                 "current": shown and {k: str(shown.get(k, "")) for k in ("id", "class", "text", "source", "distractor",
                                                                            "kind", "context")}
-                | {"pages": [page_id(str(p[0]), int(p[1])) for p in shown.get("pages", [])]}}
+                | {"pages": [page_id(str(p["doc"]), int(p["page"])) for p in shown.get("pages", [])]}}
 
     def toggle_image(self, msg: dict[str, Any]) -> None:
         self.image = not self.image

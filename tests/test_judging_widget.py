@@ -223,13 +223,14 @@ def test_a_page_found_by_search_outside_the_pool_is_graded_and_recorded_as_found
 
 def test_drafts_stream_one_key_each_with_the_class_balance_and_the_time(docs, isolated):  # noqa: F811
     from evalkit import effort
+    from evalkit.draft import Draft, to_toml
 
     path, w = pooled(docs, isolated, "walrus migration sea ice")
     w.drafts_dir = isolated / "drafts"
     w.drafts_dir.mkdir()
-    (w.drafts_dir / "docs.toml").write_text('corpus = "docs"\n' + "".join(
-        f'[[draft]]\nid = "{c}-0{n}"\nclass = "{c}"\ntext = "<b>walrus</b> {c} {n}?"\nsource = "src {n}"\n'
-        f'pages = [["walrus.pdf", 2]]\n' for c in ("needle", "trap") for n in (1, 2)))
+    (w.drafts_dir / "docs.toml").write_text(to_toml(  # as `evalkit qrels draft` writes them
+        [Draft(f"{c}-0{n}", c, f"<b>walrus</b> {c} {n}?", f"src {n}", (("walrus.pdf", 2),)) for c in ("needle", "trap")
+         for n in (1, 2)], "docs"))
     send(w, action="draft")
     dv = w.view["draft"]
     assert dv["current"]["id"] == "needle-01" and dv["current"]["pages"] == ["walrus.pdf#2"] and dv["left"] == 4
