@@ -35,10 +35,11 @@ class Timer:
         self.since = self.clock()
 
     def record(self, action: str, query: str, doc: str | None = None, page: int | None = None,
-               display: str | None = None, **extra: object) -> dict[str, object]:
+               display: str | None = None, cls: str | None = None, **extra: object) -> dict[str, object]:
         """Append one line for an action that just ended; returns it. The line is written whole, in one
         ``write`` to a file opened for appending, so a kill leaves at most an unfinished last line (which
-        :func:`evalkit.effort.read` leaves out)."""
+        :func:`evalkit.effort.read` leaves out). ``cls``: the class of a query not in the file (a rejected
+        draft); ``extra`` fields (``edited``, ``found_by``) are kept for the record, unread by effort."""
         if action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}")
         now = self.clock()
@@ -46,7 +47,7 @@ class Timer:
         self.since = now
         line: dict[str, object] = {"t": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
                                    "action": action, "query": query}
-        line.update({k: v for k, v in (("doc", doc), ("page", page), ("display", display)) if v is not None})
+        line.update({k: v for k, v in (("doc", doc), ("page", page), ("display", display), ("class", cls)) if v is not None})
         line.update({k: v for k, v in extra.items() if v not in (None, "")})
         line["seconds"] = seconds
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

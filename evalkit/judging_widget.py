@@ -42,7 +42,7 @@ class Workbench(anywidget.AnyWidget):
         self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
         self.pending: dict[tuple[str, str], str] = {}  # (query, page) -> evidence taken before its grade
         self.confirm: tuple[str, int] | None = None  # (page, gain) a second press of which regrades the page
-        self.drafting, self.draft_class = False, ""  # the stream of drafts shown, and the class it offers
+        self.drafting, self.offered = False, ""  # the stream of drafts shown, and the class it offers
         self.found: tuple[str, list[judging.PageKey]] | None = None  # (arm, pages) of a search outside the pool
         self.on_msg(self._on_msg)
         self.refresh()
@@ -212,9 +212,9 @@ class Workbench(anywidget.AnyWidget):
         self.drafting = not self.drafting
 
     def _draft(self) -> dict[str, Any]:
-        fresh = self.session.fresh_drafts(self.drafts_dir, self.draft_class)
+        fresh = self.session.fresh_drafts(self.drafts_dir, self.offered)
         if not fresh:
-            raise JudgingError(f"no {self.draft_class or 'draft'} left to review in {self.drafts_dir}")
+            raise JudgingError(f"no {self.offered or 'draft'} left to review in {self.drafts_dir}")
         return fresh[0]
 
     def draft_accept(self, msg: dict[str, Any]) -> None:
@@ -228,7 +228,7 @@ class Workbench(anywidget.AnyWidget):
     def draft_reject(self, msg: dict[str, Any]) -> None:
         d = self._draft()
         self.session.reject_draft(d)
-        self.session.timer.record("draft-reject", str(d["id"]), **{"class": str(d["class"])})
+        self.session.timer.record("draft-reject", str(d["id"]), cls=str(d["class"]))
         self.message = f"draft {d['id']} rejected"
 
     def draft_class(self, msg: dict[str, Any]) -> None:
@@ -236,16 +236,16 @@ class Workbench(anywidget.AnyWidget):
         cls = str(msg.get("value", ""))
         if cls and cls not in CLASSES:
             raise JudgingError(f"class {cls!r} is not one of {', '.join(CLASSES)}")
-        self.draft_class = cls
+        self.offered = cls
 
     def _draft_view(self) -> dict[str, Any] | None:
         """The stream as the view shows it: the draft to decide on, drafts left and queries per class."""
         if not self.drafting:
             return None
         every = self.session.fresh_drafts(self.drafts_dir)
-        shown = next((d for d in every if self.draft_class in ("", d["class"])), None)
+        shown = next((d for d in every if self.offered in ("", d["class"])), None)
         left = {c: sum(d["class"] == c for d in every) for c in CLASSES}
-        return {"class": self.draft_class, "left": sum(left[c] for c in CLASSES if self.draft_class in ("", c)),
+        return {"class": self.offered, "left": sum(left[c] for c in CLASSES if self.offered in ("", c)),
                 "balance": {c: [n, left[c]] for c, n in self.session.balance().items()},
                 "current": shown and {k: str(shown.get(k, "")) for k in ("id", "class", "text", "source", "distractor",
                                                                            "kind", "context")}
@@ -308,9 +308,9 @@ class Workbench(anywidget.AnyWidget):
             raise JudgingError("no page to judge here: pool the query first (p)")
         return qid, item
 
-    def _timed(self, action: str, qid: str, item: judging.Item, **extra: object) -> None:
+    def _timed(self, action: str, qid: str, item: judging.Item, found_by: str = "") -> None:
         """Log the person's seconds on a page action just done, with what they were shown of the page."""
-        self.session.timer.record(action, qid, item.doc, item.page, self.shows, **extra)
+        self.session.timer.record(action, qid, item.doc, item.page, self.shows, found_by=found_by)
 
     def _advance(self, qid: str) -> None:
         if self.found is not None:  # the next page the search found

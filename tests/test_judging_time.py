@@ -34,7 +34,7 @@ def test_seconds_run_from_what_was_shown_or_the_last_action_and_a_break_is_cappe
     timer.record("evidence", "q1", "a.pdf", 3, "page")
     clock.tick(3 * BREAK)  # lunch
     timer.record("skip", "q1", "b.pdf", 1, "passage")
-    timer.record("draft-reject", "n9", **{"class": "needle"})
+    timer.record("draft-reject", "n9", cls="needle")
     log = effort.read(tmp_path / ".mine.toml.time")
     assert [(a.action, a.seconds, a.display) for a in log.actions] == [
         ("grade", 12.5, "passage"), ("evidence", 4.0, "page"), ("skip", BREAK, "passage"), ("draft-reject", 0.0, None)]
