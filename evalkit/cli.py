@@ -164,6 +164,8 @@ def cmd_qrels_check(args) -> int:
     counts = {c: len(v) for c, v in qs.by_class().items()}
     pool = (f"pooled from the top {qs.pool_depth} of {', '.join(qs.pool_arms) or '(arms not recorded)'}"
             if qs.pool_depth else "pool depth not recorded in [set]")
+    if found := sum(map(len, qs.found.values())):
+        pool += f"; {found} page(s) judged outside the pool, found by search"
     print(f"{args.file}: {len(qs.queries)} queries ({', '.join(f'{c} {n}' for c, n in counts.items())}), "
           f"{sum(len(q.judgments) for q in qs.queries)} judgments ({pool}), {len(errors)} problem(s), "
           f"{len(problems) - len(errors)} warning(s)")

@@ -17,14 +17,18 @@ What the workbench adds to a query in the file (documented in qrels/README.md, "
                                           # earlier wording whose pages the new pool no longer holds
     judgments = [{ doc = ..., page = ..., gain = 3, reread = "old text" }]   # graded under an earlier
                                           # wording: counts, and is to be read again (then ``previous``)
+    judgments = [{ doc = ..., page = ..., gain = 0, found_by = "search:keyword" }]   # found by a search
+                                          # outside the pool (:meth:`Session.find`), not drawn by it
 
 The widget (:mod:`evalkit.judging_widget`) only calls :class:`Session`; every rule lives here.
 """
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import os
 import re
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,6 +40,7 @@ from tomlkit.items import AoT, Array, InlineTable, Table
 
 from . import pooling, qrels, validity
 from .atomic import write_atomic
+from .judging_time import Timer
 from .judging_file import BOM, JudgingError, acquire, check, release, styled
 from .measures import GOLD_GAIN
 from .qrels import Problem, QuerySet
@@ -114,6 +119,29 @@ def mark(text: str, query: str) -> list[tuple[str, bool]]:
     return out
 
 
+PASSAGE_WORDS = 40  # a window's words: a few lines, read in seconds (short excerpts are judged as well as
+                    # whole documents, and faster: Rahbariasl, Waterloo 2018)
+
+
+def passages(text: str, query: str, size: int = PASSAGE_WORDS, n: int = 2) -> list[str]:
+    """The page's ``n`` best-matching windows of ``size`` words, in page order: verbatim slices of ``text``
+    (so a quote selected in one is on the page), scored by the query words they hold (distinct ones first,
+    then every occurrence), windows overlapping a better one left out. A page of at most ``n`` windows'
+    words is one passage, itself; a page no query word is on gives its first window."""
+    spans = [m.span() for m in _WORD.finditer(text)]
+    if len(spans) <= size * n:
+        return [text.strip()] if text.strip() else []
+    wanted = content_words(query)
+    found = [content_words(text[a:b]) & wanted for a, b in spans]
+    starts = sorted({*range(0, len(spans) - size, max(size // 2, 1)), len(spans) - size})
+    score = {i: (len(set().union(*found[i:i + size])), sum(map(bool, found[i:i + size]))) for i in starts}
+    chosen: list[int] = []
+    for i in sorted(starts, key=lambda i: (-score[i][0], -score[i][1], i)):
+        if len(chosen) < n and score[i][0] and all(abs(i - c) >= size for c in chosen):
+            chosen.append(i)
+    return [text[spans[i][0]:spans[i + size - 1][1]] for i in sorted(chosen or [0])]
+
+
 def render(docs: "OpenCorpus", doc: str, page: int, dpi: int = 110) -> bytes:
     """The page as a PNG, drawn by PyMuPDF from the corpus's own PDF (what a reader of the file sees)."""
     import pymupdf
@@ -157,10 +185,11 @@ class Session:
     from; ``arms`` the arm specs (or retrievers, registered with :func:`evalkit.api.arm`) pooled from;
     ``strategy`` a :mod:`evalkit.pooling` spec: ``depth(k=10)`` shows the whole pool, ``mtf`` and
     ``maxmean`` the next page they choose. One session per file holds its lock for its lifetime; with
-    ``replace``, a session of this process on the same file is closed first (a notebook cell run again)."""
+    ``replace``, a session of this process on the same file is closed first (a notebook cell run again).
+    ``clock`` (seconds since the epoch) times the person for the time log (:mod:`evalkit.judging_time`)."""
 
     def __init__(self, path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = DEFAULT_ARMS,
-                 strategy: str = DEFAULT_STRATEGY, replace: bool = False):
+                 strategy: str = DEFAULT_STRATEGY, replace: bool = False, clock: Callable[[], float] = time.time):
         from .api import arm as register
 
         self.path, self.docs = Path(path), docs
@@ -188,6 +217,7 @@ class Session:
             raise
         self._depth = 0  # actions running (one calls another: a reword pools again), saved once, outermost
         self.journal = Journal(self.path)  # what undo restores, on disk: it outlives this session
+        self.timer = Timer(self.path, clock)  # the person's seconds per action, beside the file (judging_time)
         self.rankings: dict[str, dict[str, list[PageKey]]] = {}
         self._ranker: validity.Ranker | None = None
         self._vocab: frozenset[str] | None = None
@@ -337,36 +367,75 @@ class Session:
                 out += [{**d, "file": str(f)} for d in data.get("draft", [])]
         return out
 
+    def fresh_drafts(self, folder: str | Path, cls: str = "") -> list[dict[str, Any]]:
+        """The drafts (of class ``cls``, or any) neither accepted into this file (a query's ``drafted``) nor
+        rejected (``[set] drafts_rejected``): the workbench's stream of candidates, in the drafts' order."""
+        done = {str(self._query(q).get("drafted", "")).split(":")[0] for q in self.ids()}
+        done |= {str(d) for d in self.doc.get("set", {}).get("drafts_rejected", [])}
+        return [d for d in self.drafts(folder) if str(d["id"]) not in done and cls in ("", d.get("class"))]
+
+    def balance(self) -> dict[str, int]:
+        """Queries per class in the file, every class named: what the drafts stream is to even out."""
+        return {**dict.fromkeys(CLASSES, 0), **Counter(str(self._query(q)["class"]) for q in self.ids())}
+
     @_action
-    def from_draft(self, draft: dict[str, Any], qid: str | None = None) -> str:
-        """A draft made a query (its text to be edited; its source kept in the notes): one key in the widget."""
+    def from_draft(self, draft: dict[str, Any], qid: str | None = None, text: str = "") -> str:
+        """A draft made a query, as it is or with ``text`` edited; its provenance kept as the query's
+        ``drafted = "<draft id>: <source>"``: one key in the widget."""
         qid = qid or str(draft["id"])
         n, base = 1, qid
         while qid in self.ids():
             n, qid = n + 1, f"{base}-{n}"
         cls = str(draft["class"])
-        self.write_query(qid, cls, str(draft["text"]), "uncovered-need" if cls == "abstain" else "",
-                         str(draft.get("distractor", "")), f"from draft {draft['id']}: {draft.get('source', '')}")
+        kind = str(draft.get("kind", "")) or ("uncovered-need" if cls == "abstain" else "")
+        self.write_query(qid, cls, text.strip() or str(draft["text"]), kind, str(draft.get("distractor", "")))
+        self._query(qid)["drafted"] = f"{draft['id']}: {draft.get('source', '')}"
         return qid
 
+    @_action
+    def reject_draft(self, draft: dict[str, Any]) -> None:
+        """A draft the assessor will not use, kept in ``[set] drafts_rejected`` so it is not offered again."""
+        rejected = self.doc.setdefault("set", tomlkit.table()).setdefault("drafts_rejected", tomlkit.array())
+        if str(draft["id"]) not in rejected:
+            rejected.append(str(draft["id"]))
+
     # -- pooling --
+
+    def _ranked(self, spec: str, text: str, k: int) -> tuple[str, list[PageKey]]:
+        """One arm's label and top ``k`` pages for ``text`` over the corpus."""
+        from .arms import make
+
+        arm = make(spec, self.docs.corpus, self.docs.store)
+        try:
+            arm.prepare()
+            return arm.label, [(h.doc, h.page) for h in arm.search(text, k).hits]
+        finally:
+            arm.close()
 
     def search(self, qid: str) -> dict[str, list[PageKey]]:
         """Every arm's ranked pages for the query (kept in memory: arm labels never leave this object)."""
         if qid not in self.rankings:
-            from .arms import make
-
             text, k = str(self._query(qid)["text"]), max(self.strategy.depth, 10)
-            out = {}
-            for spec in self.arms:
-                arm = make(spec, self.docs.corpus, self.docs.store)
-                try:
-                    arm.prepare()
-                    out[arm.label] = [(h.doc, h.page) for h in arm.search(text, k).hits]
-                finally:
-                    arm.close()
-            self.rankings[qid] = out
+            self.rankings[qid] = dict(self._ranked(spec, text, k) for spec in self.arms)
         return self.rankings[qid]
+
+    def search_arm(self) -> str:
+        """The arm a search outside the pool uses unless told: the file's first pooled arm, else the session's."""
+        recorded = list(self.doc.get("set", {}).get("pool_arms", []))
+        return str((recorded or self.arms or ["keyword"])[0])
+
+    def find(self, text: str, arm: str = "", k: int = 10) -> tuple[str, list[PageKey]]:
+        """Search the whole corpus outside the pool with any arm of the registry (default
+        :meth:`search_arm`): the arm spec and its top ``k`` pages, to grade with ``found_by``."""
+        from .arms import ArmError
+
+        arm, text = arm.strip() or self.search_arm(), " ".join(text.split())
+        if not text:
+            raise JudgingError(f"{self.path}: type what to search the corpus for")
+        try:
+            return arm, self._ranked(arm, text, k)[1]
+        except ArmError as e:
+            raise JudgingError(f"{self.path}: search with arm {arm!r}: {e}") from None
 
     @_action
     def pool(self, qid: str) -> list[PageKey]:
@@ -431,18 +500,24 @@ class Session:
             raise JudgingError(f"{self.path}: {page_id(doc, page)} is not a page of corpus {self.docs.name!r}") from None
 
     @_action
-    def grade(self, qid: str, doc: str, page: int, gain: int) -> None:
-        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer).
+    def grade(self, qid: str, doc: str, page: int, gain: int, evidence: str = "", found_by: str = "") -> None:
+        """Grade a page (again, if it was graded): ``gain`` one of the rubric's (0 = read, does not answer),
+        with ``evidence`` when the quote was taken before the grade (one write, one undo). ``found_by``
+        (``search:<arm>``) records a page found by a search outside the pool, when it is judged first
+        and not pooled: not drawn by the pool, it must not count as drawn.
         A page graded under an earlier wording keeps that grade, its wording and evidence as ``previous``;
         its evidence is to be taken again, for the current wording."""
         if gain not in self.gains():
             raise JudgingError(f"{self.path}: gain {gain} is not in the rubric ({', '.join(map(str, sorted(self.gains())))})")
+        quote = self.quote(qid, doc, page, evidence) if evidence.strip() else ""
         self.text(doc, page)
         j = self._judgment(qid, (doc, page))
         if j is None:
             q = self._query(qid)
             j = tomlkit.inline_table()
             j.update({"doc": doc, "page": page, "gain": gain})
+            if found_by and page_id(doc, page) not in [str(p) for p in q.get("pooled", [])]:
+                j["found_by"] = qrels.parse_found_by(found_by, f"{self.path}: query {qid!r}")
             q.setdefault("judgments", tomlkit.array().multiline(True)).append(j)
         else:
             if "reread" in j:
@@ -450,17 +525,25 @@ class Session:
                 for key in ("reread", "evidence"):
                     j.pop(key, None)
             j["gain"] = gain
+        if quote:
+            j["evidence"] = quote
         self._unskip(qid, (doc, page))
 
-    @_action
-    def evidence(self, qid: str, doc: str, page: int, quote: str) -> str:
-        """Store a quote, verbatim, as the evidence of a graded page, after checking the page holds it (as
-        ``qrels check --strict`` will); returns the quote stored (trimmed of surrounding white space)."""
+    def quote(self, qid: str, doc: str, page: int, quote: str) -> str:
+        """A quote as evidence of the page would store it (trimmed), refused unless the page holds it (as
+        ``qrels check --strict`` will check): the workbench keeps one taken before the grade this way."""
         quote = quote.strip()
         if not quote:
             raise JudgingError(f"{self.path}: empty evidence: select text on the page first")
         if not contains(self.text(doc, page), quote):
             raise JudgingError(f"{self.path}: query {qid!r}: the quote is not on {page_id(doc, page)}: {quote[:80]!r}")
+        return quote
+
+    @_action
+    def evidence(self, qid: str, doc: str, page: int, quote: str) -> str:
+        """Store a quote, verbatim, as the evidence of a graded page, after checking the page holds it (as
+        ``qrels check --strict`` will); returns the quote stored (trimmed of surrounding white space)."""
+        quote = self.quote(qid, doc, page, quote)
         j = self._judgment(qid, (doc, page))
         if j is None:
             raise JudgingError(f"{self.path}: query {qid!r}: grade {page_id(doc, page)} before giving its evidence")

@@ -59,6 +59,9 @@ class QuerySet:
     # written by the workbench when a query is reworded): they count, and ``check --strict`` wants them read
     # again under the current text
     reread: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict, hash=False, compare=False)
+    # query id -> page -> how a page judged outside the pool was found (a judgment's ``found_by =
+    # "search:<arm>"``, written by the workbench's search): not drawn by the pool, so no pool's share
+    found: dict[str, dict[tuple[str, int], str]] = field(default_factory=dict, hash=False, compare=False)
 
     def by_class(self) -> dict[str, list[Query]]:
         out: dict[str, list[Query]] = {c: [] for c in CLASSES}
@@ -155,6 +158,7 @@ def parse(raw: bytes, path: Path) -> QuerySet:
         raise QrelsError(f"{path}: [set] pool_arms is not a list of arm specs: {pool_arms!r}")
     queries, pooled = [], {}
     reread: dict[str, list[tuple[str, int]]] = {}
+    found: dict[str, dict[tuple[str, int], str]] = {}
     for i, q in enumerate(entries, 1):
         if not isinstance(q, dict):
             raise QrelsError(f"{path}: query #{i} is not a table")
@@ -178,8 +182,10 @@ def parse(raw: bytes, path: Path) -> QuerySet:
                 raise QrelsError(f"{where}: judgments[{j}].reread is not a string (the wording it was graded under)")
             if jd.get("reread"):
                 reread.setdefault(q["id"], []).append((jd["doc"], jd["page"]))
+            if "found_by" in jd:
+                found.setdefault(q["id"], {})[(jd["doc"], jd["page"])] = parse_found_by(jd["found_by"], f"{where}: judgments[{j}]")
             judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
-        for key in ("notes", "distractor", "kind"):
+        for key in ("notes", "distractor", "kind", "drafted"):
             if not isinstance(q.get(key, ""), str):
                 raise QrelsError(f"{where}: field {key!r} is not a string")
         queries.append(Query(q["id"], q["class"], q["text"], tuple(judgments), q.get("notes", ""),
@@ -193,7 +199,17 @@ def parse(raw: bytes, path: Path) -> QuerySet:
             raise QrelsError(f"{path}: [set] {key} {header[key]!r} {why}")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
                     header.get("description", ""), gains, hashlib.sha256(text.encode()).hexdigest(), depth, tuple(pool_arms),
-                    path, pooled, {qid: tuple(p) for qid, p in reread.items()})
+                    path, pooled, {qid: tuple(p) for qid, p in reread.items()}, found)
+
+
+def parse_found_by(value: object, where: str) -> str:
+    """A judgment's ``found_by``: ``"search:<arm spec>"``, the arm the workbench's search found the page with."""
+    if not isinstance(value, str) or not value.startswith(FOUND_BY) or not value.removeprefix(FOUND_BY).strip():
+        raise QrelsError(f"{where}.found_by is {value!r}, want \"{FOUND_BY}<arm>\" (the arm that found the page)")
+    return value
+
+
+FOUND_BY = "search:"  # a judgment's found_by: the page was found by a search outside the pool
 
 
 def _pooled(value: object, where: str) -> tuple[tuple[str, int], ...]:

@@ -271,7 +271,7 @@ def test_a_draft_becomes_a_query_and_a_regrade_file_is_blind(session, isolated):
                                    'text = "walrus: what is it?"\nsource = "distinctive term"\n')
     [d] = session.drafts(drafts)
     qid = session.from_draft(d)
-    assert qid == "needle-01" and "from draft needle-01" in session.path.read_text()
+    assert qid == "needle-01" and 'drafted = "needle-01: distinctive term"' in session.path.read_text()
     session.write_query("q1", "needle", "walrus migration sea ice")
     session.pool("q1")
     judge_all(session, "q1")
@@ -456,3 +456,34 @@ def test_crlf_line_endings_and_a_byte_order_mark_are_kept_and_undone_byte_for_by
         pass
     assert path.read_bytes() == original
     s.close()
+
+
+def test_passages_are_the_best_windows_verbatim_in_page_order():
+    filler = " ".join(f"word{i}" for i in range(200))
+    text = f"{filler} the walrus herds cross the sea ice\nin spring. {filler} walrus alone. {filler}"
+    got = judging.passages(text, "walrus on sea ice", size=10, n=2)
+    assert len(got) == 2 and all(p in text for p in got)  # verbatim
+    assert "sea ice" in got[0] and "walrus" in got[1] and text.index(got[0]) < text.index(got[1])
+    assert judging.passages(filler, "walrus", size=10) == [filler[:filler.index(" word10")]]  # no match: the start
+    assert judging.passages("a short page on walrus", "walrus") == ["a short page on walrus"]
+    assert judging.passages("  ", "walrus") == []
+
+
+def test_drafts_stream_accepted_edited_rejected_each_once(session, isolated):
+    drafts = isolated / "drafts"
+    drafts.mkdir()
+    (drafts / "d.toml").write_text('corpus = "docs"\n' + "".join(
+        f'[[draft]]\nid = "{c}-0{n}"\nclass = "{c}"\ntext = "walrus {c} {n}?"\nsource = "src {n}"\n'
+        for c in ("needle", "abstain") for n in (1, 2)))
+    assert [d["id"] for d in session.fresh_drafts(drafts, "abstain")] == ["abstain-01", "abstain-02"]
+    first, second, third, _ = session.fresh_drafts(drafts)
+    session.reject_draft(first)
+    session.from_draft(second, text="  where do walruses go in autumn?  ")
+    session.from_draft(third)
+    assert [d["id"] for d in session.fresh_drafts(drafts)] == ["abstain-02"]
+    qs = qrels.load(session.path)
+    assert qs["needle-02"].text == "where do walruses go in autumn?" and qs["abstain-01"].kind == "uncovered-need"
+    assert 'drafted = "needle-02: src 2"' in session.path.read_text()
+    assert session.balance() == {**dict.fromkeys(judging.CLASSES, 0), "needle": 1, "abstain": 1}
+    session.undo()  # the accept undone: the draft is offered again
+    assert [d["id"] for d in session.fresh_drafts(drafts)] == ["abstain-01", "abstain-02"]

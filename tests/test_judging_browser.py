@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from evalkit import api, judging, judging_file, qrels
+from evalkit.draft import Draft, to_toml
 from tests.conftest import ROOT, make_pdf
 
 pytestmark = pytest.mark.slow
@@ -53,7 +54,13 @@ def lab(tmp_path, isolated):
     for name, topic in (("walrus", "Walrus migration"), ("seal", "Seal migration"), ("ice", "Sea ice")):
         make_pdf(docs / f"{name}.pdf", [f"{topic} page {n}: along the sea ice, herds of walrus travel south; "
                                         f"chapter {n} of the {name} manual." for n in range(1, 5)])
-    session = judging.Session(tmp_path / "mine.toml", api.corpus(docs=docs, progress=False), ARMS)
+    yield from serve(tmp_path, docs)
+
+
+def serve(tmp_path: Path, docs: Path, strategy: str = judging.DEFAULT_STRATEGY):
+    """Query q1 pooled from ``docs`` through judging.py, a notebook opening the workbench, and JupyterLab
+    serving the folder: yields (folder, base URL, token), and stops JupyterLab after."""
+    session = judging.Session(tmp_path / "mine.toml", api.corpus(docs=docs, progress=False), ARMS, strategy)
     session.write_query("q1", "needle", QUERY)
     session.pool("q1")
     session.close()
@@ -201,3 +208,119 @@ def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
     out = subprocess.run([sys.executable, "-m", "evalkit", "qrels", "check", str(path), "--strict", "--docs",
                           str(folder / "docs")], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+FILLER = " ".join(f"filler{i} words" for i in range(120))
+DRAFTS = to_toml([Draft(f"{c}-0{n}", c, f"walrus {c} question {n}?", f"distinctive term {n}", (("walrus.pdf", 2),))
+                  for c, n in (("needle", 1), ("needle", 2), ("needle", 3), ("trap", 1))], "docs")
+
+
+@pytest.fixture
+def bench_lab(tmp_path, isolated):
+    """A long page (its passage in the middle), short pages, a page no pool of the query draws (penguins),
+    four drafts, q1 pooled two deep, and JupyterLab serving them."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    make_pdf(docs / "long.pdf", [f"{FILLER} Herds of walrus migrate along the sea ice every spring. {FILLER}"])
+    make_pdf(docs / "walrus.pdf", ["Walrus migration along the sea ice, page one.", "Walrus herds, page two."])
+    make_pdf(docs / "seal.pdf", ["Seals stay near the coast.", "Penguins are not seals."])
+    (tmp_path / "qrels" / "drafts").mkdir(parents=True)
+    (tmp_path / "qrels" / "drafts" / "docs.toml").write_text(DRAFTS)
+    yield from serve(tmp_path, docs, "depth(k=2)")
+
+
+def wait_text(page, selector: str, text: str) -> None:
+    page.wait_for_function("([s, t]) => (document.querySelector(s)?.textContent || '').includes(t)", arg=[selector, text])
+
+
+def focus(page) -> None:
+    """Give the keys back to the workbench (a redraw removed the input that had them)."""
+    page.locator(".ek-top").click()
+
+
+def test_drafts_passage_whole_page_and_search_in_a_browser_timed(bench_lab):
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    from evalkit import effort
+
+    folder, base, token = bench_lab
+    path = folder / "mine.toml"
+    assert ("seal.pdf", 2) not in qrels.load(path).pooled["q1"] and ("long.pdf", 1) in qrels.load(path).pooled["q1"]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.goto(f"{base}/lab/tree/judge.ipynb?token={token}")
+        run_all(page)
+        focus(page)
+        # drafts: accept, reject, edit, accept
+        page.keyboard.press("d")
+        wait_text(page, ".ek-draft-head", "4 left")
+        page.keyboard.press("a")
+        wait_text(page, ".ek-draft-head", "3 left")
+        page.keyboard.press("x")
+        wait_text(page, ".ek-draft-head", "2 left")
+        page.keyboard.press("t")
+        page.locator(".ek-draft-text").fill("which page says where walrus herds go?")
+        page.locator(".ek-draft-text").press("Enter")
+        wait_text(page, ".ek-draft-head", "1 left")
+        focus(page)
+        page.keyboard.press("a")
+        wait_text(page, ".ek-draft-head", "0 left")
+        page.screenshot(path=str(SHOTS / "judge-drafts.png"))
+        page.keyboard.press("d")  # back to q1's pages
+        page.locator(".ek-head").wait_for()
+        for _ in range(6):  # to the long page
+            head = page.locator(".ek-head").text_content()
+            if head.startswith("long.pdf#1"):
+                break
+            page.keyboard.press("j")
+            page.wait_for_function("h => document.querySelector('.ek-head').textContent !== h", arg=head)
+        assert page.locator(".ek-passage").count() == 1 and "filler50 " not in page.locator(".ek-passage").text_content()
+        page.keyboard.press("w")  # the whole page, and back
+        wait_text(page, ".ek-display", "back to its passages")
+        assert page.locator(".ek-passage").count() == 0 and "filler50 " in page.locator(".ek-text").text_content()
+        page.keyboard.press("w")
+        wait_text(page, ".ek-display", "best-matching passages")
+        passage = page.locator(".ek-passage").text_content()
+        start, end = passage.index("Herds"), passage.index("spring") + len("spring")  # the PDF may wrap it
+        quote = select_quote(page, start, end)
+        page.keyboard.press("e")  # evidence before the grade: kept for it
+        wait_text(page, ".ek-evidence", "kept")
+        page.keyboard.press("3")
+        page.wait_for_function("() => !document.querySelector('.ek-head').textContent.startsWith('long.pdf#1')")
+        # a page outside the pool, found by search
+        page.keyboard.press("/")
+        page.locator(".ek-find").fill("penguins")
+        page.locator(".ek-find-arm").fill("keyword")
+        page.locator(".ek-find").press("Enter")
+        wait_text(page, ".ek-found", "found by keyword")
+        wait_text(page, ".ek-head", "seal.pdf#2")
+        focus(page)
+        page.keyboard.press("0")
+        page.wait_for_function("() => !document.querySelector('.ek-message')")  # the grade's answer: no message
+        page.screenshot(path=str(SHOTS / "judge-found.png"))
+        browser.close()
+    qs = qrels.load(path)
+    long_page = next(j for j in qs["q1"].judgments if j.doc == "long.pdf")
+    assert (long_page.gain, long_page.evidence) == (3, quote.strip())
+    assert qs.found["q1"] == {("seal.pdf", 2): "search:keyword"} and ("seal.pdf", 2) not in qs.pooled["q1"]
+    assert [q.id for q in qs.queries] == ["q1", "needle-01", "needle-03", "trap-01"]
+    assert qs["needle-03"].text == "which page says where walrus herds go?"
+    text = path.read_text()
+    assert 'drafted = "needle-03: distinctive term 3"' in text and 'drafts_rejected = ["needle-02"]' in text
+    log = effort.read(effort.log_path(path))
+    got = [(a.action, a.query, a.doc, a.display) for a in log.actions]
+    assert got == [("draft-accept", "needle-01", None, None), ("draft-reject", "needle-02", None, None),
+                   ("draft-accept", "needle-03", None, None), ("draft-accept", "trap-01", None, None),
+                   ("evidence", "q1", "long.pdf", "passage"), ("grade", "q1", "long.pdf", "passage"),
+                   ("search", "q1", None, None), ("grade", "q1", "seal.pdf", "page")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "evalkit", "qrels", "effort", str(path)], capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 0 and "draft accepted" in out.stdout and "passage" in out.stdout, out.stderr
+    print(out.stdout)
+    check = subprocess.run([sys.executable, "-m", "evalkit", "qrels", "check", str(path), "--docs", str(folder / "docs")],
+                           capture_output=True, text=True, env=env)
+    assert "1 page(s) judged outside the pool, found by search" in check.stdout, check.stdout + check.stderr

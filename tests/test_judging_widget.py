@@ -114,3 +114,143 @@ def test_a_reworded_query_shows_its_graded_pages_again_with_the_grade_they_had(d
     assert w.view["item"]["previous"] == "3 under 'walrus migration'" and not w.view["item"]["reread"]
     assert w.view["item"]["evidence"] == ""  # the quote was for the earlier wording: taken again
     w.close()
+
+
+def test_each_key_logs_the_persons_seconds_beside_the_file(docs, isolated):  # noqa: F811
+    from evalkit import effort
+    from tests.test_judging_time import Clock
+
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    clock = w.session.timer.clock = Clock()
+    send(w, action="move", value=1)  # another page shown: its clock starts
+    shown = w.view["item"]
+    clock.tick(9)
+    send(w, action="grade", value=0)
+    clock.tick(5)
+    send(w, action="skip")
+    log = effort.read(effort.log_path(path)).actions
+    assert [(a.action, a.query) for a in log[:2]] == [("query", "q1"), ("grade", "q1")]  # the query written
+    grade = log[1]
+    assert (f"{grade.doc}#{grade.page}", grade.seconds, grade.display) == (shown["id"], 9.0, w.shows)
+    assert log[2].action == "skip" and log[2].seconds == 5.0
+    assert "time" not in path.read_text()
+    w.close()
+
+
+LONG = " ".join(f"filler{i} text" for i in range(150))
+
+
+def long_page(isolated):  # noqa: F811
+    """A workbench on a corpus of one long page (query words in its middle) and one short page."""
+    from tests.conftest import make_pdf
+
+    folder = isolated / "long"
+    folder.mkdir()
+    make_pdf(folder / "long.pdf", [f"{LONG} the walrus herds cross the sea ice in spring. {LONG}", "A walrus page."])
+    path = isolated / "long.toml"
+    w = ek.judge(path, ek.corpus(docs=folder, progress=False), ["keyword"])
+    send(w, action="write", id="q1", **{"class": "needle"}, text="walrus on the sea ice")
+    send(w, action="pool")
+    return path, w
+
+
+def test_passage_first_the_whole_page_one_key_away_and_the_display_timed(isolated):
+    from evalkit import effort
+
+    path, w = long_page(isolated)
+    goto(w, "long.pdf#1")
+    v = w.view
+    assert v["display"] == "passage" and not v["short"]
+    runs = ["".join(r for r, _ in p) for p in v["passages"]]
+    assert any("walrus herds cross the sea ice" in r for r in runs) and sum(map(len, runs)) < len(LONG)
+    assert ["walrus", True] in [list(r) for p in v["passages"] for r in p]  # the query's words marked
+    send(w, action="whole")
+    assert w.view["display"] == "page" and not w.view["passages"] and len(w.view["segments"]) > 1
+    send(w, action="grade", value=3)  # graded from the whole page
+    goto(w, "long.pdf#2")
+    assert w.view["display"] == "page" and w.view["short"]  # a short page is its own passage: shown whole
+    goto(w, "long.pdf#1")
+    assert w.view["display"] == "passage"  # another page shown: passage first again
+    grades = [a for a in effort.read(effort.log_path(path)).actions if a.action == "grade"]
+    assert [(a.page, a.display) for a in grades] == [(1, "page")]
+    w.close()
+
+
+def test_evidence_before_the_grade_is_kept_for_it_and_a_stray_digit_does_not_regrade(docs, isolated):  # noqa: F811
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    goto(w, "walrus.pdf#2")
+    send(w, action="evidence", text="follows the sea ice south")
+    assert "kept for the grade" in w.view["message"] and w.view["item"]["kept"]
+    assert not qrels.load(path)["q1"].judgments  # nothing written before the grade
+    send(w, action="grade", value=3)  # grade and evidence, one write; on to the next page
+    assert w.view["item"]["id"] != "walrus.pdf#2"
+    [j] = qrels.load(path)["q1"].judgments
+    assert (j.page, j.gain, j.evidence) == (2, 3, "follows the sea ice south")
+    goto(w, "walrus.pdf#2")
+    send(w, action="evidence", text="herds travel")  # on a graded page: stored, the page stays
+    assert w.view["item"]["id"] == "walrus.pdf#2" and qrels.load(path)["q1"].judgments[0].evidence == "herds travel"
+    send(w, action="grade", value=1)  # a stray digit: asks
+    assert "press 1 again" in w.view["message"] and qrels.load(path)["q1"].judgments[0].gain == 3
+    send(w, action="grade", value=1)  # pressed again: regraded
+    assert qrels.load(path)["q1"].judgments[0].gain == 1
+    goto(w, "walrus.pdf#2")
+    send(w, action="grade", value=1)  # the grade it has: moves on, writes nothing
+    assert w.view["item"]["id"] != "walrus.pdf#2" and "again" not in w.view["message"]
+    w.close()
+
+
+def test_a_page_found_by_search_outside_the_pool_is_graded_and_recorded_as_found(docs, isolated):  # noqa: F811
+    from evalkit import effort
+
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    pool = set(qrels.load(path).pooled["q1"])
+    assert w.view["search_arm"] == ARMS[0]  # the first pooled arm unless told
+    send(w, action="find", text="penguins", arm="keyword")
+    assert w.view["found"] == {"arm": "keyword", "n": w.view["found"]["n"]} and w.view["item"]["id"] == "seal.pdf#2"
+    assert ("seal.pdf", 2) not in pool
+    send(w, action="grade", value=0)
+    qs = qrels.load(path)
+    assert qs.found["q1"] == {("seal.pdf", 2): "search:keyword"} and set(qs.pooled["q1"]) == pool
+    send(w, action="unfind")
+    assert w.view["found"] is None and w.view["item"]["id"] != "seal.pdf#2"
+    send(w, action="find", text="penguins", arm="no-such-arm")
+    assert "no-such-arm" in w.view["message"] and "unknown arm" in w.view["message"]
+    log = effort.read(effort.log_path(path)).actions
+    assert [a.action for a in log][-2:] == ["search", "grade"] and log[-1].page == 2
+    w.close()
+
+
+
+def test_drafts_stream_one_key_each_with_the_class_balance_and_the_time(docs, isolated):  # noqa: F811
+    from evalkit import effort
+    from evalkit.draft import Draft, to_toml
+
+    path, w = pooled(docs, isolated, "walrus migration sea ice")
+    w.drafts_dir = isolated / "drafts"
+    w.drafts_dir.mkdir()
+    (w.drafts_dir / "docs.toml").write_text(to_toml(  # as `evalkit qrels draft` writes them
+        [Draft(f"{c}-0{n}", c, f"<b>walrus</b> {c} {n}?", f"src {n}", (("walrus.pdf", 2),)) for c in ("needle", "trap")
+         for n in (1, 2)], "docs"))
+    send(w, action="draft")
+    dv = w.view["draft"]
+    assert dv["current"]["id"] == "needle-01" and dv["current"]["pages"] == ["walrus.pdf#2"] and dv["left"] == 4
+    assert dv["balance"]["needle"] == [1, 2] and dv["balance"]["trap"] == [0, 2]  # queries, drafts left
+    assert dv["current"]["text"] == "<b>walrus</b> needle 1?"  # text, never markup (the view sets it as text)
+    send(w, action="draft_accept")
+    send(w, action="draft_reject")
+    send(w, action="draft_class", value="trap")
+    assert w.view["draft"]["current"]["id"] == "trap-01" and w.view["draft"]["left"] == 2
+    send(w, action="draft_accept", text="which walrus page is a trap?")
+    send(w, action="draft_accept")
+    assert w.view["draft"]["current"] is None and "no trap left" not in w.view["message"]
+    send(w, action="draft_accept")
+    assert "no trap left" in w.view["message"]
+    qs = qrels.load(path)
+    assert [q.id for q in qs.queries] == ["q1", "needle-01", "trap-01", "trap-02"]
+    assert qs["trap-01"].text == "which walrus page is a trap?" and 'drafted = "trap-01: src 1"' in path.read_text()
+    log = [(a.action, a.query, a.cls) for a in effort.read(effort.log_path(path)).actions if a.action.startswith("draft")]
+    assert log == [("draft-accept", "needle-01", None), ("draft-reject", "needle-02", "needle"),
+                   ("draft-accept", "trap-01", None), ("draft-accept", "trap-02", None)]
+    send(w, action="draft")
+    assert w.view["draft"] is None and w.view["item"]
+    w.close()

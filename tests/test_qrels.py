@@ -134,6 +134,11 @@ def test_strict_only_rules_pass_without_strict(tmp_path):
     ("[set]\nname='x'", "no \\[\\[query\\]\\] entries"),
     ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, reread = 2 }]',
      "query 'x': judgments\\[1\\].reread is not a string"),
+    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, found_by = "search:" }]',
+     "query 'x': judgments\\[1\\].found_by is 'search:', want \"search:<arm>\""),
+    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, found_by = "pool" }]',
+     "query 'x': judgments\\[1\\].found_by is 'pool'"),
+    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\ndrafted = 3', "query 'x': field 'drafted' is not a string"),
 ])
 def test_malformed_files_name_the_query_and_field(tmp_path, text, message):
     with pytest.raises(QrelsError, match=message):
@@ -368,3 +373,10 @@ def test_a_page_graded_under_an_earlier_wording_counts_but_strict_wants_it_read_
     [p] = [p for p in qrels.check(qs, None, strict=True) if p.field == "judgments"]
     assert "1 page(s) graded under an earlier wording, to read again under this one: a.pdf#3" in p.message
     assert not [p for p in qrels.check(qs, None) if p.field == "judgments"]
+
+
+def test_a_page_found_by_search_outside_the_pool_is_read_as_such(tmp_path):
+    text = GOOD.replace('gain = 3, evidence = "sets page margins" }]',
+                        'gain = 3, evidence = "sets page margins", found_by = "search:keyword" }]', 1)
+    qs = _load(tmp_path, text)
+    assert qs.found == {"n1": {("a.pdf", 1): "search:keyword"}} and qrels.check(qs, PAGES, strict=True) == []

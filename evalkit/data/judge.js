@@ -4,7 +4,7 @@
 
 const KEYS = {"0": ["grade", 0], "1": ["grade", 1], "2": ["grade", 2], "3": ["grade", 3],
               "s": ["skip"], "u": ["undo"], "j": ["move", 1], "k": ["move", -1], "ArrowDown": ["move", 1],
-              "ArrowUp": ["move", -1], "ArrowRight": ["move", 1], "ArrowLeft": ["move", -1], "i": ["image"],
+              "ArrowUp": ["move", -1], "ArrowRight": ["move", 1], "ArrowLeft": ["move", -1], "i": ["image"], "w": ["whole"], "Escape": ["unfind"],
               "p": ["pool"], "d": ["draft"], "]": ["query", 1], "[": ["query", -1]};
 
 function h(tag, attrs = {}, ...children) {
@@ -41,6 +41,37 @@ function queryForm(view, send) {
            field("distractor", distractor), h("br"), text, h("br"), save, fresh);
 }
 
+function searchBar(view, send) {
+  // "/" focuses it; Enter searches the corpus outside the pool with the arm named (the first pooled arm if blank)
+  const text = h("input", {class: "ek-find", size: "40", placeholder: "/ search the corpus outside the pool (Enter)"});
+  const arm = h("input", {class: "ek-find-arm", size: "18", placeholder: `arm: ${view.search_arm}`});
+  const go = (e) => {
+    if (e.key === "Enter") { e.preventDefault(); send({action: "find", text: text.value, arm: arm.value}); }
+    if (e.key === "Escape") { e.preventDefault(); e.target.blur(); }
+  };
+  text.onkeydown = go; arm.onkeydown = go;
+  const state = view.found ? `${view.found.n} page(s) found by ${view.found.arm}, outside the pool — Esc: back to the pool` : "";
+  return h("div", {class: "ek-search"}, text, arm, state ? h("span", {class: "ek-found", text: state}) : null);
+}
+
+function draftView(view, send) {
+  // the stream of drafts: a accept · t edit the text, Enter accepts it · x reject · c the class offered · d or Esc: back
+  const dv = view.draft, d = dv.current;
+  const balance = Object.entries(dv.balance).map(([c, [n, left]]) => `${c} ${n} (+${left} drafts)`).join(" · ");
+  const head = h("div", {class: "ek-draft-head", text: `drafts${dv.class ? " of class " + dv.class : ""}: ${dv.left} left — queries per class: ${balance}`});
+  if (!d) return h("div", {class: "ek-drafts"}, head, h("div", {class: "ek-empty", text: "No draft left here: c for another class, d to go back."}));
+  const text = h("textarea", {class: "ek-draft-text", rows: "2", cols: "70"}); text.value = d.text;
+  text.onkeydown = (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send({action: "draft_accept", text: text.value}); }
+    if (e.key === "Escape") { e.preventDefault(); text.blur(); }
+  };
+  const about = [`${d.id} [${d.class}${d.kind ? ", " + d.kind : ""}]`, `source: ${d.source}`,
+                 d.distractor ? `distractor: ${d.distractor}` : "", d.pages.length ? `pages to read first: ${d.pages.join(", ")}` : "",
+                 d.context ? `context: ${d.context}` : ""].filter(Boolean);
+  return h("div", {class: "ek-drafts"}, head, lines("ek-draft-about", about), text,
+           h("div", {class: "ek-draft-keys", text: "a accept · t edit (Enter accepts) · x reject · c class · d back"}));
+}
+
 function lines(cls, items) {
   const list = h("ul", {class: cls});
   for (const t of items) list.append(h("li", {text: t}));
@@ -53,10 +84,17 @@ function pageView(view) {
   const head = h("div", {class: "ek-head", text: `${item.id}   ${view.position}   grade: ${item.gain === null ? "—" : item.gain}${item.skipped ? "   (skipped)" : ""}`});
   const again = item.reread ? `graded ${item.gain} under the earlier wording "${item.reread}": read it again and grade it for this one`
                             : item.previous ? `previous grade: ${item.previous}` : "";
-  const text = h("pre", {class: "ek-text"});
-  for (const [run, marked] of view.segments) text.append(marked ? h("mark", {text: run}) : document.createTextNode(run));
-  const parts = [head, text];
-  if (item.evidence) parts.splice(1, 0, h("div", {class: "ek-evidence", text: `evidence: ${item.evidence}`}));
+  const shown = view.display === "passage" ? view.passages : [view.segments];
+  const texts = shown.map((segments) => {
+    const text = h("pre", {class: view.display === "passage" ? "ek-text ek-passage" : "ek-text"});
+    for (const [run, marked] of segments) text.append(marked ? h("mark", {text: run}) : document.createTextNode(run));
+    return text;
+  });
+  const display = h("div", {class: "ek-display", text: view.display === "passage"
+    ? `the page's best-matching passages (${shown.length}) — w: the whole page`
+    : view.short ? "the whole page (short enough to be its own passage)" : "the whole page — w: back to its passages"});
+  const parts = [head, display, ...texts];
+  if (item.evidence) parts.splice(1, 0, h("div", {class: "ek-evidence", text: `evidence${item.kept ? " (kept: stored with the grade)" : ""}: ${item.evidence}`}));
   if (again) parts.splice(1, 0, h("div", {class: "ek-reread", text: again}));
   if (view.image) parts.push(h("img", {class: "ek-image", src: `data:image/png;base64,${view.image}`, alt: item.id}));
   return h("div", {class: "ek-page"}, ...parts);
@@ -74,13 +112,13 @@ function draw(el, model, send) {
   rubric.style.display = view.show_rubric ? "block" : "none";
   const judged = Object.entries(view.judged_at).map(([arm, v]) => `${arm} ${(100 * v).toFixed(0)}%`).join(" · ");
   el.replaceChildren(...[
-    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · i image · p pool · d draft · [ ] query · ? rubric`}),
+    h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · w whole page/passages · / search outside the pool · i image · p pool · d drafts (a accept · t edit · x reject · c class) · [ ] query · ? rubric`}),
     view.message ? h("div", {class: "ek-message", text: view.message}) : null,
-    queryForm(view, send),
+    queryForm(view, send), searchBar(view, send),
     view.before.length ? h("div", {class: "ek-before"}, h("b", {text: "before judging"}), lines("ek-before-list", view.before)) : null,
     view.problems.length ? h("div", {class: "ek-problems"}, h("b", {text: "qrels check --strict"}), lines("ek-problem-list", view.problems)) : null,
     judged ? h("div", {class: "ek-judged", text: `Judged@10: ${judged}`}) : null,
-    rubric, pageView(view), notes].filter(Boolean));
+    rubric, view.draft ? draftView(view, send) : pageView(view), notes].filter(Boolean));
   el._notes = notes;
 }
 
@@ -97,6 +135,9 @@ function render({model, el}) {
     .ek-field { margin-right: 8px; } .ek-field span { margin-right: 4px; color: #555; }
     .ek-text { white-space: pre-wrap; max-height: 420px; overflow: auto; background: #fafafa; border: 1px solid #ddd; padding: 6px; user-select: text; }
     .ek-text mark { background: #ffe066; }
+    .ek-passage { max-height: none; border-left: 3px solid #36c; } .ek-display { color: #555; font-style: italic; }
+    .ek-search { margin: 4px 0; } .ek-found { color: #06c; margin-left: 8px; }
+    .ek-drafts { border: 1px solid #9c6; padding: 6px; margin-top: 6px; } .ek-draft-head { font-weight: bold; }
     .ek-head { font-family: monospace; margin-top: 6px; } .ek-evidence { color: #060; } .ek-reread { color: #850; }
     .ek-image { max-width: 100%; border: 1px solid #ccc; }`});
   const body = h("div");
@@ -109,7 +150,8 @@ function render({model, el}) {
   let selected = "";
   el.addEventListener("mouseup", () => {
     const sel = window.getSelection();
-    const inText = sel && sel.rangeCount && el.querySelector(".ek-text")?.contains(sel.getRangeAt(0).commonAncestorContainer);
+    const at = sel && sel.rangeCount ? sel.getRangeAt(0).commonAncestorContainer : null;
+    const inText = at && el.contains(at) && (at.nodeType === 1 ? at : at.parentElement).closest(".ek-text");
     selected = inText ? sel.toString() : "";
     if (!["INPUT", "TEXTAREA", "SELECT", "BUTTON"].includes(document.activeElement?.tagName)) el.focus({preventScroll: true});
   });
@@ -117,11 +159,22 @@ function render({model, el}) {
     const tag = e.target.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
     let msg = null;
-    if (e.key === "e") {
+    const view = model.get("view");
+    if (view.draft && ["a", "t", "x", "c", "Escape"].includes(e.key)) {
+      if (e.key === "t") { e.preventDefault(); e.stopPropagation(); el.querySelector(".ek-draft-text")?.focus(); return; }
+      const classes = ["", ...view.classes];
+      msg = e.key === "a" ? {action: "draft_accept"} : e.key === "x" ? {action: "draft_reject"}
+          : e.key === "c" ? {action: "draft_class", value: classes[(classes.indexOf(view.draft.class) + 1) % classes.length]}
+          : {action: "draft"};
+    } else if (view.draft && e.key !== "d" && e.key !== "u" && e.key !== "?") {
+      return;  // in the stream of drafts, the page keys do nothing
+    } else if (e.key === "e") {
       const sel = window.getSelection();
       msg = {action: "evidence", text: (sel && sel.toString()) || selected};
     } else if (e.key === "n") {
       e.preventDefault(); body._notes.focus(); e.stopPropagation(); return;
+    } else if (e.key === "/") {
+      e.preventDefault(); el.querySelector(".ek-find").focus(); e.stopPropagation(); return;
     } else if (e.key === "?") {
       msg = {action: "rubric"};
     } else if (KEYS[e.key]) {
