@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Hypothesis: a bounded number of examples, and no per-example deadline or speed health check, which a
 # loaded machine would fail; HYPOTHESIS_PROFILE=thorough draws ten times as many.
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", parent=settings.get_profile("ci"), max_examples=1000)
+settings.register_profile("thorough", parent=settings.get_profile("ci"), max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # Real corpora and their caches persist between test runs (they are pinned by sha256, so reuse is safe).
 TEST_HOME = ROOT / ".evalkit-test"
