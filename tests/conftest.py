@@ -78,14 +78,17 @@ def make_pdf(path: Path, pages: list[str]) -> Path:
 
 
 # Fixtures that need a real corpus, the real model or a cluster of processes: a test that uses one, itself or
-# through another fixture, is marked slow, so `pytest -m "not slow"` is the quick inner loop.
+# through another fixture, is marked slow, so `pytest -m "not slow"` is the quick inner loop. A test module
+# may name more of its own in SLOW_FIXTURES (a fixture that starts a server); a test that starts processes
+# of its own (an interpreter, a kernel, a browser, mypy, mkdocs) carries the mark itself.
 SLOW_FIXTURES = {"real_env", "latex", "rmanuals", "small", "small_results", "small_pair", "latex_results", "cluster"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(items):
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        slow = SLOW_FIXTURES | set(getattr(getattr(item, "module", None), "SLOW_FIXTURES", ()))
+        if slow & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 

@@ -400,6 +400,7 @@ def test_measures_from_another_query_set_cannot_be_compared(tiny, capsys):
     one_line_error(capsys, "per_query.parquet was computed on another qrels than manifest.json names")
 
 
+@pytest.mark.slow
 def test_a_missing_distributed_extra_is_named(tiny):
     import subprocess
     import sys
@@ -412,6 +413,7 @@ def test_a_missing_distributed_extra_is_named(tiny):
     assert "needs the distributed package" in p.stderr and "pip install 'evalkit[distributed]'" in p.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(tmp_path):
     """Ctrl-C while the command's modules are still importing: a module on the path that is interrupted
     while it loads stands for the key pressed at that moment (a timer could not pick the moment)."""

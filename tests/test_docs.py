@@ -75,6 +75,7 @@ def test_the_readme_stays_short():
         assert must in readme, must
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     """`mkdocs build --strict` into a temporary folder: any warning (a broken link or anchor, a missing
     include, a docstring mkdocstrings cannot read, a page outside the nav) fails it. Not with --quiet:

@@ -21,6 +21,7 @@ from evalkit.results import Results
 from tests.conftest import make_pdf
 
 SERVER = Path(__file__).with_name("mcp_server.py")
+SLOW_FIXTURES = {"setup", "shared"}  # each starts the test server: these tests are slow (tests/conftest.py)
 REPO = Path(__file__).resolve().parents[2]
 
 CONFIG = '''
