@@ -60,8 +60,9 @@ def loaded() -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("reader", READERS)
 def test_a_module_that_reads_results_loads_neither_the_runner_nor_pymupdf(loaded, reader):
-    assert f"evalkit.{reader}" in loaded[f"evalkit.{reader}"]
-    assert not loaded[f"evalkit.{reader}"] & FORBIDDEN, f"evalkit.{reader} loads {sorted(loaded[f'evalkit.{reader}'] & FORBIDDEN)}"
+    modules = loaded[f"evalkit.{reader}"]
+    assert f"evalkit.{reader}" in modules
+    assert not modules & FORBIDDEN, f"evalkit.{reader} loads {sorted(modules & FORBIDDEN)}"
 
 
 def test_the_check_sees_what_the_runner_loads(loaded):

@@ -80,8 +80,8 @@ ARMS = ["keyword", "sim-keyword", "slow-keyword", "slow-keyword(spin=true)"]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    return install_plugin(tmp_path_factory.mktemp("site"), "evalkit_slow_demo", SLOW,
-                          {"sim-keyword": "evalkit_slow_demo:SimKeyword", "slow-keyword": "evalkit_slow_demo:SlowKeyword"})
+    arms = {"sim-keyword": "evalkit_slow_demo:SimKeyword", "slow-keyword": "evalkit_slow_demo:SlowKeyword"}
+    return install_plugin(tmp_path_factory.mktemp("site"), "evalkit_slow_demo", SLOW, arms)
 
 
 @pytest.fixture
