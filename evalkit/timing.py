@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import arms, calibration, comparison, dirs, rules
@@ -35,12 +36,26 @@ def queued_seconds() -> float:
         return math.nan
 
 
+@dataclass(frozen=True)
+class Clock:
+    """What a re-timing reads around each search: seconds on the wall clock and seconds this thread has
+    waited for a core so far. A parameter, so the rule's logic can be checked on a simulated machine whose
+    load and speed the caller sets (tests/test_timing.py), apart from this machine's."""
+
+    wall: Callable[[], float] = time.perf_counter
+    queued: Callable[[], float] = queued_seconds
+
+
+SYSTEM = Clock()  # this machine's clocks: the one every re-timing reads unless it is given another
+
+
 def interleaved(base: arms.Arm, cand: arms.Arm, queries: Sequence[str], k: int,
-                warmup: int = WARMUP) -> dict[str, list[float]]:
+                warmup: int = WARMUP, clock: Clock | None = None) -> dict[str, list[float]]:
     """Seconds per query of each arm, wall clock (``base``, ``cand``) and wall clock less the time spent
     waiting for a core (``base_unqueued``, ``cand_unqueued``), asked alternately (even queries baseline
     first, odd candidate first) after ``warmup`` queries asked of both untimed (at most half the list, so
-    a short one keeps most)."""
+    a short one keeps most); read on ``clock`` (default :data:`SYSTEM`)."""
+    clock = clock or SYSTEM
     warmup = min(warmup, len(queries) // 2)
     for q in queries[:warmup]:
         base.search(q, k)
@@ -48,11 +63,12 @@ def interleaved(base: arms.Arm, cand: arms.Arm, queries: Sequence[str], k: int,
     times: dict[str, list[float]] = {"base": [], "cand": [], "base_unqueued": [], "cand_unqueued": []}
     for i, q in enumerate(queries[warmup:]):
         for name, arm in ((("base", base), ("cand", cand)) if i % 2 == 0 else (("cand", cand), ("base", base))):
-            q0, t0 = queued_seconds(), time.perf_counter()
+            t0, q0 = clock.wall(), clock.queued()  # the wait is read inside the wall interval, so never exceeds it
             arm.search(q, k)
-            wall = time.perf_counter() - t0
+            queued = clock.queued() - q0
+            wall = clock.wall() - t0
             times[name].append(wall)
-            times[f"{name}_unqueued"].append(wall - (queued_seconds() - q0))
+            times[f"{name}_unqueued"].append(max(wall - queued, 0.0))  # two kernel clocks: no -1 ns
     return times
 
 
@@ -81,9 +97,10 @@ def _spec(side: comparison.Side) -> str:
 
 
 def retime(base: comparison.Side, cand: comparison.Side, cache: Path | None = None, warmup: int = WARMUP,
-           log: Callable[[str], None] | None = None) -> PairedTiming | Untimed:
+           log: Callable[[str], None] | None = None, clock: Clock | None = None) -> PairedTiming | Untimed:
     """Both sides' arms timed side by side over the queries both answered (texts as the candidate was
-    asked them), on the candidate's corpus with its page text mode; :class:`Untimed` saying why not."""
+    asked them), on the candidate's corpus with its page text mode, read on ``clock``; :class:`Untimed`
+    saying why not."""
     corpus = recorded_corpus(cand)
     if isinstance(corpus, Untimed):
         return corpus
@@ -103,7 +120,7 @@ def retime(base: comparison.Side, cand: comparison.Side, cache: Path | None = No
         if log:
             log(f"re-timing {built[0].label} and {built[1].label} side by side over {len(queries)} queries")
         before = calibration.load_average()[0]
-        t = interleaved(built[0], built[1], queries, cand.results.manifest.get("depth", 100), warmup)
+        t = interleaved(built[0], built[1], queries, cand.results.manifest.get("depth", 100), warmup, clock)
         unqueued = [tuple(t[f"{s}_unqueued"]) if not any(map(math.isnan, t[f"{s}_unqueued"])) else ()
                     for s in ("base", "cand")]
         return PairedTiming(tuple(t["base"]), tuple(t["cand"]), min(warmup, len(queries) // 2),
@@ -116,10 +133,11 @@ def retime(base: comparison.Side, cand: comparison.Side, cache: Path | None = No
 
 def for_gate(base: comparison.Side, cand: comparison.Side, rules_path: Path | str | None, cache: Path | None = None,
              allow_different_queries: bool = False,
-             log: Callable[[str], None] | None = None) -> PairedTiming | Untimed | None:
-    """The paired timing a rules file's latency rule needs (None when it has no latency rule). Sides that
-    cannot be gated at all (another corpus or query set) are refused first, before any arm is built."""
+             log: Callable[[str], None] | None = None, clock: Clock | None = None) -> PairedTiming | Untimed | None:
+    """The paired timing a rules file's latency rule needs (None when it has no latency rule), read on
+    ``clock``. Sides that cannot be gated at all (another corpus or query set) are refused first, before
+    any arm is built."""
     if not any(isinstance(r, rules.Latency) for r in rules.load(rules_path or dirs.rules_path()).rules):
         return None
     comparison.pair(base, cand, allow_different_queries)
-    return retime(base, cand, cache, log=log)
+    return retime(base, cand, cache, log=log, clock=clock)

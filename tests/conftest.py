@@ -7,8 +7,14 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
+# Hypothesis: a bounded number of examples, and no per-example deadline or speed health check, which a
+# loaded machine would fail; HYPOTHESIS_PROFILE=thorough draws ten times as many.
+settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", parent=settings.get_profile("ci"), max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # Real corpora and their caches persist between test runs (they are pinned by sha256, so reuse is safe).
 TEST_HOME = ROOT / ".evalkit-test"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -69,6 +75,21 @@ def make_pdf(path: Path, pages: list[str]) -> Path:
     doc.save(path)
     doc.close()
     return path
+
+
+# Fixtures that need a real corpus, the real model or a cluster of processes: a test that uses one, itself or
+# through another fixture, is marked slow, so `pytest -m "not slow"` is the quick inner loop. A test module
+# may name more of its own in SLOW_FIXTURES (a fixture that starts a server); a test that starts processes
+# of its own (an interpreter, a kernel, a browser, mypy, mkdocs) carries the mark itself.
+SLOW_FIXTURES = {"real_env", "latex", "rmanuals", "small", "small_results", "small_pair", "latex_results", "cluster"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks
+def pytest_collection_modifyitems(items):
+    for item in items:
+        slow = SLOW_FIXTURES | set(getattr(getattr(item, "module", None), "SLOW_FIXTURES", ()))
+        if slow & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -137,6 +137,7 @@ def test_any_other_error_on_a_healthy_cache_is_checked_before_it_is_called_damag
     assert f"the cache {path} is damaged" in str(cache.explain(path, e))
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_mid_ingest_is_not_called_damage(tmp_path):
     """A real write failure in the middle of extraction (the process may write at most 200 kB, as on a full
     disk): one line, exit 2, and no advice to delete the cache, which passes its check afterwards."""

@@ -85,6 +85,7 @@ def test_every_measure_a_run_records_is_defined_on_the_measures_page():
     assert not [f for f in sorted(families) if not any(r.startswith(f"| `{f}") for r in rows)]
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     """`mkdocs build --strict` into a temporary folder: any warning (a broken link or anchor, a missing
     include, a docstring mkdocstrings cannot read, a page outside the nav) fails it. Not with --quiet:

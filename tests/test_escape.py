@@ -15,6 +15,7 @@ from pathlib import Path
 
 import matplotlib
 import pandas as pd
+import pytest
 import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -137,6 +138,7 @@ def hostile_results(path: Path, h: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @given(h=hostile)
 @SLOW
 def test_hostile_results_are_inert_in_every_report_output(tmp_path_factory, h):

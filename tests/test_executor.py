@@ -15,6 +15,7 @@ from .conftest import ROOT, SMALL_QUERIES
 distributed = pytest.importorskip("distributed")
 
 
+@pytest.mark.slow
 def test_an_unknown_executor_or_an_unreachable_scheduler_is_named(tmp_path, capsys):
     with pytest.raises(executor.ExecutorError, match="unknown executor 'ray://x:1'"):
         executor.connect("ray://x:1")

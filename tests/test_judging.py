@@ -73,6 +73,7 @@ def test_every_action_is_on_disk_at_once_and_a_new_session_resumes(session, docs
     again.close()
 
 
+@pytest.mark.slow
 def test_strict_check_wants_every_pooled_page_judged_and_accepts_the_evidence_verbatim(session):
     session.write_query("q1", "needle", "walrus migration sea ice")
     session.pool("q1")
@@ -288,6 +289,7 @@ def test_judged_at_10_per_arm(session):
     assert set(session.judged_at("q1").values()) == {1.0}
 
 
+@pytest.mark.slow
 def test_evalkit_page_prints_the_whole_page_and_refuses_a_bad_id(docs):
     run = lambda pid: subprocess.run([sys.executable, "-m", "evalkit", "page", pid, "--docs", str(docs.corpus.root)],  # noqa: E731
                                      capture_output=True, text=True, env=os.environ)

@@ -187,7 +187,7 @@ def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
         start = text.index("along the sea ice")
         quote = select_quote(page, start, start + len("along the sea ice, herds of walrus"))
         page.keyboard.press("e")
-        page.locator(".ek-evidence").wait_for(timeout=20_000)
+        page.locator(".ek-evidence").wait_for(timeout=120_000)
         page.screenshot(path=str(SHOTS / "judge-evidence.png"))
         kernel = int(judging_file.lock_path(path).read_text().split()[1])  # "pid N on HOST": the kernel holding it
         os.kill(kernel, signal.SIGKILL)  # a crash: nothing may be lost

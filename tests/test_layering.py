@@ -6,8 +6,10 @@ Two checks. The static one parses every module of the package and follows its im
 functions too (they load the module when the function runs: ``Results.refusal()`` once reached the arms
 this way); an import under ``if TYPE_CHECKING:`` is never run, so a reader may make one, but it is part of
 the import graph a reader of the code and the type checker follow, so it counts toward a cycle. The dynamic
-one imports each reader in a fresh interpreter (this process has long since imported everything) and reads
-the modules it loaded from ``sys.modules``: it catches what the static one cannot see (``import_module``).
+one imports each reader in a process that has imported nothing of evalkit (this process has long since
+imported everything) and reads the modules it loaded from ``sys.modules``: it catches what the static one
+cannot see (``import_module``). One interpreter imports the third-party libraries the readers share, none of
+them forbidden, then forks a child per module, so those imports are paid once rather than once per module.
 """
 from __future__ import annotations
 
@@ -213,19 +215,53 @@ def test_a_type_checking_import_back_is_a_cycle(tmp_path):
 # ---- what the interpreter loads ------------------------------------------------------------------------------
 
 
-def loaded_by(module: str) -> set[str]:
-    code = f"import json, sys; import {module}; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    return set(json.loads(out))
+SHARED = ("numpy", "pandas", "pandas.io.formats.style", "scipy.stats", "matplotlib.pyplot")
+PROBE = """
+import json, os, sys
+for name in sys.argv[1].split(","):
+    __import__(name)
+assert not any(m == "evalkit" or m.startswith("evalkit.") for m in sys.modules), "evalkit loaded before the probe"
+found = {}
+for module in sys.argv[2:]:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            __import__(module)
+            out = json.dumps(sorted(sys.modules))
+        except BaseException as e:
+            out = json.dumps(f"{type(e).__name__}: {e}")
+        with os.fdopen(w, "w") as f:
+            f.write(out)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        found[module] = json.loads(f.read())
+    os.waitpid(pid, 0)
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, set[str]]:
+    """Module -> the modules importing it loaded, for every reader and the runner."""
+    modules = [f"evalkit.{r}" for r in READERS] + ["evalkit.runner"]
+    out = subprocess.run([sys.executable, "-c", PROBE, ",".join(SHARED), *modules], capture_output=True, text=True,
+                         check=True).stdout
+    found = json.loads(out)
+    failed = {m: v for m, v in found.items() if isinstance(v, str)}
+    assert not failed, failed
+    return {m: set(v) for m, v in found.items()}
 
 
 @pytest.mark.parametrize("reader", READERS)
-def test_a_module_that_reads_results_loads_neither_the_runner_nor_pymupdf(reader):
-    loaded = loaded_by(f"evalkit.{reader}")
-    assert f"evalkit.{reader}" in loaded
-    assert not loaded & FORBIDDEN, f"evalkit.{reader} loads {sorted(loaded & FORBIDDEN)}"
+def test_a_module_that_reads_results_loads_neither_the_runner_nor_pymupdf(loaded, reader):
+    modules = loaded[f"evalkit.{reader}"]
+    assert f"evalkit.{reader}" in modules
+    assert not modules & FORBIDDEN, f"evalkit.{reader} loads {sorted(modules & FORBIDDEN)}"
 
 
-def test_the_check_sees_what_the_runner_loads():
+def test_the_check_sees_what_the_runner_loads(loaded):
     """The probe itself: importing the runner does load what the readers must not."""
-    assert {"evalkit.runner", "pymupdf"} <= loaded_by("evalkit.runner")
+    assert {"evalkit.runner", "pymupdf"} <= loaded["evalkit.runner"]

@@ -2,7 +2,7 @@ import math
 
 import pytest
 import pytrec_eval
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from evalkit import measures as M
@@ -238,7 +238,6 @@ def scored_queries(draw):
     return qrels, [pids[i] for i in order], [float(raw[i]) for i in order]
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scored_queries())
 def test_page_measures_agree_with_pytrec_eval(case):
     qrels, ranking, raw = case
@@ -261,7 +260,6 @@ def test_page_measures_agree_with_pytrec_eval(case):
     assert M.MEASURES["Recall@10(doc)"](ranking, qrels) == pytest.approx(dtheirs["recall_10"], abs=1e-9)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scored_queries())
 def test_judged_agrees_with_trec_eval_precision_over_all_judged_items(case):
     """Judged@10 is trec_eval's P_10 with every judged item (gain 0 too) made relevant, over the

@@ -22,6 +22,7 @@ def test_inject_parameters_follows_the_parameters_cell_and_replaces_an_earlier_o
         notebooks.inject_parameters(nb, results="/z")
 
 
+@pytest.mark.slow
 def test_the_kernel_never_imports_code_from_the_folder_it_reports_on(tmp_path):
     """A results directory is data: a ``pandas.py`` committed next to a baseline is not on the kernel's path."""
     where = tmp_path / "results"

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import corpora, qrels
+from evalkit import qrels
 from evalkit.cli import main
 from evalkit.qrels import QrelsError
 from evalkit.text import contains
@@ -217,29 +217,38 @@ def test_cli_check_export_import(isolated, capsys):
     assert main(["qrels", "pool", str(q), "--docs", str(d), "--strategy", "maxmean(k=0)"]) == 2
 
 
+@pytest.fixture(scope="module")
+def shipped_corpus(request, real_env):
+    """name -> (page texts, corpus-wide BM25 ranker) of a real corpus: made once for every shipped set
+    checked on it (the session's fetched and ingested corpus)."""
+    from evalkit import validity
+
+    made: dict = {}
+
+    def get(name):
+        if name not in made:
+            c, store = request.getfixturevalue(name)
+            made[name] = store.corpus_texts(c), validity.bm25_ranker(c, store)
+        return made[name]
+    return get
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name, file, minimum", [
     ("latex", "latex.toml", {c: 30 for c in qrels.CLASSES}), ("rmanuals", "rmanuals.toml", {c: 10 for c in qrels.CLASSES}),
     ("latex", "held-out/latex.toml", {"abstain": 15}), ("rmanuals", "held-out/rmanuals.toml", {"abstain": 20}),
     *((c, f"held-out/{b}/{c}.toml", {"abstain": 25}) for b in ("blind", "blind3", "blind4") for c in ("latex", "rmanuals"))])
-def test_shipped_query_sets_pass_strict_checks(real_env, monkeypatch, name, file, minimum):
+def test_shipped_query_sets_pass_strict_checks(shipped_corpus, name, file, minimum):
     """The shipped sets, held-out abstain sets included, pass every strict check, the class-validity ones
     (traps trap, abstain kinds and mix, wording) included; warnings (a needle sharing a phrase with its page)
     are allowed."""
     from evalkit import validity
-    from evalkit.pages import PageStore
 
-    for k, v in real_env.items():
-        monkeypatch.setenv(k, v)
-    c = corpora.load(name)
-    corpora.fetch(c)
-    with PageStore() as store:
-        ing = store.ingest(c, progress=False)
-        qs = qrels.load(ROOT / "qrels" / file)
-        texts = store.corpus_texts(ing.corpus)
-        assert qrels.check(qs, texts, strict=True) == []
-        problems = validity.check(qs, texts, validity.bm25_ranker(ing.corpus, store))
-        assert [p for p in problems if not p.warning] == []
+    texts, ranker = shipped_corpus(name)
+    qs = qrels.load(ROOT / "qrels" / file)
+    assert qrels.check(qs, texts, strict=True) == []
+    problems = validity.check(qs, texts, ranker)
+    assert [p for p in problems if not p.warning] == []
     assert {c: len(v) for c, v in qs.by_class().items() if v} == {c: len(qs.by_class()[c]) for c in minimum}
     assert all(len(qs.by_class()[c]) >= n for c, n in minimum.items())
     assert all(j.evidence for q in qs.queries for j in q.relevant)

@@ -94,8 +94,20 @@ def results_dir(small, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def rendered(results_dir):
-    return reporting.render(results_dir)
+def gated(results_dir, tmp_path_factory):
+    """What `make report` does: a copy of the run above whose best arm is gated against keyword (gate.json
+    beside it); (directory, best arm, verdict). Rendered once, for every test that reads the report."""
+    import evalkit as ek
+
+    copy = tmp_path_factory.mktemp("gated") / "results"
+    shutil.copytree(results_dir, copy)
+    best = reporting.best_arm(Results.load(copy), besides="keyword")
+    return copy, best, ek.gate(copy, copy, baseline_arm="keyword", candidate_arm=best)
+
+
+@pytest.fixture(scope="module")
+def rendered(gated):
+    return reporting.render(gated[0])
 
 
 @pytest.fixture
@@ -123,7 +135,8 @@ def _copy(results_dir, tmp_path):
 # ---- render ---------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_render_writes_notebook_html_and_every_figure(rendered, results_dir):
+def test_render_writes_notebook_html_and_every_figure(rendered, gated):
+    results_dir = gated[0]
     assert rendered == results_dir.resolve() / "report.html"
     for name in reporting.FIGURES:
         png = results_dir / "figures" / f"{name}.png"
@@ -274,6 +287,7 @@ def test_no_script_from_data_runs_and_no_code_from_the_results_directory_is_impo
     assert "Not written by evalkit, so not read: matplotlibrc, pandas.py" in seen["text"]
 
 
+@pytest.mark.slow
 def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tmp_path):
     page = tmp_path / "bad.html"
     page.write_text('<!DOCTYPE html><html><head><script src="https://cdn.invalid/x.js"></script></head><body>'
@@ -609,22 +623,20 @@ def test_the_class_table_keeps_intervals_on_one_line(res):
 
 
 @pytest.mark.slow
-def test_a_gated_run_reports_its_verdict_and_its_baseline_first(results_dir, tmp_path):
+def test_a_gated_run_reports_its_verdict_and_its_baseline_first(gated, rendered):
     """What `make report` does: gate the best arm against the baseline, then render; the conclusion on the
     first screen names the verdict, and the baseline comes from gate.json."""
-    import evalkit as ek
-
-    copy = _copy(results_dir, tmp_path)
-    best = reporting.best_arm(Results.load(copy), besides="keyword")
-    verdict = ek.gate(copy, copy, baseline_arm="keyword", candidate_arm=best)
+    copy, best, verdict = gated
     res = Results.load(copy)
     assert reporting.resolve_baseline(res) == "keyword"
     assert reporting.resolve_pair(res, baseline="keyword") == ("keyword", best)
     gate_line = next(x for x in reporting.conclusion(res, "keyword", n_resamples=500).splitlines() if "**Gate**" in x)
     assert f"`{best}` against `keyword`: **{'PASS' if verdict.passed else 'FAIL'}** ({verdict.counts()})" in gate_line
-    html = reporting.render(copy).read_text()
+    html = rendered.read_text()
     first = html[:html.index('id="Headline"')]
     assert "Conclusion" in first and ("PASS" if verdict.passed else "FAIL") in first
+    # the verdict's own section: its rules by name and the digest of the rules file (shipped: no ./gate.toml)
+    assert "Gate verdict" in html and verdict.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
 
 
 def test_the_largest_changes_are_named_without_overlapping_inside_the_figure(tmp_path):

@@ -66,12 +66,13 @@ def test_a_failed_run_is_marked_failed(tiny, capsys, monkeypatch):
 
 
 SLOW_RUN = """
-import sys, time
+import os, sys, time
 from evalkit import arms
 from evalkit.cli import main
 
 class Slow(arms.Arm):
-    '''global-index, a quarter second per query: slow enough to be killed in the middle.'''
+    '''global-index that never answers the query named by $STALL_ON: a run that stops in the middle, to
+    be killed there, whatever the machine's speed.'''
     name = "slow"
 
     def __init__(self, corpus, store, **params):
@@ -79,7 +80,8 @@ class Slow(arms.Arm):
         self.inner = arms.make("global-index", corpus, store)
 
     def search(self, query, k):
-        time.sleep(0.25)
+        if query == os.environ.get("STALL_ON"):
+            time.sleep(3600)
         return self.inner.search(query, k)
 
 real = arms.registry
@@ -89,6 +91,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 def test_kill_9_then_resume_gives_byte_identical_trec_files(small, tmp_path, capsys):
+    import os
     import subprocess
     import sys
     import time
@@ -98,14 +101,15 @@ def test_kill_9_then_resume_gives_byte_identical_trec_files(small, tmp_path, cap
     q = tmp_path / "small.toml"
     q.write_text(SMALL_QUERIES + "".join(f'\n[[query]]\nid = "x{i}"\nclass = "abstain"\ntext = "gantt chart number {i}"\n'
                                    for i in range(8)))
-    def run(out, *extra):
+    def run(out, *extra, stall=""):
         return subprocess.Popen([sys.executable, "-c", SLOW_RUN, "run", "--docs", str(c.root), "--cache",
                                  str(store.path), "--qrels", str(q), "--arms", "keyword,slow", "--out", str(out),
-                                 *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "STALL_ON": stall})
 
     whole = run(tmp_path / "whole")
     assert whole.wait(timeout=300) == 0, whole.stderr.read()[-2000:]
-    victim = run(tmp_path / "killed")
+    victim = run(tmp_path / "killed", stall="gantt chart number 3")  # the 8th of 12 queries
     answers = tmp_path / "killed" / "runs" / "slow.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (answers.exists() and answers.read_text().count("\n") >= 3):

@@ -1,8 +1,15 @@
 """The latency rule re-times both arms side by side: a deliberately slowed arm fails against a baseline
-whatever load its run was recorded under, and a candidate whose slowdown is only the machine's passes."""
+whatever load its run was recorded under, and a candidate whose slowdown is only the machine's passes.
+
+The arms are re-timed on a simulated machine (:class:`evalkit.timing.Clock` is a parameter), where a search
+costs what its arm says and the load is what the test sets: the rule's logic is checked, never this
+machine's speed or load (those are measured by `evalkit bench`)."""
+import importlib
 import json
 import shutil
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -15,44 +22,82 @@ from evalkit.runner import run
 
 from .conftest import install_plugin, write_results
 
-SLOW = textwrap.dedent('''
-    import time
-
+COST = 0.0005  # seconds of computing per keyword search on the simulated machine
+DELAY = 0.002  # what the slowed arm adds per search
+WAKE = 0.0001  # after a sleep, the moment a loaded machine takes to give the sleeper a core
+SLOW = textwrap.dedent(f'''
     from evalkit.arms.keyword import KeywordArm
+    from evalkit.timing import Clock
 
-    class SlowKeyword(KeywordArm):
-        """The keyword arm made slower on purpose: ``delay`` seconds more per search, asleep (an arm that
-        waits) or, with ``spin``, computing (an arm that works)."""
-        name = "slow-keyword"
-        defaults = {**KeywordArm.defaults, "delay": 0.002, "spin": False}
+
+    class Machine:
+        """A simulated machine whose ``clock`` the re-timing reads: a search costs what its arm says, and
+        at ``load`` (other runnable processes per core) every second of computing also waits ``load``
+        seconds in the run queue; a sleep waits on the arm's own account, then for a core to wake on."""
+
+        def __init__(self):
+            self.now = self.queued = self.load = 0.0
+            self.clock = Clock(lambda: self.now, lambda: self.queued)
+
+        def compute(self, seconds):
+            self.queued += self.load * seconds
+            self.now += (1 + self.load) * seconds
+
+        def sleep(self, seconds):
+            self.queued += self.load * {WAKE}
+            self.now += seconds + self.load * {WAKE}
+
+
+    MACHINE = Machine()
+
+
+    class SimKeyword(KeywordArm):
+        """The keyword arm on MACHINE, where each search computes for {COST} s."""
+        name = "sim-keyword"
 
         def search(self, query, k):
-            if self.params["spin"]:
-                end = time.process_time() + self.params["delay"]
-                while time.process_time() < end:
-                    pass
-            else:
-                time.sleep(self.params["delay"])
+            MACHINE.compute({COST})
+            return super().search(query, k)
+
+
+    class SlowKeyword(SimKeyword):
+        """sim-keyword made slower on purpose: ``delay`` seconds more per search, asleep (an arm that
+        waits) or, with ``spin``, computing (an arm that works)."""
+        name = "slow-keyword"
+        defaults = {{**KeywordArm.defaults, "delay": {DELAY}, "spin": False}}
+
+        def search(self, query, k):
+            (MACHINE.compute if self.params["spin"] else MACHINE.sleep)(self.params["delay"])
             return super().search(query, k)
 ''')
 WORDS = ("table", "caption", "float", "spacing", "citation", "bibliography", "figure", "column", "page", "rule")
-# The test arms answer in half a millisecond, where a scheduler's interruption on this loaded 2-core machine
-# is large against the search: their paired intervals reach about +-25% (the shipped 1.2 is for real arms).
 MAX_RATIO = 1.5
 RULES = f"[[rule]]\ntype = 'latency'\nmax_ratio = {MAX_RATIO}\n"
 SLOWER = 20  # the machine the second baseline was recorded on: this many times slower
+LOAD = 11  # the load average the re-timing is also simulated under (2 cores shared by many sessions)
+ARMS = ["keyword", "sim-keyword", "slow-keyword", "slow-keyword(spin=true)"]
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    return install_plugin(tmp_path_factory.mktemp("site"), "evalkit_slow_demo", SLOW,
-                          {"slow-keyword": "evalkit_slow_demo:SlowKeyword"})
+    arms = {"sim-keyword": "evalkit_slow_demo:SimKeyword", "slow-keyword": "evalkit_slow_demo:SlowKeyword"}
+    return install_plugin(tmp_path_factory.mktemp("site"), "evalkit_slow_demo", SLOW, arms)
+
+
+@pytest.fixture
+def machine(site, monkeypatch):
+    """The plug-in's simulated machine, quiet, with the plug-in on sys.path so its arms can be built."""
+    monkeypatch.syspath_prepend(str(site))
+    m = importlib.import_module("evalkit_slow_demo").MACHINE
+    monkeypatch.setattr(m, "load", 0.0)
+    return m
 
 
 @pytest.fixture(scope="module")
 def runs(small, site, tmp_path_factory):
-    """``quiet``: keyword and slow-keyword over 45 real two-word queries, recorded as they ran; ``loaded``:
-    the same answers with every latency as a machine SLOWER times slower records them."""
+    """``quiet``: keyword, sim-keyword and the slowed arms over 45 real two-word queries, with the latencies
+    the quiet simulated machine records (:func:`_record`); ``loaded``: the same answers with every latency as a
+    machine SLOWER times slower records them."""
     c, store = small
     d = tmp_path_factory.mktemp("timing")
     texts = [f"{a} {b}" for i, a in enumerate(WORDS) for b in WORDS[i + 1:]]
@@ -60,13 +105,19 @@ def runs(small, site, tmp_path_factory):
                                       for i, t in enumerate(texts)))
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(site))
-        quiet = run(c, store, qrels.load(d / "q.toml"), ["keyword", "slow-keyword", "slow-keyword(spin=true)"],
-                    d / "quiet", progress=False)
+        quiet = run(c, store, qrels.load(d / "q.toml"), ARMS, d / "quiet", progress=False)
+    _record(quiet, 1)
     loaded = Path(shutil.copytree(quiet, d / "loaded"))
-    frame = pd.read_parquet(loaded / "per_query.parquet")
-    frame["latency_s"] *= SLOWER
-    frame.to_parquet(loaded / "per_query.parquet", index=False)
+    _record(loaded, SLOWER)
     return {"quiet": quiet, "loaded": loaded, "rules": _rules(d), "cache": store.path}
+
+
+def _record(results: Path, slower: float) -> None:
+    """Every latency in ``results`` as a machine ``slower`` times slower than the quiet simulated one records it
+    (the runner's own clock is this machine's)."""
+    frame = pd.read_parquet(results / "per_query.parquet")
+    frame["latency_s"] = [(COST + DELAY * arm.startswith("slow-")) * slower for arm in frame["arm"]]
+    frame.to_parquet(results / "per_query.parquet", index=False)
 
 
 def _rules(d: Path) -> Path:
@@ -74,42 +125,47 @@ def _rules(d: Path) -> Path:
     return d / "gate.toml"
 
 
-def _gate(runs, base: str, cand: str):
+def _gate(runs, base: str, cand: str, machine, load: float = 0.0):
+    """The latency rule's outcome, both arms re-timed on the simulated machine at ``load``."""
+    machine.load = load
     b, c = comparison.side(base), comparison.side(cand)
-    outcome = gating.evaluate(b, c, runs["rules"], timing=timing.for_gate(b, c, runs["rules"], runs["cache"])).outcomes[0]
+    t = timing.for_gate(b, c, runs["rules"], runs["cache"], clock=machine.clock)
+    outcome = gating.evaluate(b, c, runs["rules"], timing=t).outcomes[0]
     return outcome.status, outcome.numbers["recorded"]["ratio"], outcome
 
 
 @pytest.mark.parametrize("arm", ["slow-keyword", "slow-keyword(spin=true)"])
-def test_a_slowed_arm_fails_against_baselines_recorded_under_any_load(runs, site, monkeypatch, arm):
+def test_a_slowed_arm_fails_against_baselines_recorded_under_any_load(runs, machine, arm):
     """Asleep (an arm that waits) or spinning (an arm that computes), the slowed arm fails, whichever
-    baseline run it meets: its extra time is its own, not time spent waiting for a core."""
-    monkeypatch.syspath_prepend(str(site))
+    baseline run it meets and whatever load it is re-timed under: its extra time is its own, not time spent
+    waiting for a core."""
     cand = f"{runs['quiet']}:{arm}"
-    quiet = _gate(runs, f"{runs['quiet']}:keyword", cand)
-    loaded = _gate(runs, f"{runs['loaded']}:keyword", cand)
+    quiet = _gate(runs, f"{runs['quiet']}:sim-keyword", cand, machine)
+    loaded = _gate(runs, f"{runs['loaded']}:sim-keyword", cand, machine, LOAD)
     assert quiet[1] > MAX_RATIO > loaded[1]  # the recorded latencies alone would have disagreed
     assert quiet[0] == loaded[0] == "fail", (quiet[2].summary, loaded[2].summary)
     assert quiet[2].numbers["clock"] == loaded[2].numbers["clock"] == "unqueued"
     assert quiet[2].numbers["low"] > MAX_RATIO and "re-timed side by side over" in quiet[2].summary
+    assert loaded[2].numbers["ratio"] == pytest.approx(quiet[2].numbers["ratio"])  # the load's queue waits left out
 
 
-def test_a_slowdown_that_is_only_the_machine_passes_against_either_baseline(runs):
-    cand = f"{runs['loaded']}:keyword"  # recorded on the slow machine
-    quiet = _gate(runs, f"{runs['quiet']}:keyword", cand)
-    loaded = _gate(runs, f"{runs['loaded']}:keyword", cand)
+def test_a_slowdown_that_is_only_the_machine_passes_against_either_baseline(runs, machine):
+    cand = f"{runs['loaded']}:sim-keyword"  # recorded on the slow machine
+    quiet = _gate(runs, f"{runs['quiet']}:sim-keyword", cand, machine, LOAD)
+    loaded = _gate(runs, f"{runs['loaded']}:sim-keyword", cand, machine)
     assert quiet[1] == pytest.approx(SLOWER) and loaded[1] == pytest.approx(1.0)
     assert quiet[0] == loaded[0] == "pass", (quiet[2].summary, loaded[2].summary)
     assert quiet[2].numbers["high"] <= MAX_RATIO and quiet[2].numbers["clock"] == "unqueued"
 
 
-def test_evalkit_gate_retimes_and_fails_the_slowed_arm(runs, site, monkeypatch, capsys):
-    monkeypatch.syspath_prepend(str(site))
-    code = main(["gate", "--baseline", f"{runs['loaded']}:keyword", "--candidate", f"{runs['quiet']}:slow-keyword",
+def test_evalkit_gate_retimes_and_fails_the_slowed_arm(runs, machine, monkeypatch, capsys):
+    monkeypatch.setattr(timing, "SYSTEM", machine.clock)  # the command line re-times on the default clock
+    machine.load = LOAD
+    code = main(["gate", "--baseline", f"{runs['loaded']}:sim-keyword", "--candidate", f"{runs['quiet']}:slow-keyword",
                  "--rules", str(runs["rules"]), "--cache", str(runs["cache"]), "--json", str(runs["rules"].parent / "v.json")])
     out = capsys.readouterr()
     assert code == 1 and "FAIL" in out.out and "re-timed side by side over 40 queries" in out.out
-    assert out.out.startswith("re-timing keyword and slow-keyword side by side over 45 queries")
+    assert out.out.startswith("re-timing sim-keyword and slow-keyword side by side over 45 queries")
     numbers = json.loads((runs["rules"].parent / "v.json").read_text())["outcomes"][0]["numbers"]
     assert numbers["n"] == 40 and numbers["warmup"] == 5 and numbers["ratio"] > MAX_RATIO
 
@@ -187,3 +243,9 @@ def test_sides_that_cannot_be_gated_are_refused_before_any_arm_is_built(runs, tm
     other = write_results(tmp_path / "other", {"a": {"nDCG@10": [0.5] * 4}}, ["trap"] * 4)
     with pytest.raises(comparison.CompareError, match="different corpora"):
         timing.for_gate(comparison.side(other), comparison.side(f"{runs['quiet']}:keyword"), runs["rules"], runs["cache"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_default_clock_is_this_machines_wall_clock_and_run_queue_wait():
+    before = timing.SYSTEM.queued()
+    assert timing.SYSTEM.wall is time.perf_counter and 0 <= before <= timing.SYSTEM.queued()

@@ -4,6 +4,7 @@ The query decides the behaviour, so one server exercises every path: hits, a ref
 inline error, an unreadable answer, a document the corpus does not hold, a slow call and a crash.
 ``STATE`` (a folder) holds a warm-up counter and the crash-once marker.
 """
+import fcntl
 import os
 import sys
 import time
@@ -19,8 +20,10 @@ server = FastMCP("evalkit-test-server")
 def warm(folder: str) -> dict:
     """Reports done on its second call, as a server that warms a folder in budgeted steps."""
     counter = STATE / "warm-calls"
-    n = int(counter.read_text()) + 1 if counter.exists() else 1
-    counter.write_text(str(n))
+    with open(STATE / "warm-calls.lock", "w") as lock:  # servers on two workers share the counter: one at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        n = int(counter.read_text()) + 1 if counter.exists() else 1
+        counter.write_text(str(n))
     return {"done": n >= 2, "folder": folder}
 
 
