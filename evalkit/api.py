@@ -298,11 +298,11 @@ def report(res: Results | str | Path, out_html: str | Path | None = None,
            pair: Sequence[str] | str | None = None, baseline: str | None = None) -> Path:
     """Execute the report notebook on a results directory (its conclusion and default delta pair against
     ``baseline``, default: the stored gate verdict's); returns the HTML page's path."""
-    from . import reporting as _report
     from . import resultsdir
+    from .reports import render
 
     path = res.path if isinstance(res, Results) else Results.load(res).path
     if why := _gate.stale_judge(path):
         raise ValueError(f"{path / _gate.GATE_FILE}: {why}; gate again with the new predictions")
     with resultsdir.owned(path, "evalkit report"):  # never while a run is writing there
-        return _report.render(path, out_html=out_html, pair=pair, baseline=baseline)
+        return render(path, out_html=out_html, pair=pair, baseline=baseline)

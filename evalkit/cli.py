@@ -488,10 +488,10 @@ def cmd_report(args) -> int:
 
 
 def cmd_best(args) -> int:
-    from . import reporting
+    from .reports.selection import best_arm
 
     try:
-        print(reporting.best_arm(Results.load(args.results), args.measure, args.besides))
+        print(best_arm(Results.load(args.results), args.measure, args.besides))
     except (ValueError, KeyError) as e:  # no such arm or measure, or nothing left to choose
         raise UsageError(f"{args.results}: {e}") from None
     return 0

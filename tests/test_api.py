@@ -1,5 +1,6 @@
 """The front door as a notebook uses it: tiny real PDFs, real SQLite, no model."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,14 @@ def test_a_run_in_a_long_lived_kernel_says_what_it_reused_itself(docs, isolated,
     capsys.readouterr()
     ek.run(docs, isolated / "q.toml", ["global-index"], isolated / "res", progress=False)
     assert f"cache {docs.store.path}: corpus-wide index: 3 pages reused, 0 built" in capsys.readouterr().err
+
+
+def test_no_name_of_the_front_door_is_also_a_module_of_the_package():
+    """Importing a submodule sets it as an attribute of its package, so a module ``evalkit.report`` would
+    replace ``ek.report``, the function, once anything imported it (the report package is ``reports``)."""
+    import evalkit.reports  # noqa: F401  (imported first: ek.report must still be the function)
+    from evalkit import api
+
+    package = Path(ek.__file__).parent
+    assert not [n for n in ek._EXPORTS if (package / n).is_dir() or (package / f"{n}.py").is_file()]
+    assert ek.report is api.report

@@ -23,10 +23,11 @@ from matplotlib import cbook
 from matplotlib import pyplot as plt
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-from evalkit import completeness, corpora, docfigures, escape, gating, qrels, reporting, report_servers
+from evalkit import completeness, corpora, docfigures, escape, gating, qrels, report_servers
 from evalkit.arms import ArmError
 from evalkit.arms.mcp import load_definition
 from evalkit.cli import main
+from evalkit.reports import figures, prose, selection, tables
 from evalkit.results import Results
 
 from .conftest import make_pdf, write_results
@@ -144,17 +145,17 @@ def hostile_results(path: Path, h: str) -> Path:
 def test_hostile_results_are_inert_in_every_report_output(tmp_path_factory, h):
     d = hostile_results(tmp_path_factory.mktemp("hostile") / "r", h)
     res = Results.load(d)
-    pair = reporting.resolve_pair(res)
-    styled = [reporting.headline(res), reporting.styled(reporting.tie_table(res).style),
-              reporting.styled(completeness.judged_table(res).style), reporting.biggest_changes_styled(res, pair)]
-    frames = [reporting.class_ci_table(res), reporting.biggest_changes(res, pair), reporting.refusal_counts(res),
-              report_servers.servers(res), report_servers.errors(res), *reporting.provenance(res).values()]
+    pair = selection.resolve_pair(res)
+    styled = [tables.headline(res), tables.styled(tables.tie_table(res).style),
+              tables.styled(completeness.judged_table(res).style), tables.biggest_changes_styled(res, pair)]
+    frames = [tables.class_ci_table(res), tables.biggest_changes(res, pair), tables.refusal_counts(res),
+              report_servers.servers(res), report_servers.errors(res), *tables.provenance(res).values()]
     for page in [s.to_html() for s in styled] + [f.to_html() for f in frames] + [res._repr_html_()]:
         assert_inert_html(page)
-    for md in (reporting.overview(res), reporting.legend(res), completeness.judged_warning(res)):
+    for md in (prose.overview(res), prose.legend(res), completeness.judged_warning(res)):
         assert_inert_markdown(md)
-    for fig in (reporting.fig_class_bars(res), reporting.fig_deltas(res, pair), reporting.fig_latency(res),
-                reporting.fig_refusals(res), reporting.fig_ties(res)):
+    for fig in (figures.fig_class_bars(res), figures.fig_deltas(res, pair), figures.fig_latency(res),
+                figures.fig_refusals(res), figures.fig_ties(res)):
         assert_no_math(fig)
 
 

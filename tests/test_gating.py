@@ -4,9 +4,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from evalkit import comparison, gating
+from evalkit import comparison, dirs, gating
 from evalkit import escape as esc
 from evalkit.latency import PairedTiming
+from evalkit.reports import prose, rendering
 from evalkit.results import Results
 
 from .conftest import evalkit_in_namespace, write_results
@@ -129,6 +130,16 @@ def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
     assert isinstance(shown, gating.Verdict) and shown.text() == v.text()
 
 
+@pytest.mark.slow
+def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
+    d = tmp_path / "results"
+    shutil.copytree(small_results, d)
+    v = gating.evaluate(comparison.side(f"{d}:keyword"), comparison.side(f"{d}:global-index"), dirs.shipped("gate.toml"))
+    (d / gating.GATE_FILE).write_text(v.to_json())
+    html = rendering.render(d).read_text()
+    assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
+
+
 def test_gate_json_records_what_it_was_computed_on_and_the_report_shows_it_only_while_that_holds(runs, tmp_path):
     v = verdict(runs, "worse", tmp_path)
     (runs / gating.GATE_FILE).write_text(v.to_json())
@@ -156,7 +167,7 @@ def test_an_edited_verdict_is_not_shown_as_the_gates(runs, tmp_path):
     shown = gating.show(runs)
     assert isinstance(shown, gating.NoVerdict), shown
     assert "does not match what its rules give" in shown.why and "records 'pass'" in shown.why
-    assert "evaluated again 'fail'" in shown.why and "PASS" not in reporting._gate_sentence(Results.load(runs))
+    assert "evaluated again 'fail'" in shown.why and "PASS" not in prose._gate_sentence(Results.load(runs))
     (tmp_path / "gate.toml").write_text(RULES + "\n")  # the rules changed since: nothing to evaluate again
     (runs / gating.GATE_FILE).write_text(v.to_json())
     assert "rules file" in gating.show(runs).why and "changed since the verdict" in gating.show(runs).why

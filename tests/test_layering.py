@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-READERS = ("results", "rules", "completeness", "gating", "comparison", "reporting", "planning", "calibration",
-           "environment", "latency", "docfigures", "refusal_report")
+READERS = ("results", "rules", "completeness", "gating", "comparison", "planning", "calibration", "environment",
+           "latency", "docfigures", "refusal_report", "reports", "reports.figures", "reports.labels", "reports.prose",
+           "reports.queryfile", "reports.rendering", "reports.selection", "reports.tables")
 # the runner, the arms, the page store and the PDF library behind it
 FORBIDDEN = {"evalkit.runner", "evalkit.arms", "evalkit.pages", "evalkit.extraction", "fitz", "pymupdf"}
 PACKAGE = Path(__file__).resolve().parents[1] / "evalkit"

@@ -3,13 +3,14 @@ import re
 import nbformat
 import pytest
 
-from evalkit import dirs, notebooks, reporting
+from evalkit import dirs, notebooks
+from evalkit.reports import rendering
 
 from .conftest import ROOT, SMALL_QUERIES
 
 
 def test_inject_parameters_follows_the_parameters_cell_and_replaces_an_earlier_one():
-    nb = nbformat.read(reporting.NOTEBOOK, as_version=4)
+    nb = nbformat.read(rendering.NOTEBOOK, as_version=4)
     n = len(nb.cells)
     notebooks.inject_parameters(nb, results="/x", pair=None)
     notebooks.inject_parameters(nb, results="/y", pair=["a", "b"])

@@ -131,12 +131,12 @@ def test_cli_show_calibrate_and_an_arm_without_confidence(results, capsys):
 def test_the_report_notebook_plots_the_trade_off(results, tmp_path):
     import shutil
 
-    from evalkit import reporting
+    from evalkit.reports import rendering
 
     res, _, _ = results
     copy = tmp_path / "res"
     shutil.copytree(res.path, copy)
-    html = reporting.render(copy)
+    html = rendering.render(copy)
     png = copy / "figures" / "refusal_tradeoff.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Refusal trade-off" in html.read_text() and "AUROC" in html.read_text()
