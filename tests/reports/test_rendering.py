@@ -66,13 +66,18 @@ def test_render_takes_a_pair_and_an_output_file(results_dir, tmp_path):
 
 @pytest.mark.slow
 def test_a_failing_cell_fails_render_naming_the_cell_and_the_problem(results_dir, tmp_path):
+    """A problem only a cell meets (a measure column of text: render's check up front reads rows and labels,
+    not values) fails render with the cell, its code and the error, and leaves no report behind."""
+    import pandas as pd
+
     bad = _copy(results_dir, tmp_path)
-    (bad / "per_query.parquet").write_bytes(b"not a parquet file")
+    frame = pd.read_parquet(bad / "per_query.parquet")
+    frame["nDCG@10"] = "not a number"
+    frame.to_parquet(bad / "per_query.parquet", index=False)
     with pytest.raises(CellExecutionError) as e:
         rendering.render(bad)
     message = str(e.value)
-    assert "per_query.parquet" in message and re.search(r"cell \d+ \(In \[\d+\]\) failed", message)
-    assert "res = Results.load(results)" in message  # the failing cell's code
+    assert re.search(r"cell \d+ \(In \[\d+\]\) failed", message) and "TypeError" in message
     assert "\x1b[" not in message  # no terminal colour codes
     assert not (bad / "report.html").exists() and not (bad / "report.ipynb").exists()
 
@@ -160,6 +165,7 @@ def hostile_html(results_dir, tmp_path_factory):
     pq = pd.read_parquet(d / "per_query.parquet")
     pq["arm"] = pq["arm"].map(labels)
     pq["query"] = pq["query"] + PAYLOADS[0]
+    pq.attrs["evalkit"] = {**pq.attrs["evalkit"], "arms": [a["label"] for a in m["arms"]]}  # as its run records it
     pq.to_parquet(d / "per_query.parquet", index=False)
     marker = d.parent / "imported"
     (d / "pandas.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit('imported')\n")
