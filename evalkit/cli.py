@@ -173,9 +173,10 @@ def cmd_qrels_check(args) -> int:
 
 
 def cmd_qrels_plan(args) -> int:
-    from . import planning
+    from . import effort, planning
 
-    frame = runner.rescore(api.queries(args.file), args.results)
+    qs = api.queries(args.file)
+    frame = runner.rescore(qs, args.results)
     if frame.empty or frame["arm"].nunique() < 2:
         raise UsageError(f"{args.results}: the power planner needs the answers of two or more arms to the "
                          f"queries of {args.file}")
@@ -189,7 +190,9 @@ def cmd_qrels_plan(args) -> int:
             predicted = recorded.judge_rows(args.judge, frame, args.results, args.measure)
         except ValueError as e:
             raise UsageError(str(e)) from None
-        print(planning.judge_text(planning.with_judge(frame, predicted, table, args.measure, args.delta)))
+        table = planning.with_judge(frame, predicted, table, args.measure, args.delta)
+        print(planning.judge_text(table))
+    print(planning.hours_text(table, qs, effort.reading_model(effort.beside(args.file))))
     return 0
 
 
@@ -303,13 +306,15 @@ def cmd_qrels_pool(args) -> int:
 
 
 def cmd_qrels_simulate(args) -> int:
+    from . import effort
+
     qs = qrels.load(args.file)
     rules = None if args.no_gate else args.rules or dirs.rules_path()
     sim = simulate.simulate(qs, args.results, split_top(args.strategies, ","), rules)
     out = args.out or Path(args.results) / "simulation"
     for path in simulate.write(sim, out):
         print(path)
-    print(simulate.render(sim, rules))
+    print(simulate.render(sim, rules, effort.reading_model(effort.beside(args.file))))
     return 0
 
 

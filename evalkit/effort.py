@@ -19,17 +19,23 @@ line, appended as each action ends, never written into the query file:
 time included: it is what an accepted one costs) and per page graded (grades, evidence, notes, skips and
 searches outside the pool), overall, by class, and for pages by display. A log cut short by a killed kernel
 (an unfinished last line) is read up to that line, which the summary names.
+
+:func:`reading_model` turns pages into person-hours for plans and replays: the words the passage display
+shows read at :data:`WORDS_PER_MINUTE`, plus the median seconds a graded page cost in the log (no log, no
+decision time: never a made-up default).
 """
 from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from .qrels import QrelsError
+from .text import PASSAGE_WORDS, PASSAGES
 
 PAGE_ACTIONS = ("grade", "evidence", "note", "skip")
 ACTIONS = ("query", "draft-accept", "draft-reject", *PAGE_ACTIONS, "search", "undo")
@@ -39,6 +45,7 @@ UNITS = {"query written": (("query",), "query"),
          "draft accepted": (("draft-accept", "draft-reject"), "draft-accept"),
          "page graded": ((*PAGE_ACTIONS, "search"), "grade")}
 NOT_IN_FILE = "(not in the file)"
+WORDS_PER_MINUTE = 250  # a reader's pace on prose, the figure the issue's reading model names
 
 
 def log_path(query_file: Path) -> Path:
@@ -186,3 +193,53 @@ def table(log: Log, rows: list[Row]) -> str:
              f"{'unit':<15} {'by':<8} {'group':<18} {'n':>5} {'person-s':>9} {'s/unit':>7}"]
     lines += [f"{r.unit:<15} {r.by:<8} {r.group:<18} {r.n:>5} {r.seconds:>9.0f} {r.per_unit:>7.1f}" for r in rows]
     return "\n".join(lines)
+
+
+def beside(query_file: Path) -> Log | None:
+    """The query file's time log as read, None while the workbench has written none."""
+    path = log_path(query_file)
+    return read(path) if path.exists() else None
+
+
+@dataclass(frozen=True)
+class ReadingModel:
+    """What one page costs a person: ``words`` shown read at ``wpm``, plus ``decision`` seconds (None:
+    not measured, reading alone) and where that figure came from."""
+
+    words: int
+    wpm: int
+    decision: float | None
+    source: str
+
+    @property
+    def seconds_per_page(self) -> float:
+        return self.words / self.wpm * 60 + (self.decision or 0.0)
+
+    def hours(self, pages: float) -> float:
+        return pages * self.seconds_per_page / 3600
+
+    @property
+    def statement(self) -> str:
+        """The model in one line, to print beside the hours it gives."""
+        decided = f" + median decision {self.decision:.1f} s" if self.decision is not None else ""
+        return (f"person-hours: {self.words} words shown per page at {self.wpm} words/min{decided} "
+                f"({self.source}; {self.seconds_per_page:.1f} s per page)")
+
+
+def reading_model(log: Log | None) -> ReadingModel:
+    """The reading model of person-hours: the passage display's words (PASSAGES windows of PASSAGE_WORDS; a
+    shorter page shows fewer, so this is the most read) at WORDS_PER_MINUTE, plus the median of the
+    person-seconds each graded page cost in ``log`` (its grades, evidence, notes and skips, which include
+    the reading of it); without a log or a grade in it, no decision time, and the statement says so."""
+    spent: dict[tuple, float] = {}
+    graded = set()
+    for a in log.actions if log else ():
+        if a.action in PAGE_ACTIONS:
+            spent[a.unit] = spent.get(a.unit, 0.0) + a.seconds
+            graded |= {a.unit} if a.action == "grade" else set()
+    words = PASSAGE_WORDS * PASSAGES
+    if log is None or not graded:
+        source = f"no grade in {log.path.name} yet" if log else "no time log yet"
+        return ReadingModel(words, WORDS_PER_MINUTE, None, f"reading alone; {source}")
+    return ReadingModel(words, WORDS_PER_MINUTE, statistics.median(spent[u] for u in graded),
+                        f"measured over {len(graded)} graded pages in {log.path.name}")

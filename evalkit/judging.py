@@ -46,7 +46,7 @@ from .measures import GOLD_GAIN
 from .qrels import Problem, QuerySet
 from .undo import Journal, UndoError, digest
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
-from .text import contains, content_words, words
+from .text import PASSAGE_WORDS, PASSAGES, contains, content_words, words
 
 if TYPE_CHECKING:
     from .api import OpenCorpus
@@ -119,11 +119,7 @@ def mark(text: str, query: str) -> list[tuple[str, bool]]:
     return out
 
 
-PASSAGE_WORDS = 40  # a window's words: a few lines, read in seconds (short excerpts are judged as well as
-                    # whole documents, and faster: Rahbariasl, Waterloo 2018)
-
-
-def passages(text: str, query: str, size: int = PASSAGE_WORDS, n: int = 2) -> list[str]:
+def passages(text: str, query: str, size: int = PASSAGE_WORDS, n: int = PASSAGES) -> list[str]:
     """The page's ``n`` best-matching windows of ``size`` words, in page order: verbatim slices of ``text``
     (so a quote selected in one is on the page), scored by the query words they hold (distinct ones first,
     then every occurrence), windows overlapping a better one left out. A page of at most ``n`` windows'

@@ -6,18 +6,24 @@ comes from the arms' recorded answers rescored with the current judgments (the m
 arms, so no pair is picked to flatter the set). Every ranking measure lies in [0, 1]: an MDD beyond that
 range says nothing, so it is reported as "n too small" (:func:`evalkit.stats.mdd_text`), as is a class with
 fewer than two queries; a class whose paired differences do not vary at all (arms alike on its queries) has
-no spread to plan with: "no variance", and no count of queries needed.
+no spread to plan with: "no variance", and no count of queries needed. :func:`hours_text` prices the
+counts in person-hours under a stated reading model (:func:`evalkit.effort.reading_model`).
 """
 from __future__ import annotations
 
 import itertools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from . import stats
 from .records import CLASSES
+
+if TYPE_CHECKING:
+    from .effort import ReadingModel
+    from .qrels import QuerySet
 
 
 def sd_of_pairs(wide: pd.DataFrame) -> tuple[float, int]:
@@ -105,3 +111,17 @@ def judge_text(table: pd.DataFrame) -> str:
         lines.append(f"  {cls:<10} r {r['judge r']:.2f}  {what}")
     return "\n".join(lines)
 
+
+
+def hours_text(table: pd.DataFrame, qs: "QuerySet", model: "ReadingModel") -> str:
+    """The lines pricing the plan in person-hours: per class, the queries needed (and, with a judge, the
+    queries graded whole) times the pages judged per query of that class in ``qs`` now, under ``model``."""
+    lines = [model.statement]
+    for cls, r in table.iterrows():
+        judged = [len(q.judgments) for q in qs.queries if q.answerable and cls in ("all", q.cls)]
+        per = sum(judged) / len(judged) if judged else math.nan
+        counts = [(f"{int(n)} queries", n) for n in (r["needed"], r.get("graded", math.nan)) if n == n]
+        priced = "; ".join(f"{what} x {per:.1f} pages = {n * per:.0f} pages: {model.hours(n * per):.2f} h"
+                           for what, n in counts) if per == per else ""
+        lines.append(f"  {cls:<10} {priced or 'n/a'}")
+    return "\n".join(lines)

@@ -26,6 +26,7 @@ from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
 from . import comparison, gating, pooling
+from .effort import ReadingModel
 from .pooling import GOLD, RELEVANT, TAU, PageKey, kendall_tau
 from .qrels import QuerySet
 from .recorded import Rejudged, answers, check_run, gains, rankings, rescore
@@ -310,8 +311,21 @@ def write(sim: Simulation, out: Path) -> list[Path]:
     return paths
 
 
-def render(sim: Simulation, rules: Path | str | None) -> str:
-    """The text `evalkit qrels simulate` prints: the summary, leave-one-arm-out, and what the oracle assumed."""
+def hours(sim: Simulation, model: ReadingModel) -> list[str]:
+    """Per strategy, its pages to the target priced in person-hours under ``model`` (stated first)."""
+    lines = [model.statement, f"  the depth-10 pool read whole: {sim.depth_pages} pages = "
+                              f"{model.hours(sim.depth_pages):.2f} h"]
+    for strat, row in sim.summary.iterrows():
+        to = [(col.removeprefix("pages to target "), n) for col, n in row.items()
+              if str(col).startswith("pages to target") and n == n]
+        lines.append(f"  {strat}: " + ("; ".join(f"{int(n)} pages {ref} = {model.hours(n):.2f} h" for ref, n in to)
+                                       or "target not reached"))
+    return lines
+
+
+def render(sim: Simulation, rules: Path | str | None, model: ReadingModel | None = None) -> str:
+    """The text `evalkit qrels simulate` prints: the summary, leave-one-arm-out, what the oracle assumed, and
+    with a reading model, the pages to the target in person-hours."""
     fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else str(v)
     lines = [f"{sim.name}; the reference pool (every arm's top 10) holds {sim.depth_pages} pages",
              f"target: tau >= {TAU} on nDCG@10 and nDCG@10(doc)"
@@ -322,4 +336,4 @@ def render(sim: Simulation, rules: Path | str | None) -> str:
                   sim.loo.to_string(index=False, float_format=fmt), ""]
     lines.append("A page the query set never judged is read as gain 0 (the oracle knows only what was read); "
                  "'never-judged pages read' counts them.")
-    return "\n".join(lines)
+    return "\n".join(lines + (["", *hours(sim, model)] if model else []))

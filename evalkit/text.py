@@ -15,6 +15,12 @@ STOPWORDS = frozenset(
     need needs possible""".split()
 )
 
+# The workbench's passage display (judging.passages): a page's PASSAGES best windows of PASSAGE_WORDS words,
+# a few lines each, read in seconds (short excerpts are judged as well as whole documents, and faster:
+# Rahbariasl, Waterloo 2018); the reading model of person-hours (effort.reading_model) reads as many words.
+PASSAGE_WORDS = 40
+PASSAGES = 2
+
 _HYPHEN_BREAK = re.compile(r"-\s*\n\s*")
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)

@@ -101,3 +101,24 @@ def test_qrels_effort_reads_the_log_beside_the_query_file(tmp_path, capsys):
     effort.log_path(q).write_text(LOG[0] + "\n" + line("grade", "n1", 3, "a.pdf", 2, "tile") + "\n")
     assert main(["qrels", "effort", str(q)]) == 2
     one_line_error(capsys, ".q.toml.time:2: field 'display' is 'tile'")
+
+
+def test_the_reading_model_takes_the_median_seconds_of_a_graded_page_from_the_log(tmp_path):
+    q = tmp_path / "q.toml"
+    q.write_text(QUERIES)
+    assert effort.beside(q) is None
+    alone = effort.reading_model(None)
+    # 80 words at 250 words/min: 0.32 min = 19.2 s a page; 100 pages = 1920 s
+    assert (alone.words, alone.wpm, alone.decision) == (80, 250, None)
+    assert alone.hours(100) == pytest.approx(1920 / 3600)
+    assert alone.statement == ("person-hours: 80 words shown per page at 250 words/min "
+                               "(reading alone; no time log yet; 19.2 s per page)")
+    effort.log_path(q).write_text(LOG[0] + "\n")  # a log without a grade claims no decision time either
+    assert effort.reading_model(effort.beside(q)).source == "reading alone; no grade in .q.toml.time yet"
+    # per graded page: 12 + 3, 30 + 15 (its evidence), 9; a page only skipped was not graded and is left out
+    effort.log_path(q).write_text("\n".join([*LOG, line("skip", "n1", 100, "c.pdf", 5, "passage")]) + "\n")
+    model = effort.reading_model(effort.beside(q))
+    assert model.decision == 15
+    assert model.hours(100) == pytest.approx(100 * (19.2 + 15) / 3600)  # 0.95 h
+    assert model.statement == ("person-hours: 80 words shown per page at 250 words/min + median decision 15.0 s "
+                               "(measured over 3 graded pages in .q.toml.time; 34.2 s per page)")

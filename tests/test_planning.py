@@ -47,6 +47,24 @@ def test_a_class_where_the_arms_agree_everywhere_has_no_variance_and_no_count():
     assert "no variance" in line and "0.000" not in line and "needs n/a" in line
 
 
+def test_the_plan_is_priced_in_person_hours_at_the_pages_judged_per_query(tmp_path):
+    from evalkit import qrels
+    from evalkit.effort import ReadingModel
+
+    q = tmp_path / "q.toml"
+    q.write_text(SMALL_QUERIES)
+    qs = qrels.load(q)
+    table = pd.DataFrame({"needed": [40.0, math.nan]}, index=pd.Index(["all", "needle"], name="class"))
+    model = ReadingModel(80, 250, 16.8, "measured")  # 36 s a page: 100 pages an hour
+    lines = planning.hours_text(table, qs, model).splitlines()
+    judged = [len(x.judgments) for x in qs.queries if x.answerable]
+    per = sum(judged) / len(judged)
+    assert lines[0] == model.statement
+    assert lines[1].split() == ["all", "40", "queries", "x", f"{per:.1f}", "pages", "=", f"{40 * per:.0f}",
+                                "pages:", f"{40 * per / 100:.2f}", "h"]
+    assert lines[2].split() == ["needle", "n/a"]
+
+
 def test_qrels_plan_rescores_recorded_answers_with_the_current_judgments(small_results, tmp_path, capsys):
     q = tmp_path / "q.toml"
     q.write_text(SMALL_QUERIES.replace('{ doc = "ctable.pdf", page = 5, gain = 1 }',
@@ -54,6 +72,7 @@ def test_qrels_plan_rescores_recorded_answers_with_the_current_judgments(small_r
     assert main(["qrels", "plan", str(q), "--results", str(small_results), "--delta", "0.1"]) == 0
     out = capsys.readouterr().out
     assert "median over 3 arm pair(s)" in out and "needle" in out and "n too small" in out
+    assert "person-hours: 80 words shown per page at 250 words/min (reading alone; no time log yet" in out
     assert main(["qrels", "plan", str(q), "--results", str(small_results), "--measure", "nope"]) == 2
 
 

@@ -112,4 +112,19 @@ def test_the_figure_and_the_files_are_written(case, tmp_path):
     assert [p.name for p in paths] == ["simulation.csv", "summary.csv", "loo.csv", "simulation.png"]
     assert all(p.stat().st_size > 0 for p in paths)
     text = simulate.render(sim, rules)
-    assert "never judged is read as gain 0" in text and "leave-one-arm-out" in text
+    assert "never judged is read as gain 0" in text and "leave-one-arm-out" in text and "person-hours" not in text
+
+
+def test_the_pages_to_the_target_are_priced_in_person_hours(case):
+    from evalkit.effort import ReadingModel
+
+    qs, d, rules = case
+    sim = simulate.simulate(qs, d, ["depth(k=10)", "maxmean"], rules, budgets=(1, 3))
+    model = ReadingModel(80, 250, 10.8, "measured over 2 graded pages in .sim.toml.time")  # 30 s a page
+    lines = simulate.render(sim, rules, model).splitlines()
+    at = lines.index(model.statement)
+    assert lines[at + 1] == f"  the depth-10 pool read whole: {sim.depth_pages} pages = {sim.depth_pages / 120:.2f} h"
+    row = sim.summary.loc["maxmean"]
+    pages = int(row["pages to target (tau alone)"])
+    assert lines[at + 3].startswith(f"  maxmean: {pages} pages (tau alone) = {pages / 120:.2f} h; ")
+
