@@ -5,10 +5,6 @@
 ``ek.report``, ``ek.judge`` (the judging workbench), ``ek.use_model``, and the records a retriever answers with (``ek.Hit``, ``ek.Chunk``). Names load on first
 use, so importing one module of evalkit (``evalkit.gate`` in CI) does not import the rest.
 """
-from __future__ import annotations
-
-from importlib import import_module
-
 TYPE_CHECKING = False  # not typing's: the `evalkit` command imports nothing before its Ctrl-C guard (__main__)
 
 _EXPORTS = {
@@ -32,8 +28,10 @@ if TYPE_CHECKING:
     from .version import __version__
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name in _EXPORTS:
+        from importlib import import_module  # here, not above: the command loads nothing before its Ctrl-C guard
+
         value = getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
         globals()[name] = value
         return value

@@ -197,8 +197,9 @@ def test_hostile_results_are_inert_in_the_docs_figures(tmp_path_factory, h):
     a gate verdict read back) passes through one escape, whatever the manifest or gate.json holds."""
     d = hostile_results(tmp_path_factory.mktemp("figure") / "r", h)
     m = json.loads((d / "manifest.json").read_text())
-    m["environment"]["calibration"] = {"cpu_model": h, "cores": h, "start": {"load_average": [h, 1.0, 2.0]},
-                                       "end": {"load_average": h}}
+    # strings where the manifest holds strings (a field of another type is refused when read: test_resultsdir)
+    m["environment"]["calibration"] = {"cpu_model": h, "cores": 2, "start": {"load_average": [0.5, 1.0, 2.0]},
+                                       "end": {"load_average": [0.5, 1.0, 2.0]}}
     (d / "manifest.json").write_text(json.dumps(m))
     verdict = gating.Verdict(baseline=h, candidate=h, rules_file=h, rules_sha256=h, settings={}, corpus=h,
                              query_set=h, queries=h, outcomes=(gating.Outcome(h, h, h, h),), detectable=(h,))  # type: ignore[arg-type]

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import qrels
+from evalkit import corpora, qrels
 from evalkit.cli import main
 from evalkit.qrels import QrelsError
 from evalkit.text import contains
