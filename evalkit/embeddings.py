@@ -26,7 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import dirs, executor
-from .oserrors import replacing
+from .atomic import replacing
 from .pages import EXTRACTOR, PageStore
 from .records import Document
 

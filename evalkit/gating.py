@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from . import comparison, dirs, judged, oserrors, qrels, resultsdir, rules
 from . import escape as esc
+from .atomic import replacing
 from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
 from .version import __version__
@@ -350,7 +351,7 @@ def record(verdict: Verdict, results_dir: Path | str) -> None:
     why, and the caller's exit code is still the verdict's."""
     path = Path(results_dir) / GATE_FILE
     try:
-        with resultsdir.atomic(path) as tmp:
+        with replacing(path) as tmp:
             tmp.write_text(verdict.to_json())
     except OSError as e:
         warnings.warn(NotRecorded(f"{oserrors.describe(e, path)}: the verdict stands, but the report of "

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import recorded, simulate
-from ..atomic import write_atomic
+from ..atomic import replacing, write_atomic
 from ..pooling import Rankings
 from ..qrels import QuerySet
 from ..results import Results
@@ -241,9 +241,8 @@ def write(out: Outcome, folder: Path, command: str = "") -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     cols = [*agreement.PREDICTIONS, "gain", "cls", "distractor", "pooled", "fold", "model", "judge"]
     pq = folder / "predictions.parquet"
-    tmp = folder / ".predictions.parquet.partial"
-    out.preds[cols].to_parquet(tmp, index=False)
-    tmp.replace(pq)
+    with replacing(pq) as tmp:
+        out.preds[cols].to_parquet(tmp, index=False)
     table = json.loads(out.table.reset_index().to_json(orient="records"))
     meta = {"judge": out.identity, "models": sorted(set(out.preds["model"])), "spec": out.spec.describe(),
             "trained": out.trained, "command": command, "agreement": table, "verdicts": out.verdicts,
