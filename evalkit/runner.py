@@ -79,7 +79,8 @@ def _now() -> str:
 def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
     """TREC run lines in the arm's order, scores ``n - rank + 1`` (strictly decreasing integers)."""
     n = len(hits)
-    return [f"{ids.encode(qid)} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
+    return [f"{ids.encode(qid)} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n"
+            for rank, h in enumerate(hits, 1)]
 
 
 def recorded(path: Path) -> dict[str, dict]:
@@ -247,7 +248,8 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         summarize(frame).to_csv(tmp, index=False)
     manifest.update(status="complete", finished=_now(), environment=completed(manifest.get("environment", {})))
     resultsdir.write_json(manifest_path, manifest)
-    if used := store.usage(since=counted):  # this run's, not the open store's; empty on an executor: its workers read the cache
+    # this run's, not the open store's; empty on an executor: its workers read the cache
+    if used := store.usage(since=counted):
         print(f"cache {store.path}: {used}", file=sys.stderr)
 
 

@@ -29,7 +29,8 @@ def test_a_full_disk_under_out_names_the_file_and_leaves_no_temporary_file(tiny,
     p = evalkit_in_namespace(f"mount -t tmpfs -o size=256k tmpfs {mnt}; {FILL.format(mnt=mnt)}", argv,
                              after=f"find {mnt} -name '.*.tmp'")
     err = p.stderr.splitlines()
-    assert p.returncode == 2 and err[-1].startswith(f"evalkit: {mnt / 'res'}/"), p.stderr  # the lock, on a disk this full
+    assert p.returncode == 2 and err[-1].startswith("evalkit: "
+                                                    f"{mnt / 'res'}/"), p.stderr  # the lock, on a disk this full
     assert err[-1].endswith(": no space left on device (the disk is full: free some space, or write to another disk)")
     assert "Errno" not in p.stderr and not any(line.endswith(".tmp") for line in err), p.stderr
 
@@ -43,8 +44,10 @@ def test_a_full_disk_while_assembling_the_model_leaves_no_temporary_file_copy(ti
                              ["search", "walrus", "--docs", str(home / "docs"), "--arm", "semantic",
                               "--cache", str(tmp_path / "pages.sqlite")], after=f"find {mnt} -name '.*.tmp'")
     err = p.stderr.splitlines()
-    assert p.returncode == 2 and err[-1] == (f"evalkit: {mnt}/cache/models/all-MiniLM-L6-v2-packaged/model.onnx: no space "
-                                             "left on device (the disk is full: free some space, or write to another disk)"), p.stderr
+    assert p.returncode == 2 and err[-1] == (f"evalkit: {mnt}/cache/models/all-MiniLM-L6-v2-packaged/model.onnx: no "
+                                             "space "
+                                             "left on device (the disk is full: free some space, or write to another "
+                                             "disk)"), p.stderr
     assert not any(line.endswith(".tmp") for line in err), p.stderr
 
 
@@ -57,7 +60,8 @@ def test_an_io_error_on_a_full_cache_disk_says_the_disk_is_full(tiny, tmp_path):
     assert main(["corpus", "stats", "--docs", str(home / "docs"), "--cache", str(tmp_path / "c.sqlite")]) == 0
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    p = evalkit_in_namespace(f"mount -t tmpfs -o size=1m tmpfs {mnt}; cp {tmp_path / 'c.sqlite'} {mnt}; {FILL.format(mnt=mnt)}",
+    p = evalkit_in_namespace(f"mount -t tmpfs -o size=1m tmpfs {mnt}; cp {tmp_path / 'c.sqlite'} {mnt}; "
+                             f"{FILL.format(mnt=mnt)}",
                              ["search", "walrus", "--docs", str(home / "docs"), "--cache", str(mnt / "c.sqlite")])
     last = p.stderr.splitlines()[-1]
     assert p.returncode == 2 and last.startswith(f"evalkit: the cache {mnt / 'c.sqlite'} cannot be written: the disk "
