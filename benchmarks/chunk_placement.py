@@ -36,7 +36,8 @@ def main() -> None:
     longest = sorted(texts, key=lambda n: -sum(map(len, texts[n])))[:10]
     rng = random.Random(0)
     for by_span in (False, True):
-        queries = [[chunk_of(texts, rng.choice(longest), rng, by_span) for _ in range(PER_QUERY)] for _ in range(QUERIES)]
+        queries = [[chunk_of(texts, rng.choice(longest), rng, by_span) for _ in range(PER_QUERY)]
+                   for _ in range(QUERIES)]
         layout = {name: answers.Layout(tuple(t)) for name, t in texts.items()}.__getitem__
         t0 = time.perf_counter()
         for chunks in queries:

@@ -32,14 +32,16 @@ ROBUSTNESS_ARMS = ("keyword", "global-index", "hybrid(keyword=global-index)")
 CONFORMAL = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conformal,rare=1),threshold=0.04)"
 BY_LENGTH = "admit(arm=hybrid(keyword=global-index),policy=names(policy=conformal(words=0),rare=1),threshold=0.05)"
 TODAYS = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread),threshold=0.0766)"
-TODAYS_RARE = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread,rare=1),threshold=0.0766)"  # + lower-case names
+# + lower-case names
+TODAYS_RARE = "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread,rare=1),threshold=0.0766)"
 REFUSAL_ARMS = f"{CONFORMAL},{BY_LENGTH},{TODAYS},{TODAYS_RARE}"
 BLIND_SETS = ("blind", "blind3", "blind4")  # qrels/held-out/<set>/<corpus>.toml, each written after the last was read
 MCP = "mcp(config=examples/arms.toml,name=pdf-mcp-{mode})"
 MCP_MEASURES = ("nDCG@10(doc)", "nDCG@10", "GoldDoc@3")
 YOUR_RETRIEVER = ".venv/bin/jupyter execute notebooks/your-retriever.ipynb --output=your-retriever-rmanuals"
 PROFILE = "hybrid(keyword=global-index,profile=0.5,profile_windows=3)"  # recommended before the centroid; swept around
-RECOMMENDED = "hybrid(centroid=2.0,keyword=global-index,profile=0.5,profile_windows=3)"  # docs/tuning.md's Recommended arm
+# docs/tuning.md's Recommended arm
+RECOMMENDED = "hybrid(centroid=2.0,keyword=global-index,profile=0.5,profile_windows=3)"
 # chosen by both halves of latex (two-fold cross-validation with --keep nDCG@10, docs/tuning.md): held-out figures
 CROSS_VALIDATED = "hybrid(centroid=2.0,diversify=5,keyword=global-index,profile=0.5,profile_windows=3)"
 DIVERSIFY = (f"evalkit tune --arm '{PROFILE}' --grid centroid=0,1,2 --grid diversify=0,3,5,7 "
@@ -52,17 +54,21 @@ TUNES = {  # each sweep of docs/tuning.md: (what the table calls it, its evalkit
             f"--baseline '{PROFILE}' " + HELD % "rrf"),
     "feedback": ("RM3 feedback", "evalkit tune --arm global-index --grid prf=5,10,20 --grid prf_terms=10,20 "
                  "--baseline global-index " + HELD % "feedback"),
-    "convex": ("convex fusion", "evalkit tune --arm 'hybrid(keyword=global-index,fusion=convex)' --grid weight=0.3,0.5,0.7 "
+    "convex": ("convex fusion", "evalkit tune --arm 'hybrid(keyword=global-index,fusion=convex)' --grid "
+                                "weight=0.3,0.5,0.7 "
                "--grid norm=minmax,zscore,tmm " + HELD % "convex"),
-    "learned": ("learned fusion", "evalkit tune --arm \"$(evalkit learn --corpus {a} --qrels qrels/{a}.toml --seed 0)\" "
+    "learned": ("learned fusion", "evalkit tune --arm \"$(evalkit learn --corpus {a} --qrels qrels/{a}.toml --seed "
+                                  "0)\" "
                 + HELD % "learned"),
     "diversify": ("centroid × diversify, k = 10", DIVERSIFY + HELD % "diversify"),
     "keep": ("centroid × diversify keeping nDCG@10, k = 10", DIVERSIFY + "--keep nDCG@10 " + HELD % "keep"),
 }
 DIRECTIONS = (("rmanuals", "latex"), ("latex", "rmanuals"))
 # two-fold cross-validation on latex alone: the keep sweep tuned on one half of its queries, gated on the other
-HALVES = ("evalkit qrels split qrels/latex.toml --seed 0 --out {results}/latex-halves/a.toml {results}/latex-halves/b.toml",
-          *(DIVERSIFY.replace("{", "{{").replace("}", "}}") + f"--keep nDCG@10 --tune-on latex={{results}}/latex-halves/{a}.toml "
+HALVES = ("evalkit qrels split qrels/latex.toml --seed 0 --out {results}/latex-halves/a.toml "
+          "{results}/latex-halves/b.toml",
+          *(DIVERSIFY.replace("{", "{{").replace("}", "}}") + "--keep nDCG@10 --tune-on "
+                                                              f"latex={{results}}/latex-halves/{a}.toml "
             f"--held-out latex={{results}}/latex-halves/{b}.toml --out {{results}}/tune-keep-on-latex-{a}"
             for a, b in (("a", "b"), ("b", "a"))))
 DOC_RANKING = "python benchmarks/doc_ranking.py --reach {results}/latex-mcp-hybrid --out {out}/doc-ranking.md"
@@ -126,8 +132,10 @@ def conformal_commands() -> tuple[str, ...]:
 def keep_rows(results: Path) -> dict[str, Path]:
     """The sweep the recommended arm came from: both directions, and latex's two halves."""
     what = TUNES["keep"][0]
-    return {**{f"{what}: {a} → {b}": results / f"tune-keep-on-{a}" / f"held-out-{b}" / "gate.json" for a, b in DIRECTIONS},
-            **{f"{what}: latex half {a} → half {b}": results / f"tune-keep-on-latex-{a}" / "held-out-latex" / "gate.json"
+    return {**{f"{what}: {a} → {b}": results / f"tune-keep-on-{a}" / f"held-out-{b}" / "gate.json"
+               for a, b in DIRECTIONS},
+            **{f"{what}: latex half {a} → half {b}": results / f"tune-keep-on-latex-{a}" / "held-out-latex"
+               / "gate.json"
                for a, b in (("a", "b"), ("b", "a"))}}
 
 
@@ -138,7 +146,8 @@ def tune_directions(results: Path, out: Path) -> str:
 
 def simulation(corpus: str) -> Figure:
     return Figure(f"judging-less-{corpus}",
-                  (f"evalkit qrels simulate qrels/{corpus}.toml --results {{results}}/{corpus} --out {{out}}/sim-{corpus}",),
+                  (f"evalkit qrels simulate qrels/{corpus}.toml --results {{results}}/{corpus} --out "
+                   f"{{out}}/sim-{corpus}",),
                   lambda results, out: df.simulation_tables(out / f"sim-{corpus}"), "run",
                   REPORT if corpus == "latex" else f"CORPUS={corpus} {REPORT}")
 
@@ -157,7 +166,8 @@ def mcp(mode: str, k: str, arms: str, versus: tuple[str, ...] = ()) -> Figure:
     def table(results: Path, out: Path) -> str:
         d = results / where
         return "\n\n".join([summary(where, df.shown(run), by_class=True)(results, out),
-                             *(f"`{arm}` against pdf-mcp:\n\n" + df.compare_table(f"{d}:{pdf_mcp}", f"{d}:{arm}", MCP_MEASURES)
+                             *(f"`{arm}` against pdf-mcp:\n\n"
+                               + df.compare_table(f"{d}:{pdf_mcp}", f"{d}:{arm}", MCP_MEASURES)
                                for arm in versus)])
     return Figure(f"mcp-{mode}", commands, table, record=where)
 
@@ -171,7 +181,8 @@ def figures() -> list[Figure]:
     return [
         Figure("summary-latex", ("evalkit summary {results}/latex",), summary("latex", REPORT), first=REPORT,
                record="latex"),
-        Figure("summary-rmanuals", ("evalkit summary {results}/rmanuals",), summary("rmanuals", f"CORPUS=rmanuals {REPORT}"),
+        Figure("summary-rmanuals", ("evalkit summary {results}/rmanuals",),
+               summary("rmanuals", f"CORPUS=rmanuals {REPORT}"),
                first=f"CORPUS=rmanuals {REPORT}", record="rmanuals"),
         Figure("your-retriever", (YOUR_RETRIEVER, "evalkit summary {results}/your-retriever"), your_retriever,
                record="your-retriever"),
@@ -184,12 +195,14 @@ def figures() -> list[Figure]:
                lambda results, out: df.bench_table(out / "docs-bench"), "run"),
         Figure("gate-memory", (GATE_MEMORY,),
                lambda results, out: need(out / "gate-memory.md", df.shown(GATE_MEMORY)).read_text().strip(), "run"),
-        Figure("cost-curve", (scale,), lambda results, out: df.cost_curve_table(results / "bench-latex", df.shown(scale)),
+        Figure("cost-curve", (scale,), lambda results, out: df.cost_curve_table(results / "bench-latex",
+                                                                                df.shown(scale)),
                record="bench-latex"),
         Figure("long-pages", (long_pages, "evalkit summary {results}/latex-long-pages --by class"),
                summary("latex-long-pages", df.shown(long_pages), by_class=True), record="latex-long-pages"),
         Figure("robustness", robustness_commands(),
-               lambda results, out: df.robustness_table([out / "robustness-latex" / str(i) for i in range(len(ROBUSTNESS_ARMS))]),
+               lambda results, out: df.robustness_table([out / "robustness-latex" / str(i)
+                                                         for i in range(len(ROBUSTNESS_ARMS))]),
                "run"),
         Figure("refusal", ("make refusal",), refusal_sets, record="refusal/latex"),
         Figure("conformal", conformal_commands(), conformal_sets, record="selfcal-latex"),
@@ -200,13 +213,15 @@ def figures() -> list[Figure]:
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),
         Figure("tune-recommended", (*(TUNES["keep"][1].format(a=a, b=b) for a, b in DIRECTIONS),
                                     *(h.format(results="{results}") for h in HALVES)),
-               lambda results, out: df.tune_table(keep_rows(results), ""), record="tune-keep-on-rmanuals/held-out-latex"),
+               lambda results, out: df.tune_table(keep_rows(results), ""),
+               record="tune-keep-on-rmanuals/held-out-latex"),
         mcp("keyword", "", keyword_mcp),
         mcp("hybrid", " -k 10", f"semantic,hybrid(keyword=global-index),{PROFILE},{RECOMMENDED},{CROSS_VALIDATED},"
             f"{MCP.format(mode='hybrid')}", versus=(RECOMMENDED, CROSS_VALIDATED)),
         Figure("doc-ranking", (DOC_RANKING,),
                lambda results, out: need(out / "doc-ranking.md", df.shown(DOC_RANKING)).read_text().strip(), "run"),
-        Figure("judge", (JUDGE,), lambda results, out: need(out / "judge.md", df.shown(JUDGE)).read_text().strip(), "run",
+        Figure("judge", (JUDGE,), lambda results, out: need(out / "judge.md", df.shown(JUDGE)).read_text().strip(),
+               "run",
                f"{REPORT}; " + "; ".join(LEXICAL.format(c=c) for c in ("latex", "rmanuals"))),
     ]
 

@@ -74,7 +74,7 @@ def judge_tables(qs, ans, prior: pooling.Prior, arms: list) -> dict[str, pd.Data
         r = recorded.rankings(ans, q.id)
         pages = pool_pages(r)
         favoured = set(r[arms[0]][:DEPTH])
-        for p, x in zip(pages, features(r, pages)):
+        for p, x in zip(pages, features(r, pages), strict=True):
             c = prior.chances(tuple(x))
             rows["ranks"].append((q.id, *p, *c))
             bump = 0.3 if p in favoured else 0.0
@@ -98,7 +98,8 @@ def verdicts(full: np.ndarray, arms: list) -> dict:
             for j, b in enumerate(arms):
                 if a != b:
                     c = stats.paired_compare(full[:, m, i], full[:, m, j], n_resamples=2000)
-                    out[(name, a, b)] = (c.mean_delta, {"better": "better", "worse": "worse"}.get(c.verdict, "undecided"))
+                    out[(name, a, b)] = (c.mean_delta, {"better": "better", "worse": "worse"}.get(c.verdict,
+                                                                                                  "undecided"))
     return out
 
 
@@ -134,7 +135,7 @@ def page_design(qs, ans, table: pd.DataFrame, arms: list, full: np.ndarray, budg
     for q in answerable:
         t = table[table["query"] == q.id]
         dist = estimates.distributions(t["p_ge1"], t["p_ge2"], t["p_eq3"])
-        prior = {page_id(d, p): x for d, p, x in zip(t["doc"], t["page"], dist)}
+        prior = {page_id(d, p): x for d, p, x in zip(t["doc"], t["page"], dist, strict=True)}
         r = {a: [page_id(*p) for p in pages] for a, pages in recorded.rankings(ans, q.id).items()}
         known = {page_id(*p): g for p, g in recorded.gains(q).items()}
         pi = min(1.0, budget / len(prior))
@@ -162,7 +163,7 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
                "width": g["width"].mean(), "width person-only": g["width_person"].mean(),
                "r": g["r"].mean(), "n_eff": g["n_eff"].replace(np.inf, np.nan).mean()}
         for who, col in (("", "verdict"), (" person-only", "verdict_person")):
-            o = pd.Series([outcome(t, v) for t, v in zip(g["truth"], g[col])])
+            o = pd.Series([outcome(t, v) for t, v in zip(g["truth"], g[col], strict=True)])
             draws = g["draw"].nunique()
             for k in ("equal", "undecided", "opposite", "false"):
                 row[f"{k}{who}"] = (o == k).sum() / draws
@@ -237,7 +238,7 @@ def figure(summary: pd.DataFrame, title: str, path: Path) -> None:
     from matplotlib import pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for i, ((judge, m), g) in enumerate(summary.groupby(["judge", "measure"], sort=False)):
+    for (judge, m), g in summary.groupby(["judge", "measure"], sort=False):
         ax1.plot(g["pages/query"], g["coverage"], marker="o", ms=3, color=f"C{list(estimates.MEASURES).index(m)}",
                  ls={"ranks": "-", "biased": "--", "useless": ":"}[judge], label=f"{m}, {judge} judge")
     ax1.axhline(0.93, color="grey", lw=0.8)

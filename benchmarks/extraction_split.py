@@ -39,13 +39,13 @@ def stage_split(paths: list[Path]) -> tuple[dict[str, float], int]:
         return out
 
     for path in paths:
-        doc = timed(STAGES[0], lambda: pymupdf.open(path))
+        doc = timed(STAGES[0], lambda: pymupdf.open(path))  # noqa: B023 (called in this iteration only)
         for number in range(doc.page_count):
-            page = timed(STAGES[0], lambda: doc.load_page(number))
-            tp = timed(STAGES[1], lambda: page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT))
+            page = timed(STAGES[0], lambda: doc.load_page(number))  # noqa: B023 (called in this iteration only)
+            tp = timed(STAGES[1], lambda: page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT))  # noqa: B023 (called in this iteration only)
             timed(STAGES[2], tp.extractText)
             blocks = timed(STAGES[3], tp.extractDICT)["blocks"]
-            timed(STAGES[4], lambda: extraction.hidden_in(blocks, lambda: extraction.painted(page)))
+            timed(STAGES[4], lambda: extraction.hidden_in(blocks, lambda: extraction.painted(page)))  # noqa: B023 (called in this iteration only)
             pages += 1
         timed(STAGES[0], doc.close)
     return spent, pages
@@ -86,10 +86,11 @@ def main() -> None:
         pickle.loads(pickle.dumps(r))
     print(f"  pickling results (dumps + loads)  {1000 * (time.perf_counter() - t) / pages:6.3f} ms a page")
     t = process_per_document(len(paths))
-    print(f"  a process per document            {1000 * t / pages:6.3f} ms a page ({1000 * t / len(paths):.0f} ms a document)")
+    print(f"  a process per document            {1000 * t / pages:6.3f} ms a page ({1000 * t / len(paths):.0f} ms a "
+          "document)")
     with tempfile.TemporaryDirectory() as tmp, PageStore(Path(tmp) / "pages.sqlite") as store:
         t = time.perf_counter()
-        for d, r in zip(c.documents, results):
+        for d, r in zip(c.documents, results, strict=True):
             store._save(d.sha256, r)
         print(f"  SQLite writes in the parent       {1000 * (time.perf_counter() - t) / pages:6.3f} ms a page")
 

@@ -52,14 +52,17 @@ def main() -> None:
             "pool": keeper.decide(simulate.rescore(qs, ans, results.per_query, reference.at(None), names))}
     rankings = {q.id: simulate.rankings(ans, q.id) for q in qs.queries}
     answerable = [q.id for q in qs.queries if q.answerable]
-    print("| strategy | theta | pages read | share of depth-10 pool | tau page / doc | gate changes (vs full / vs pool) |")
+    print("| strategy | theta | pages read | share of depth-10 pool | tau page / doc | gate changes (vs full / vs "
+          "pool) |")
     print("|---|---|---|---|---|---|")
     for spec in simulate.STRATEGIES:
         rep = simulate.replay(qs, ans, spec)
         for theta in (float(t) for t in args.theta.split(",")):
             budget = stop_budgets(rep, rankings, answerable, theta)
-            frame = simulate.rescore(qs, ans, results.per_query, {q: dict(o[:budget[q]]) for q, o in rep.orders.items()}, names)
-            tau = [simulate.kendall_tau(list(simulate.arm_means(frame, m).reindex(full.means[lvl].index)), list(full.means[lvl]))
+            frame = simulate.rescore(qs, ans, results.per_query,
+                                     {q: dict(o[:budget[q]]) for q, o in rep.orders.items()}, names)
+            tau = [simulate.kendall_tau(list(simulate.arm_means(frame, m).reindex(full.means[lvl].index)),
+                                        list(full.means[lvl]))
                    for lvl, m in simulate.LEVELS.items()]
             d = keeper.decide(frame)
             changed = [sum(d[k][0] != ref[k][0] for k in d) for ref in refs.values()]

@@ -1,5 +1,6 @@
 """The cross-set refusal protocol: every threshold (and the evidence policy's weights) is chosen on one
-query set and reported on the other, latex <-> rmanuals. This is what docs/refusal.md's table (docs/figures/refusal.md) prints.
+query set and reported on the other, latex <-> rmanuals. This is what docs/refusal.md's table (docs/figures/refusal.md)
+prints.
 
     python benchmarks/refusal.py [--sets latex rmanuals] [--arm 'hybrid(keyword=global-index)'] [--max-wrongful 0.05]
 
@@ -87,7 +88,8 @@ def main() -> None:
             for p, spec in chosen:
                 held_out.append((s, other, p, RR.measures(RR.confidences(res, RR.arm_info(res, spec)["label"]))))
 
-    print("\n| reported on | tuned on | policy | threshold | correct refusal | wrongful refusal | AUROC | AURC | nAUC |")
+    print("\n| reported on | tuned on | policy | threshold | correct refusal | wrongful refusal | AUROC | "
+          "AURC | nAUC |")
     print("|---|---|---|---|---|---|---|---|---|")
     for s, other, p, m, kinds in rows:
         name = f"`evidence` (fitted on {other})" if p.startswith("evidence") else f"`{p}`"

@@ -48,7 +48,7 @@ def ceiling_rows(corpus: str, arm: str, max_wrongful: float, out: Path) -> list[
         runner.run(c, store, qs, specs, out / f"{corpus}-{s}", resume=True, progress=False)
         runs[s] = Results.load(out / f"{corpus}-{s}")
     rows = []
-    for name, spec in zip(policies, specs):
+    for name, spec in zip(policies, specs, strict=True):
         label = RR.arm_info(runs["shipped"], spec)["label"]
         own = RR.confidences(runs["shipped"], label)
         t = R.calibrate(own.confidence, own.answerable, max_wrongful)

@@ -2,8 +2,9 @@
 
 ``import evalkit as ek`` gives the front door (:mod:`evalkit.api`): ``ek.corpus``, ``ek.add_corpus``, ``ek.queries``,
 ``ek.arm``, ``ek.run``, ``ek.Results`` (``.table``, ``.compare``, ``.refusal``), ``ek.compare``, ``ek.gate``,
-``ek.report``, ``ek.judge`` (the judging workbench), ``ek.use_model``, and the records a retriever answers with (``ek.Hit``, ``ek.Chunk``). Names load on first
-use, so importing one module of evalkit (``evalkit.gate`` in CI) does not import the rest.
+``ek.report``, ``ek.judge`` (the judging workbench), ``ek.use_model``, and the records a retriever answers with
+(``ek.Hit``, ``ek.Chunk``). Names load on first use, so importing one module of evalkit (``evalkit.gate`` in CI) does
+not import the rest.
 """
 TYPE_CHECKING = False  # not typing's: the `evalkit` command imports nothing before its Ctrl-C guard (__main__)
 

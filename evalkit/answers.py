@@ -83,7 +83,8 @@ def _pages_of_span(start: int, end: int, starts: Sequence[int], ends: Sequence[i
     """The 1-based pages whose [start, end) overlaps the span (an empty page at the span's start counts)."""
     first = max(bisect.bisect_right(starts, start) - 1, 0)
     last = bisect.bisect_left(starts, end, lo=first)
-    return tuple(i + 1 for i in range(first, last) if starts[i] < end and start < ends[i] or starts[i] == ends[i] == start)
+    return tuple(i + 1 for i in range(first, last) if starts[i] < end and start < ends[i]
+                 or starts[i] == ends[i] == start)
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,14 @@ class Layout:
     def span(self) -> tuple[list[int], list[int], int]:
         """Page starts and ends in the text joined by :data:`PAGE_BREAK`, and its length."""
         starts = page_starts(self.texts)
-        return starts, [s + len(t) for s, t in zip(starts, self.texts)], len(self.text)
+        return starts, [s + len(t) for s, t in zip(starts, self.texts, strict=True)], len(self.text)
 
     @cached_property
     def normalised(self) -> tuple[str, list[int], list[int]]:
         """The normalised page texts joined by spaces, with each page's start and end in it."""
         pages = [normalize(t).replace("-", "") for t in self.texts]
         starts = [0, *accumulate(len(p) + 1 for p in pages[:-1])]
-        return " ".join(pages), starts, [s + len(p) for s, p in zip(starts, pages)]
+        return " ".join(pages), starts, [s + len(p) for s, p in zip(starts, pages, strict=True)]
 
 
 def _span(chunk: Chunk, layout: Layout) -> tuple[int, ...]:
@@ -194,7 +195,8 @@ def as_chunk(item: Any, convert: Callable[[Any], Chunk | None] | None = None) ->
     return chunk
 
 
-def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[str] | Layout], collapse_pages: bool = False,
+def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[str] | Layout],
+                collapse_pages: bool = False,
                 convert: Callable[[Any], Chunk | None] | None = None, k: int | None = None) -> Result:
     """A retriever's answer as a :class:`Result`. Page hits (``Hit`` or ``(doc, page[, score])``) are kept in
     order, scoreless ones scoring ``n - rank + 1``; with ``collapse_pages`` a repeated page keeps its best

@@ -3,7 +3,8 @@
     docs = ek.corpus("latex")                      # or ek.corpus(docs="my/pdfs")
     qs = ek.queries("qrels/latex.toml")
     res = ek.run(docs, qs, ["global-index", ek.arm(my_retriever, name="mine")])
-    res.table(by_class=True); ek.compare(res, "global-index"); ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")
+    res.table(by_class=True); ek.compare(res, "global-index")
+    ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")
 
 Loaded objects remember where they came from (a query set its file, a corpus its page store), and every
 check the command line makes lives here, so a notebook gets the same refusals: a corpus is verified
@@ -244,7 +245,8 @@ def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None 
         found = [judged.table(judged.compare(p, judge_loader(judge, queries, p.cand)(p), tuple(measures)))
                  for p in pairs]
         return pd.concat(found, ignore_index=True).set_index(["candidate", "measure", "class"])
-    tables = [_compare.table(_compare.pair(base, side(res, c)), tuple(measures), **kw).assign(candidate=side(res, c).arm)
+    tables = [_compare.table(_compare.pair(base, side(res, c)), tuple(measures),
+                             **kw).assign(candidate=side(res, c).arm)
               for c in names]
     frame = _compare.with_holm(pd.concat(tables, ignore_index=True))
     columns = ["n", "base", "cand", "delta", "low", "high", "p", "p_holm", "wins", "ties", "losses", "mdd"]
@@ -257,13 +259,13 @@ def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | st
          log: Callable[[str], None] | None = None, judge: str | Path | None = None,
          queries: str | Path | None = None, undecided: str = "fail") -> _gate.Verdict:
     """Evaluate the pre-registered ``rules`` (default: ``./gate.toml``, else the shipped rules) for a candidate
-    against a baseline (each a results directory and an arm). ``ek.gate(res, res, baseline_arm="global-index", candidate_arm="mine")`` gates two arms of
-    one run. A latency rule re-times both arms side by side here (page store: ``cache``; ``log`` hears
-    what is being timed). With ``record``, the verdict is written to the candidate's ``gate.json`` for its
-    report (a folder that cannot take it gives the warning :class:`evalkit.gating.NotRecorded`). ``judge``: a judge's predictions file, for a query set a person graded in part; the rules on
-    measures then answer pass, fail or undecided (:mod:`evalkit.judged`; ``queries``: the query file the runs
-    were scored with, default the one the candidate's manifest names; ``undecided``: "fail" (exit 1, the
-    default) or "pass" (exit 0))."""
+    against a baseline (each a results directory and an arm). ``ek.gate(res, res, baseline_arm="global-index",
+    candidate_arm="mine")`` gates two arms of one run. A latency rule re-times both arms side by side here (page store:
+    ``cache``; ``log`` hears what is being timed). With ``record``, the verdict is written to the candidate's
+    ``gate.json`` for its report (a folder that cannot take it gives the warning :class:`evalkit.gating.NotRecorded`).
+    ``judge``: a judge's predictions file, for a query set a person graded in part; the rules on measures then answer
+    pass, fail or undecided (:mod:`evalkit.judged`; ``queries``: the query file the runs were scored with, default the
+    one the candidate's manifest names; ``undecided``: "fail" (exit 1, the default) or "pass" (exit 0))."""
     from . import timing
 
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)

@@ -43,7 +43,8 @@ from .environment import completed, environment
 # the built-in arms, the recommended arm (docs/tuning.md: is it within 2x of the arm it extends?) and the
 # recommended refusing arm (docs/refusal.md: what admission adds to the arm it wraps)
 LATENCY_ARMS = ("keyword", "keyword(tiebreak=page)", "global-index", "score-merge", "semantic", "hybrid",
-                "hybrid(keyword=global-index)", "hybrid(centroid=2.0,keyword=global-index,profile=0.5,profile_windows=3)",
+                "hybrid(keyword=global-index)",
+                "hybrid(centroid=2.0,keyword=global-index,profile=0.5,profile_windows=3)",
                 "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread,rare=1),threshold=0.0766)")
 SCALE_ARMS = ("keyword", "global-index", "semantic", "hybrid", "hybrid(keyword=global-index)")
 VECTOR_ARMS = ("semantic", "hybrid")  # arms that need a corpus's vectors (hybrid through its semantic input)
@@ -102,7 +103,8 @@ def copy_vectors(store: PageStore, fresh: PageStore, corpus: Corpus, spec: Model
     (the bench then leaves vector arms out rather than embedding for minutes)."""
     where, shas = _in_corpus(corpus)
     store.db.executescript(VECTOR_SCHEMA)
-    have = store.db.execute(f"SELECT count(*) FROM vector_docs WHERE key=? AND {where}", (spec.key, *shas)).fetchone()[0]
+    have = store.db.execute(f"SELECT count(*) FROM vector_docs WHERE key=? AND {where}",
+                            (spec.key, *shas)).fetchone()[0]
     if have < len(set(shas)):
         return False
     fresh.db.executescript(VECTOR_SCHEMA)
@@ -189,9 +191,10 @@ def timed_queries(build: Callable[[], arms.Arm], queries: Sequence[str], k: int,
             arm.search(q, k)
             calibration.unit(i)
         for i, q in enumerate(queries[warmup:]):
-            rows.append((*_clocked(lambda: arm.search(q, k)), *_clocked(lambda: calibration.unit(i))))
+            rows.append((*_clocked(lambda: arm.search(q, k)), *_clocked(lambda: calibration.unit(i))))  # noqa: B023 (called in this iteration only)
         arm.close()
-    return Timings(*(np.asarray(col, float) for col in zip(*rows))) if rows else Timings(*[np.empty(0)] * 4)
+    return Timings(*(np.asarray(col, float) for col in zip(*rows,
+                                                           strict=True))) if rows else Timings(*[np.empty(0)] * 4)
 
 
 def latency(build: Callable[[], arms.Arm], queries: Sequence[str], k: int, rounds: int = 3,
@@ -209,7 +212,7 @@ def random_runs(n_queries: int, depth: int = 100, seed: int = 0) -> tuple[list[l
         cells = rng.choice(200 * 30, size=depth + 20, replace=False)
         pids = [f"doc{c // 30:03d}.pdf#{c % 30 + 1}" for c in cells]
         judged = rng.choice(len(pids), size=int(rng.integers(1, 21)), replace=False)
-        qrels.append({pids[j]: int(g) for j, g in zip(judged, rng.integers(0, 4, size=len(judged)))})
+        qrels.append({pids[j]: int(g) for j, g in zip(judged, rng.integers(0, 4, size=len(judged)), strict=True)})
         rankings.append(pids[:depth])
     return rankings, qrels
 
@@ -223,7 +226,8 @@ def measures_vs_pytrec(n_queries: int = 10_000, repeats: int = 5, seed: int = 0)
     rankings, qrels = random_runs(n_queries, seed=seed)
 
     def ours():
-        return [[measures.ndcg(r, q, 10), measures.rr(r, q), measures.recall(r, q, 10)] for r, q in zip(rankings, qrels)]
+        return [[measures.ndcg(r, q, 10), measures.rr(r, q), measures.recall(r, q, 10)]
+                for r, q in zip(rankings, qrels, strict=True)]
 
     def theirs():
         qd = {str(i): q for i, q in enumerate(qrels)}
@@ -263,8 +267,8 @@ def scale(store: PageStore, corpus: Corpus, sizes: Sequence[int], queries: Seque
           specs: Sequence[str] = SCALE_ARMS, k: int = 10, rounds: int = 1, seed: int = 0,
           spec: ModelSpec | None = None, log: Callable[[str], None] = print) -> pd.DataFrame:
     """Per nested subset and arm: index build time and size (in a fresh store holding only the subset's
-    pages), and per-query latency (median, p95; :func:`latency`: index warm, query asked for the first time). Vector arms run only where the subset's vectors are
-    cached (``evalkit bench --scale … --embed`` embeds them first)."""
+    pages), and per-query latency (median, p95; :func:`latency`: index warm, query asked for the first time). Vector
+    arms run only where the subset's vectors are cached (``evalkit bench --scale … --embed`` embeds them first)."""
     rows = []
     for sub in nested_subsets(corpus, sizes, seed):
         with tempfile.TemporaryDirectory() as tmp:
@@ -284,7 +288,7 @@ def scale(store: PageStore, corpus: Corpus, sizes: Sequence[int], queries: Seque
                     log(f"  {sub.name}: {s} left out (no cached vectors for every document)")
                     continue
                 label = arms.make(s, sub, fresh).label
-                ms = measures.latency_summary(latency(lambda: arms.make(s, sub, fresh), queries, k, rounds) * 1000)
+                ms = measures.latency_summary(latency(lambda: arms.make(s, sub, fresh), queries, k, rounds) * 1000)  # noqa: B023 (called in this iteration only)
                 rows.append({"documents": len(sub.documents), "pages": sub.pages, "arm": label,
                              "median_ms": ms["median"], "p95_ms": ms["p95"],
                              "doc_index_s": t_doc, "doc_index_bytes": doc_bytes,
@@ -310,7 +314,8 @@ def exponents(frame: pd.DataFrame) -> pd.DataFrame:
         row = {"arm": arm, "exponent": growth_exponent(n, g["median_ms"]) if len(g) > 1 else math.nan,
                "largest": int(n[-1]), "median_ms_largest": float(g["median_ms"].iloc[-1])}
         quarter = g[g["documents"] == n[-1] // 4]
-        row["ratio_to_quarter"] = float(g["median_ms"].iloc[-1] / quarter["median_ms"].iloc[0]) if len(quarter) else math.nan
+        row["ratio_to_quarter"] = (float(g["median_ms"].iloc[-1] / quarter["median_ms"].iloc[0]) if len(quarter)
+                                   else math.nan)
         rows.append(row)
     idx = frame.drop_duplicates("documents").sort_values("documents")
     for what in ("doc_index_s", "global_index_s", "doc_index_bytes", "global_index_bytes"):
@@ -335,7 +340,7 @@ def plot_scale(frame: pd.DataFrame):
     idx = frame.drop_duplicates("documents").sort_values("documents")
     for ax, scale_by, cols in ((axes[1], 1, ("doc_index_s", "global_index_s")),
                                (axes[2], 2 ** 20, ("doc_index_bytes", "global_index_bytes"))):
-        for col, label in zip(cols, ("per-document FTS5 indexes", "global FTS5 index + postings")):
+        for col, label in zip(cols, ("per-document FTS5 indexes", "global FTS5 index + postings"), strict=True):
             b = fits.loc[f"[{col}]", "exponent"] if f"[{col}]" in fits.index else math.nan
             ax.plot(idx["documents"], idx[col] / scale_by, marker="o", label=f"{label} ({b:.2f})")
     sizes = sorted(frame["documents"].unique())
@@ -397,8 +402,10 @@ def agreement(frame: pd.DataFrame, within: float = 0.15) -> pd.DataFrame:
         close = lambda r: int((abs(r - 1) <= within).sum())  # noqa: E731
         rows.append({"reference": kind, "timings": len(g), "absolute_median": g["time_ratio"].median(),
                      "absolute_min": g["time_ratio"].min(), "absolute_max": g["time_ratio"].max(),
-                     "absolute_within": close(g["time_ratio"]), "calibrated_median": g["calibrated_time_ratio"].median(),
-                     "calibrated_min": g["calibrated_time_ratio"].min(), "calibrated_max": g["calibrated_time_ratio"].max(),
+                     "absolute_within": close(g["time_ratio"]),
+                     "calibrated_median": g["calibrated_time_ratio"].median(),
+                     "calibrated_min": g["calibrated_time_ratio"].min(),
+                     "calibrated_max": g["calibrated_time_ratio"].max(),
                      "calibrated_within": close(g["calibrated_time_ratio"])})
     return pd.DataFrame(rows)
 
@@ -435,7 +442,7 @@ def bench_environment(start: dict) -> dict:
 
 
 def _extraction(corpus: Corpus, runs: int) -> list[Figure]:
-    rates, cpu = zip(*extraction(corpus, runs))
+    rates, cpu = zip(*extraction(corpus, runs), strict=True)
     cores = os.cpu_count() or 1
     return [Figure("extraction", f"cold extraction, {corpus.name} ({corpus.pages} pages)", statistics.median(rates),
                    "pages/s", runs, f"runs: {', '.join(f'{r:.0f}' for r in rates)}", "wall"),
@@ -496,16 +503,18 @@ def _judge(store: PageStore, corpus: Corpus, qfile: Path, results: Path, rounds:
     graded = src.frame[src.frame["gain"].notna()].head(JUDGE_GRADES)
     names = list(src.settings.names)
     spec = model.Spec()
-    fit = lambda: model.fit(graded[names].to_numpy(float), graded["gain"].to_numpy(int), graded["query"].tolist(),
-                            names, spec, "bench")
+    def fit():
+        return model.fit(graded[names].to_numpy(float), graded["gain"].to_numpy(int), graded["query"].tolist(),
+                         names, spec, "bench")
+
     wall, cpu = _clocked(fit)
     judge = fit()
     per_page_wall, per_page_cpu = [], []
     for _ in range(rounds):
         for q in src.qs.queries:
             x: list = []
-            w, c = _clocked(lambda: x.append(judge.predict(features.query_features(
-                q, src.rankings[q.id], sig, src.settings)[names].to_numpy(float))))
+            w, c = _clocked(lambda: x.append(judge.predict(features.query_features(  # noqa: B023 (called in this iteration only)
+                q, src.rankings[q.id], sig, src.settings)[names].to_numpy(float))))  # noqa: B023 (called in this iteration only)
             per_page_wall.append(w / max(len(x[0]), 1))
             per_page_cpu.append(c / max(len(x[0]), 1))
     note = f"{len(graded)} graded pages of {graded['query'].nunique()} queries, {spec.label}"

@@ -35,7 +35,7 @@ def with_ratios(figures: pd.DataFrame, env: dict) -> pd.DataFrame:
     own = figures["reference_ms"] if "reference_ms" in figures else pd.Series(math.nan, index=figures.index)
     ref = own.fillna(calibration.reference_ms(env))
     return figures.assign(reference=kind, calibrated=[per_reference(v, u, r) for v, u, r in
-                                                      zip(figures["value"], figures["unit"], ref)],
+                                                      zip(figures["value"], figures["unit"], ref, strict=True)],
                           calibrated_unit=["x reference" if u in TIME_UNITS else "per reference" if u in RATE_UNITS
                                            else "" for u in figures["unit"]])
 

@@ -92,7 +92,8 @@ def cmd_corpus_lock(args) -> int:
 
 def cmd_corpus_add(args) -> int:
     opened = api.add_corpus(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache)
-    print(f"{opened.name}: {len(opened.documents)} documents, {opened.corpus.pages} pages, ready as --corpus {opened.name}")
+    print(f"{opened.name}: {len(opened.documents)} documents, {opened.corpus.pages} pages, ready as --corpus "
+          f"{opened.name}")
     return 0
 
 
@@ -149,7 +150,8 @@ def cmd_qrels_check(args) -> int:
     for q in qs.by_class().get("abstain", []):
         unknown = validity.unknown_words(q, vocab)
         print(f"  abstain {q.id} [{q.kind or 'no kind'}]: "
-              + (f"not in the corpus: {' '.join(sorted(unknown))}" if unknown else "every content word is in the corpus"))
+              + (f"not in the corpus: {' '.join(sorted(unknown))}" if unknown
+                 else "every content word is in the corpus"))
     if args.verbose and rank:
         for q in qs.queries:
             if q.cls == "trap" and q.distractor:
@@ -207,7 +209,7 @@ def cmd_qrels_regrade(args) -> int:
 
 def cmd_qrels_split(args) -> int:
     a, b = qrels.write_split(args.file, tuple(args.out), args.seed)
-    for out, half in zip(args.out, (a, b)):
+    for out, half in zip(args.out, (a, b), strict=True):
         counts = ", ".join(f"{len(qs)} {c}" for c, qs in half.by_class().items() if qs)
         print(f"{out}: {len(half.queries)} queries of {args.file} ({counts})")
     corpus = a.corpus or "CORPUS"
@@ -282,7 +284,8 @@ def cmd_qrels_pool(args) -> int:
     unjudged_total, answerable = 0, {}
     for q in qs.queries:
         judged = [((j.doc, j.page), j.gain) for j in q.judgments]
-        rankings = {arm.label: [(h.doc, h.page) for h in arm.search(q.text, max(strat.depth, 10)).hits] for arm in built}
+        rankings = {arm.label: [(h.doc, h.page) for h in arm.search(q.text, max(strat.depth, 10)).hits]
+                    for arm in built}
         if q.answerable:
             answerable[q.id] = (rankings, judged)
         pending = set(strat.for_query(q.id).pending(rankings, judged))
@@ -297,7 +300,8 @@ def cmd_qrels_pool(args) -> int:
         t = esc.terminal  # one line per field, whatever the query file or the PDF text holds
         print(f"{t(q.id)} [{t(q.cls)}] {t(q.text)}")
         for (doc, number), where in sorted(pooled.items(), key=lambda kv: -len(kv[1])):
-            print(f"    {t(doc)}#{number}  ({t(', '.join(where))})\n        {t(snippet(store.page(docs[doc], number).text, q.text))}")
+            print(f"    {t(doc)}#{number}  ({t(', '.join(where))})\n        "
+                  f"{t(snippet(store.page(docs[doc], number).text, q.text))}")
     print(f"{unjudged_total} unjudged page(s) in the top {strat.depth} of {len(built)} arm(s)"
           + ("" if strat.name == "depth" else f", the next one per query by {strat.label}"))
     if strat.name != "depth" and answerable:
@@ -461,7 +465,7 @@ def cmd_robustness(args) -> int:
 
 def cmd_summary(args) -> int:
     res = Results.load(args.results)
-    res.manifest  # a damaged manifest is named before the tables are read
+    _ = res.manifest  # a damaged manifest is named before the tables are read
     table = res.table(by_class=args.by == "class")
     print(f"{esc.terminal(res.manifest['corpus']['name'])} × {esc.terminal(res.manifest['qrels']['name'])} "
           f"({res.manifest['qrels']['queries']} queries, {resultsdir.status(res.path, res.manifest)})")
@@ -526,7 +530,8 @@ def cmd_bench(args) -> int:
                      SemanticArm.defaults["window"])
     opened = open_corpus(args, quiet=True)
     ingest, store = opened.ingest, opened.store
-    print(f"evalkit bench on {ingest.corpus.name} ({len(ingest.corpus.documents)} documents, {ingest.corpus.pages} pages), "
+    print(f"evalkit bench on {ingest.corpus.name} ({len(ingest.corpus.documents)} documents, {ingest.corpus.pages} "
+          "pages), "
           f"{len(queries)} queries from {qfile}; load average {start['load_average_before'][0]:.2f}")
     figures = bench.measure(store, ingest.corpus, queries, split_top(args.arms, ","), runs=args.runs,
                             rounds=args.rounds, embed_docs=args.embed_docs, measure_queries=args.measure_queries,
@@ -555,7 +560,8 @@ def cmd_bench(args) -> int:
 def _judge_options(parser: argparse.ArgumentParser, what: str) -> None:
     """``--judge`` and ``--qrels``, as compare and gate take them."""
     parser.add_argument("--judge", type=Path, metavar="PREDICTIONS",
-                        help="a judge's predictions (csv or parquet: query, doc, page, p_ge1, p_ge2, p_eq3) for a query "
+                        help="a judge's predictions (csv or parquet: query, doc, page, p_ge1, p_ge2, p_eq3) for a "
+                             "query "
                              f"set a person graded in part: {what} (docs/deciding.md)")
     parser.add_argument("--qrels", type=Path, help="with --judge: the query file the runs were scored with (default: "
                                                    "the one the candidate's manifest names)")
@@ -580,7 +586,8 @@ def cmd_compare(args) -> int:
         from . import judged
 
         for p in pairs:
-            print(judged.render(p, judged.compare(p, api.judge_loader(args.judge, args.qrels, p.cand)(p), measures), measures))
+            print(judged.render(p, judged.compare(p, api.judge_loader(args.judge, args.qrels, p.cand)(p), measures),
+                                measures))
         return 0
     print(comparison.render(pairs, measures, n_resamples=args.resamples, seed=args.seed))
     return 0
@@ -630,7 +637,8 @@ def _query_set_on(args, where: str):
     if not eq or not name or not path:
         raise UsageError(f"want CORPUS=QRELS, e.g. latex=qrels/latex.toml, not {where!r}")
     folder = Path(name).is_dir()
-    one = argparse.Namespace(**{**vars(args), "corpus": None if folder else name, "docs": Path(name) if folder else None,
+    one = argparse.Namespace(**{**vars(args), "corpus": None if folder else name,
+                                "docs": Path(name) if folder else None,
                                 "qrels": Path(path)})
     qs, opened = open_run(one)
     return QuerySetOn(opened.corpus, opened.store, qs)
@@ -650,7 +658,8 @@ def cmd_tune(args) -> int:
     try:
         with unrecorded_verdicts():
             tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
-                         args.measure, args.baseline, args.rules, args.k, keep=dict.fromkeys(args.keep, args.keep_margin))
+                         args.measure, args.baseline, args.rules, args.k,
+                         keep=dict.fromkeys(args.keep, args.keep_margin))
     except TuneError as e:
         raise UsageError(str(e)) from None
     print(tuned.text())
@@ -730,7 +739,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="let errors through with their Python traceback")
     sub = p.add_subparsers(dest="command", required=True)
 
-    cp = sub.add_parser("corpus", help="fetch, verify, lock and describe corpora").add_subparsers(dest="action", required=True)
+    cp = sub.add_parser("corpus", help="fetch, verify, lock and describe corpora").add_subparsers(dest="action",
+                                                                                                  required=True)
     f = cp.add_parser("fetch", help="materialise a pinned corpus into a folder, verifying every sha256")
     f.add_argument("name")
     f.add_argument("--dest", type=Path, help="target folder (default: <data dir>/corpora/NAME)")
@@ -740,7 +750,8 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--root", type=Path)
     v.set_defaults(func=cmd_corpus_verify)
     for action, func, about in (
-            ("lock", cmd_corpus_lock, "write or update a lock entry from a folder of PDFs (paths relative to the lock)"),
+            ("lock", cmd_corpus_lock,
+             "write or update a lock entry from a folder of PDFs (paths relative to the lock)"),
             ("add", cmd_corpus_add, "a folder of your own PDFs as a corpus in one step: pinned in ./corpora.lock "
                                     "(paths relative to it), read from the folder itself, no fetch needed")):
         lk = cp.add_parser(action, help=about)
@@ -761,7 +772,8 @@ def parser() -> argparse.ArgumentParser:
     add_hidden_text_arg(st)
     st.set_defaults(func=cmd_corpus_stats, corpus=None)
 
-    qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action", required=True)
+    qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action",
+                                                                                                   required=True)
     ck = qp.add_parser("check", help="validate a query file against its corpus; exit 1 on any problem")
     ck.add_argument("file", type=Path)
     add_corpus_args(ck, required=False)
@@ -813,9 +825,11 @@ def parser() -> argparse.ArgumentParser:
     add_corpus_args(po, required=False)
     po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
                                    f"{','.join(POOL_ARMS)})")
-    po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else 10)")
+    po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else "
+                                                       "10)")
     po.add_argument("--strategy", help="pooling strategy spec: depth(k=10) (the default: every unjudged page of the "
-                                       "pool), mtf(k=10), maxmean(k=10) or judge(predictions=PATH) (the next page each query's judgments, or the "
+                                       "pool), mtf(k=10), maxmean(k=10) or judge(predictions=PATH) (the next page each "
+                                       "query's judgments, or the "
                                        "judge's predictions of `qrels judge`, call for)")
     po.set_defaults(func=cmd_qrels_pool)
     pl = qp.add_parser("plan", help="the power planner: per class, the MDD the set can see now and the queries "
@@ -831,14 +845,16 @@ def parser() -> argparse.ArgumentParser:
                                         "pooling strategy against the arms' order and the gate's decisions")
     si.add_argument("file", type=Path)
     si.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
-    si.add_argument("--strategies", default=",".join(simulate.STRATEGIES), help="comma-separated pooling strategy specs")
+    si.add_argument("--strategies", default=",".join(simulate.STRATEGIES),
+                    help="comma-separated pooling strategy specs")
     si.add_argument("--rules", type=Path, help="the gate rules whose decisions must not change (default: ./gate.toml, "
                                                "else the rules shipped with evalkit)")
     si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
     si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
     si.set_defaults(func=cmd_qrels_simulate)
     ju = qp.add_parser("judge", help="the local judge: its predicted grades for every pooled page, and its agreement "
-                                     "with the person's grades on queries it did not train on, per class (docs/judge.md)")
+                                     "with the person's grades on queries it did not train on, per class "
+                                     "(docs/judge.md)")
     ju.add_argument("file", type=Path)
     ju.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
     ju.add_argument("--train-on", action="append", default=[], metavar="QRELS=RESULTS",
@@ -856,7 +872,8 @@ def parser() -> argparse.ArgumentParser:
     ju.add_argument("--seed", type=int, default=0)
     ju.add_argument("--out", type=Path, help="where predictions.parquet and judge.json go (default: RESULTS/judge)")
     ju.set_defaults(func=cmd_qrels_judge)
-    dr = qp.add_parser("draft", help="candidate queries from the corpus itself (no language model), for an assessor to edit")
+    dr = qp.add_parser("draft", help="candidate queries from the corpus itself (no language model), for an assessor to "
+                                     "edit")
     add_corpus_args(dr)
     dr.add_argument("--neighbours", metavar="NAME", help="a neighbouring corpus whose names and headings this one "
                                                           "lacks (abstain drafts)")
@@ -889,7 +906,8 @@ def parser() -> argparse.ArgumentParser:
     rn = sub.add_parser("run", help="run arms over a query set into a results directory")
     add_corpus_args(rn)
     rn.add_argument("--qrels", required=True, type=Path)
-    rn.add_argument("--arms", default="keyword,global-index,score-merge,semantic,hybrid", help="comma-separated arm specs")
+    rn.add_argument("--arms", default="keyword,global-index,score-merge,semantic,hybrid",
+                    help="comma-separated arm specs")
     rn.add_argument("--out", type=Path, help="results directory (default: results/<corpus>)")
     rn.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     rn.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
@@ -897,7 +915,8 @@ def parser() -> argparse.ArgumentParser:
 
     from .bench import LATENCY_ARMS, SCALE_ARMS
 
-    be = sub.add_parser("bench", help="speed: extraction, embedding, per-arm latency, measures; --scale: the cost curve")
+    be = sub.add_parser("bench",
+                        help="speed: extraction, embedding, per-arm latency, measures; --scale: the cost curve")
     add_corpus_args(be, required=False)  # default: --corpus latex
     be.add_argument("--qrels", type=Path, help="queries to time (default: qrels/<corpus>.toml)")
     be.add_argument("--out", type=Path, help="bench directory (default: results/bench-<corpus>)")
@@ -905,11 +924,13 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--runs", type=int, default=3, help="cold extraction runs (the median is reported)")
     be.add_argument("--rounds", type=int, default=3, help="timed passes over the queries per arm and k")
     be.add_argument("--embed-docs", type=int, default=5, help="documents for the cold embedding figure (0: skip)")
-    be.add_argument("--measure-queries", type=int, default=10_000, help="random queries for measures vs pytrec_eval (0: skip)")
+    be.add_argument("--measure-queries", type=int, default=10_000,
+                    help="random queries for measures vs pytrec_eval (0: skip)")
     be.add_argument("--scale", metavar="N,N,…", help="nested subset sizes for the cost curve, e.g. 25,50,100,200,400")
     be.add_argument("--scale-corpus", default="texdocs", metavar="NAME", help="corpus the subsets are drawn from")
     be.add_argument("--scale-arms", default=",".join(SCALE_ARMS))
-    be.add_argument("--embed", action="store_true", help="embed the largest subset first (else vector arms need cached vectors)")
+    be.add_argument("--embed", action="store_true", help="embed the largest subset first (else vector arms need cached "
+                                                         "vectors)")
     be.add_argument("--seed", type=int, default=0)
     be.add_argument("--judge-results", type=Path, metavar="DIR",
                     help="also time the local judge: training on 500 grades and warm judging per page, over this "
@@ -935,10 +956,12 @@ def parser() -> argparse.ArgumentParser:
     sm.add_argument("--by", choices=["class"], help="one row per arm and class")
     sm.set_defaults(func=cmd_summary)
 
-    rp = sub.add_parser("report", help="execute the report notebook on a results directory (or a bench directory): HTML, notebook, figures")
+    rp = sub.add_parser("report", help="execute the report notebook on a results directory (or a bench directory): "
+                                       "HTML, notebook, figures")
     rp.add_argument("results", type=Path)
     rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
-    rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the best arm vs the baseline)")
+    rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the best arm vs the "
+                                                  "baseline)")
     rp.add_argument("--baseline", metavar="ARM", help="the arm the conclusion compares against "
                                                       "(default: the baseline of RESULTS/gate.json)")
     rp.set_defaults(func=cmd_report)
@@ -950,7 +973,8 @@ def parser() -> argparse.ArgumentParser:
     be.set_defaults(func=cmd_best)
 
     co = sub.add_parser("compare", help="paired per-query comparison of two arms: Δ, CI, p, Holm, win/tie/loss, MDD")
-    co.add_argument("sides", nargs="+", metavar="SIDE", help="BASE CAND, each DIR:ARM (or DIR holding one arm); or DIR with --baseline")
+    co.add_argument("sides", nargs="+", metavar="SIDE", help="BASE CAND, each DIR:ARM (or DIR holding one arm); or DIR "
+                                                             "with --baseline")
     co.add_argument("--baseline", metavar="ARM", help="compare every other arm of DIR against ARM")
     co.add_argument("--measures", default=",".join(comparison.MEASURES), help="comma-separated measures")
     co.add_argument("--allow-different-queries", action="store_true",
@@ -961,8 +985,10 @@ def parser() -> argparse.ArgumentParser:
                        "queries to grade whole to decide it")
     co.set_defaults(func=cmd_compare)
 
-    ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot tell")
-    ga.add_argument("--baseline", required=True, metavar="DIR:ARM", help="results directory and arm (DIR alone: its only arm)")
+    ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot "
+                                     "tell")
+    ga.add_argument("--baseline", required=True, metavar="DIR:ARM",
+                    help="results directory and arm (DIR alone: its only arm)")
     ga.add_argument("--candidate", required=True, metavar="DIR:ARM")
     ga.add_argument("--rules", type=Path, help="rules file (default: ./gate.toml, else the rules shipped with evalkit)")
     ga.add_argument("--json", type=Path, metavar="FILE", help="also write the verdict as JSON")
@@ -983,11 +1009,14 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--arm", required=True, help="the arm to sweep (with --grid), or comma-separated candidate specs")
     tu.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2",
                     help="values of one parameter of --arm; repeat for more (every combination runs)")
-    tu.add_argument("--tune-on", required=True, metavar="CORPUS=QRELS", help="where the candidates run and one is chosen "
+    tu.add_argument("--tune-on", required=True, metavar="CORPUS=QRELS",
+                    help="where the candidates run and one is chosen "
                     "(CORPUS: a corpus of the lock or a folder of PDFs)")
     tu.add_argument("--held-out", required=True, metavar="CORPUS=QRELS", help="where the chosen arm is gated")
-    tu.add_argument("--measure", default="nDCG@10(doc)", help="what the choice maximises (mean over answerable queries)")
-    tu.add_argument("--baseline", default="hybrid(keyword=global-index)", help="the arm the chosen one is gated against")
+    tu.add_argument("--measure", default="nDCG@10(doc)",
+                    help="what the choice maximises (mean over answerable queries)")
+    tu.add_argument("--baseline", default="hybrid(keyword=global-index)",
+                    help="the arm the chosen one is gated against")
     tu.add_argument("--keep", action="append", default=[], metavar="MEASURE",
                     help="choose only among arms whose mean of MEASURE on the tuning set is at least the baseline's "
                          "minus --keep-margin (e.g. choose by nDCG@10(doc) keeping nDCG@10); repeat for more")
@@ -1060,8 +1089,10 @@ def at_least_one(text: str) -> int:
     return value
 
 
-BAD_INPUT = (CorpusError, UsageError, config.ConfigError, qrels.QrelsError, arms.ArmError, arms.ArmFailure, runner.RunError, ResultsError,
-             CacheError, comparison.CompareError, executor.ExecutorError, judging.JudgingError, FeatureError, JudgeModelError)
+BAD_INPUT = (CorpusError, UsageError, config.ConfigError, qrels.QrelsError, arms.ArmError, arms.ArmFailure,
+             runner.RunError, ResultsError,
+             CacheError, comparison.CompareError, executor.ExecutorError, judging.JudgingError, FeatureError,
+             JudgeModelError)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -1108,7 +1139,8 @@ def quiet_exit() -> int:
 def main(argv: list[str] | None = None) -> int:
     """Bad input is one line on stderr and exit 2; anything else is one line and exit 1 (2 for ``gate``,
     whose exit 1 is a verdict: FAIL); Ctrl-C is one line and exit 130; a reader of the output that goes away
-    (``| head``) ends it quietly with 141; ``--debug`` lets every exception through with its traceback. What a command prints passes
+    (``| head``) ends it quietly with 141; ``--debug`` lets every exception through with its traceback. What a command
+    prints passes
     :func:`evalkit.escape.terminal_streams`: escape sequences from data reach the terminal inert."""
     try:
         with esc.terminal_streams():

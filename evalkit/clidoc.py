@@ -46,7 +46,8 @@ def _subcommands(p: argparse.ArgumentParser) -> list[tuple[str, str | None, argp
     return out
 
 
-def commands(p: argparse.ArgumentParser, about: str | None = None) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
+def commands(p: argparse.ArgumentParser, about: str | None = None) -> Iterator[tuple[argparse.ArgumentParser,
+                                                                                     str | None]]:
     """``p`` and every parser below it, depth first, each with the help its parent gave it."""
     yield p, about
     for _, helped, sub in _subcommands(p):
@@ -55,7 +56,8 @@ def commands(p: argparse.ArgumentParser, about: str | None = None) -> Iterator[t
 
 def _names(action: argparse.Action) -> str:
     if action.option_strings:
-        metavar = "" if action.nargs == 0 else " " + argparse.HelpFormatter("x")._format_args(action, action.dest.upper())
+        metavar = "" if action.nargs == 0 else " " + argparse.HelpFormatter("x")._format_args(action,
+                                                                                              action.dest.upper())
         return ", ".join(code(o + metavar) for o in action.option_strings)
     return code(action.metavar or action.dest)
 
@@ -97,7 +99,8 @@ def section(p: argparse.ArgumentParser, about: str | None) -> list[str]:
 
 
 def anchor(heading: str) -> str:
-    """The id MkDocs (Python-Markdown's toc) gives a heading made of words and hyphens: lower case, spaces to hyphens."""
+    """The id MkDocs (Python-Markdown's toc) gives a heading made of words and hyphens: lower case, spaces to
+    hyphens."""
     return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", heading).strip().lower())
 
 
@@ -105,7 +108,8 @@ def render(p: argparse.ArgumentParser) -> str:
     """The whole reference page."""
     lines = ["# Command-line reference", "",
              f"Generated from the argparse parser of `evalkit.cli` by `{REGENERATE}` (`evalkit/clidoc.py`); "
-             "`tests/test_clidoc.py` fails when this page and the parser differ. `evalkit COMMAND --help` prints the same.",
+             "`tests/test_clidoc.py` fails when this page and the parser differ. `evalkit COMMAND --help` prints the "
+             "same.",
              ""]
     for sub, about in commands(p):
         lines += section(sub, about)

@@ -180,7 +180,8 @@ def pair(base: Side, cand: Side, allow_different_queries: bool = False) -> Pair:
     universe = sorted(asked_b | asked_c if same_queries else asked_b & asked_c)
     unshared = () if same_queries else tuple(sorted(asked_b ^ asked_c))
     rb, rc = base.rows, cand.rows
-    classes = pd.concat([base.results.per_query, cand.results.per_query]).drop_duplicates("query").set_index("query")["class"]
+    classes = pd.concat([base.results.per_query,
+                         cand.results.per_query]).drop_duplicates("query").set_index("query")["class"]
     missing = []
     sides = []
     for s, rows in ((base, rb), (cand, rc)):
@@ -255,11 +256,11 @@ def formatted(frame: pd.DataFrame) -> pd.DataFrame:
     """A :func:`table` (with ``p_holm``) as the columns `evalkit compare` shows, each value formatted."""
     f = frame.copy()
     f["Δ"] = f["delta"].map(lambda v: f"{v:+.3f}")
-    f["95% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(f["low"], f["high"])]
-    f["W/T/L"] = [f"{w}/{t}/{l}" for w, t, l in zip(f["wins"], f["ties"], f["losses"])]
+    f["95% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(f["low"], f["high"], strict=True)]
+    f["W/T/L"] = [f"{w}/{t}/{lost}" for w, t, lost in zip(f["wins"], f["ties"], f["losses"], strict=True)]
     for col in ("base", "cand"):
         f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.3f}")
-    f["mdd"] = [stats.mdd_text(v, sd).removeprefix("MDD ") for v, sd in zip(f["mdd"], f["sd_delta"])]
+    f["mdd"] = [stats.mdd_text(v, sd).removeprefix("MDD ") for v, sd in zip(f["mdd"], f["sd_delta"], strict=True)]
     for col in ("p", "p_holm"):
         f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.4f}")
     cols = ["measure", "class", "n", "base", "cand", "Δ", "95% CI", "p", "p_holm", "W/T/L", "mdd"]
@@ -278,7 +279,8 @@ def notes(pair: Pair) -> list[str]:
         ids = [q for lbl, q in pair.missing if lbl == label]
         out.append(f"{label} has no answer for {len(ids)} query(ies), scored 0: {', '.join(ids)}")
     if pair.unshared:
-        out.append(f"different query sets: {len(pair.unshared)} query(ies) not in both left out: {', '.join(pair.unshared)}; "
+        out.append(f"different query sets: {len(pair.unshared)} query(ies) not in both left out: "
+                   f"{', '.join(pair.unshared)}; "
                    "each shared query counts as its own run judged it")
     if pair.depths[0] != pair.depths[1]:
         out.append(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query: document-level measures "
@@ -311,8 +313,10 @@ def render(pairs: list[Pair], measures: tuple[str, ...] = MEASURES, **kw) -> str
     n_slices = len(full) // max(1, len(measures))
     alpha, power = kw.get("alpha", stats.ALPHA), kw.get("target_power", stats.POWER)
     conf = kw.get("confidence", 0.95)
-    out += [f"Δ = candidate - baseline per query; {conf:.0%} CI: percentile bootstrap; p: two-sided paired sign-flip test,",
-            f"(b+1)/(m+1); p(Holm): Holm over the {n_slices} rows of each measure ({len(pairs)} candidate(s) x slices);",
+    out += [f"Δ = candidate - baseline per query; {conf:.0%} CI: percentile bootstrap; p: two-sided paired sign-flip "
+            "test,",
+            f"(b+1)/(m+1); p(Holm): Holm over the {n_slices} rows of each measure ({len(pairs)} candidate(s) "
+            "x slices);",
             f"MDD: the smallest true Δ detected with {power:.0%} power at alpha {alpha:g}, from the sd of the paired Δ",
             f"({stats.TOO_SMALL}: the slice could not detect even the largest Δ the measure can show)"]
     return "\n".join(out)

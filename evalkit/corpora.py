@@ -25,8 +25,7 @@ from pathlib import Path
 import tomli_w
 
 from . import dirs, ids
-from .atomic import holding, write_atomic
-from .oserrors import replacing
+from .atomic import holding, replacing, write_atomic
 from .records import Document
 
 

@@ -60,12 +60,14 @@ def moment() -> dict:
 
 def _load(values: Sequence[float]) -> str:
     """Load averages as ``1.00 / 2.00 / 3.00`` (a value that is not a number, from a hand-edited record, as is)."""
-    return " / ".join(fill("{v:.2f}", v=v) for v in values) if isinstance(values, (list, tuple)) else fill("{v}", v=values)
+    return " / ".join(fill("{v:.2f}", v=v) for v in values) if isinstance(values, (list, tuple)) else fill("{v}",
+                                                                                                           v=values)
 
 
 def machine_line(start: dict, end: dict) -> str:
     """The second line of a figure its command produced just now."""
-    return (fill("Machine: {cpu}, {cores} cores; load average (1 / 5 / 15 min) ", cpu=start["cpu"], cores=start["cores"])
+    return (fill("Machine: {cpu}, {cores} cores; load average (1 / 5 / 15 min) ", cpu=start["cpu"],
+                 cores=start["cores"])
             + f"{_load(start['load'])} at the start, {_load(end['load'])} at the end; "
             + fill("{begin} to {end} UTC.", begin=start["time"][:16].replace("T", " "), end=end["time"][11:16]))
 
@@ -184,7 +186,8 @@ def compare_table(base: str, cand: str, measures: tuple[str, ...]) -> str:
     pair = comparison.pair(comparison.side(base), comparison.side(cand))
     frame = comparison.formatted(comparison.with_holm(comparison.table(pair, measures)))
     lat = comparison.latency(pair)
-    lines = [f"{int(pair.mask(comparison.ALL).sum())} answerable queries paired by id (abstain queries: refusal rates).", "",
+    lines = [f"{int(pair.mask(comparison.ALL).sum())} answerable queries paired by id (abstain queries: "
+             "refusal rates).", "",
              markdown_table(frame, index=False), ""]
     lines += [f"- {r.rate}: {r.base:.3f} → {r.cand:.3f} over {r.n} queries; {r.worse} worse, {r.better} better "
               f"(exact McNemar, one-sided p {r.p_worse:.4f})" for r in comparison.refusal_changes(pair).itertuples()]
@@ -227,7 +230,7 @@ def simulation_tables(out: Path) -> str:
     s = s[[c for c in SIMULATION_COLUMNS if c in s.columns]]
     for col, fmt, absent in SIMULATION_FORMATS:
         for c in [c for c in s.columns if c.startswith(col)]:
-            s[c] = s[c].map(lambda v: absent if pd.isna(v) else fmt.format(v))
+            s[c] = s[c].map(lambda v: absent if pd.isna(v) else fmt.format(v))  # noqa: B023 (called in this iteration only)
     s = s.rename(columns=SIMULATION_COLUMNS)
     loo = pd.read_csv(out / "loo.csv")
     return f"{markdown_table(s)}\n\nLeave one arm out:\n\n{markdown_table(loo, index=False)}"
@@ -296,7 +299,8 @@ def robustness_table(paths: Sequence[Path]) -> str:
         r = json.loads(need(p / "robustness.json", "evalkit robustness").read_text())
         row = {"arm": r["arm"], **{m: r["measures"][m]["original"] for m in ROBUSTNESS_MEASURES if m in r["measures"]}}
         row["largest shift, any measure"] = max(v["max_abs_shift"] for v in r["measures"].values())
-        row[f"top {r['rankings_changed']['top']} changed"] = f"{r['rankings_changed']['queries']} of {r['queries']} queries"
+        changed = r["rankings_changed"]
+        row[f"top {changed['top']} changed"] = f"{changed['queries']} of {r['queries']} queries"
         row["renamings (seed)"] = f"{r['permutations']} ({r['seed']})"
         rows.append(row)
     return markdown_table(pd.DataFrame(rows), digits=4, index=False)

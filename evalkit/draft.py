@@ -35,11 +35,16 @@ CLASSES = ("needle", "trap", "spread", "abstain")
 # A term a reader would name: a TeX command, a call, or a word of four or more letters (dots, digits,
 # hyphens and underscores inside, as R and package names have them).
 _TERM = re.compile(r"\\[A-Za-z@]{3,}|[A-Za-z][\w.]*\(\)|[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]")
-_HEADING = re.compile(r"^\s*(?:(?:\d+\.)*\d+\.?|(?:Figure|Table|Fig\.)\s+\d+[.:])\s+([A-Z][^\n]{3,70}?)\s*$", re.MULTILINE)
+_HEADING = re.compile(r"^\s*(?:(?:\d+\.)*\d+\.?|(?:Figure|Table|Fig\.)\s+\d+[.:])\s+([A-Z][^\n]{3,70}?)\s*$",
+                      re.MULTILINE)
 _LEADER = re.compile(r"(\s*\.){2,}.*$|\s+\d+$|[\s,;:.]+$")  # table-of-contents dots, page numbers, stray marks
 _NUMBER = re.compile(r"^[A-Z]?(\.?\d+)+\.?\s+")
 # Headings every manual has: they say nothing of a topic two manuals share
-BOILERPLATE = frozenset(["abstract", "acknowledgment", "acknowledgement", "bundle", "caveat", "change", "contents", "copyright", "history", "identification", "implementation", "index", "installation", "interface", "introduction", "license", "licence", "option", "overview", "package", "parameter", "preface", "reference", "requirement", "summary", "usage", "user", "variable", "version"])
+BOILERPLATE = frozenset(["abstract", "acknowledgment", "acknowledgement", "bundle", "caveat", "change", "contents",
+                         "copyright", "history", "identification", "implementation", "index", "installation",
+                         "interface", "introduction", "license", "licence", "option", "overview", "package",
+                         "parameter", "preface", "reference", "requirement", "summary", "usage", "user", "variable",
+                         "version"])
 _INTERNAL = re.compile(r"@|__|^v?\d")  # internal macros (\XKV@tempa, l__pdf_x), versions (v2.14)
 RARE = 3.0       # Zipf frequency in English at or below which a word is rare (about 1 per million words)
 MIN_COUNT = 3    # occurrences in a document for a term to be one of its own
@@ -126,7 +131,8 @@ def needles(pages: Pages, index: Index, n: int) -> list[Draft]:
     for doc, counts in index.per_doc.items():
         scored = sorted(((tf * math.log(index.docs / index.df[t]) * (1 + RARE - z), t)
                          for t, tf in counts.items()
-                         if tf >= MIN_COUNT and index.df[t] <= 2 and _public(t, doc) and (z := english_zipf(t)) <= RARE),
+                         if tf >= MIN_COUNT and index.df[t] <= 2 and _public(t, doc)
+                         and (z := english_zipf(t)) <= RARE),
                         reverse=True)
         best += [(i, -score, doc, term) for i, (score, term) in enumerate(scored[:quota])]
     out: list[Draft] = []
@@ -210,10 +216,11 @@ def spreads(pages: Pages, n: int, max_docs: int = 8) -> list[Draft]:
         if 2 <= len(docs) <= max_docs and min(english_zipf(w) for w in key) < 4.5 and not key <= BOILERPLATE:
             found.append((len(docs), sorted(key), where, docs))
     out: list[Draft] = []
-    for ndocs, words, where, docs in sorted(found, key=lambda f: (-f[0], f[1]))[:n]:
+    for ndocs, _words, where, docs in sorted(found, key=lambda f: (-f[0], f[1]))[:n]:
         title = where[0][2]
         first = {d: (d, p) for d, p, _ in reversed(where)}
-        out.append(Draft(f"spread-{len(out) + 1:02d}", "spread", f"{title}: which manuals cover it, and what do they say?",
+        out.append(Draft(f"spread-{len(out) + 1:02d}", "spread",
+                         f"{title}: which manuals cover it, and what do they say?",
                          f"heading or caption {title!r} in {ndocs} documents: {', '.join(docs)}",
                          tuple(first[d] for d in docs)))
     return out
@@ -245,14 +252,15 @@ def abstains(pages: Pages, neighbours: Pages | None, n: int) -> list[Draft]:
     held: Counter = Counter()
     for texts in neighbours.values():
         held.update({t for text in texts for t in terms(text)
-                     if t.lower() not in words and (t.startswith("\\") or any(ch.isupper() or ch.isdigit() for ch in t[1:]))})
+                     if t.lower() not in words and (t.startswith("\\")
+                                                    or any(ch.isupper() or ch.isdigit() for ch in t[1:]))})
     out: list[Draft] = []
     for name, docs in held.most_common(n // 2):
         kind = "absent-name" if _shape(name) in usual and _shape(name) != "word" else "off-domain"
         out.append(Draft(f"abstain-{len(out) + 1:02d}", "abstain", f"How do I use {name}?",
                          f"name {name!r}: in {docs} documents of the neighbouring corpus, on no page here", kind=kind))
     page_words = [{t.lower() for t in terms(text)} for texts in pages.values() for text in texts]
-    for key, where in sorted(headings(neighbours).items(), key=lambda kv: -len(kv[1])):
+    for where in sorted(headings(neighbours).values(), key=len, reverse=True):
         if len(out) >= n:
             break
         title = where[0][2]
@@ -292,7 +300,8 @@ def to_toml(drafts: Iterable[Draft], corpus: str, header: Sequence[str] = ()) ->
 
 HEADER = (
     "Query DRAFTS for the {corpus} corpus, made by `evalkit qrels draft --corpus {corpus}` from the corpus itself",
-    "(no language model). NOT a query set: no evalkit command reads a query from [[draft]] tables. An assessor edits a draft",
+    "(no language model). NOT a query set: no evalkit command reads a query from [[draft]] tables. An assessor edits a "
+    "draft",
     "into a question, reads its pages, judges them, and only then copies it into qrels/{corpus}.toml; never accept",
     "one blind. `source` says where each came from; `pages` are the pages to read first, not judgments.",
 )

@@ -174,7 +174,9 @@ def effort(actions: Iterable[Action], classes: Mapping[str, str]) -> list[Row]:
     """Person-seconds per unit of work, overall, by class (``classes``: query id -> class, from the query
     file; an action's own ``class`` for a query not in it), and for pages by display."""
     acts = list(actions)
-    cls = lambda a: classes.get(a.query) or a.cls or NOT_IN_FILE
+    def cls(a: Action) -> str:
+        return classes.get(a.query) or a.cls or NOT_IN_FILE
+
     rows = []
     for unit in UNITS:
         rows += _rows(unit, "all", acts, lambda a: "all") + _rows(unit, "class", acts, cls)

@@ -26,7 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import dirs, executor
-from .oserrors import replacing
+from .atomic import replacing
 from .pages import EXTRACTOR, PageStore
 from .records import Document
 
@@ -38,7 +38,8 @@ VECTOR_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
     key TEXT NOT NULL, sha256 TEXT NOT NULL, page INTEGER NOT NULL, chunk INTEGER NOT NULL, vec BLOB NOT NULL,
     PRIMARY KEY (key, sha256, page, chunk)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS vector_docs (key TEXT NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (key, sha256)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vector_docs (
+    key TEXT NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (key, sha256)) WITHOUT ROWID;
 """
 
 
@@ -46,7 +47,8 @@ def _dist_file(dist: str, suffix: str) -> Path:
     try:
         files = metadata.distribution(dist).files or []
     except metadata.PackageNotFoundError:
-        raise RuntimeError(f"the packaged model needs the PyPI package {dist!r} (see docs/getting-started.md, 'Offline model')") from None
+        raise RuntimeError(f"the packaged model needs the PyPI package {dist!r} (see docs/getting-started.md, 'Offline "
+                           "model')") from None
     for f in files:
         if str(f).endswith(suffix):
             return Path(str(metadata.distribution(dist).locate_file(f)))
@@ -175,7 +177,8 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
     key = spec.key
     done = {s for (s,) in db.execute("SELECT sha256 FROM vector_docs WHERE key=?", (key,))}
     todo = list({d.sha256: d for d in docs if d.sha256 not in done}.values())  # identical files: once
-    store.note(f"vectors ({spec.model})", sum(d.pages for d in {d.sha256: d for d in docs if d.sha256 in done}.values()),
+    store.note(f"vectors ({spec.model})", sum(d.pages for d in {d.sha256: d for d in docs
+                                                                if d.sha256 in done}.values()),
                sum(d.pages for d in todo), "embedded")
     if not todo:
         return
@@ -217,7 +220,7 @@ def _chunks(store: PageStore, d: Document, window: int) -> list[list[tuple[int, 
 
 
 def _rows(key: str, d: Document, chunk: list[tuple[int, int, str]], vecs: np.ndarray) -> list[tuple]:
-    return [(key, d.sha256, p, c, v.tobytes()) for (p, c, _), v in zip(chunk, vecs)]
+    return [(key, d.sha256, p, c, v.tobytes()) for (p, c, _), v in zip(chunk, vecs, strict=True)]
 
 
 def _write_vectors(db, key: str, d: Document, rows: list[tuple]) -> None:

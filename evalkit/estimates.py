@@ -235,7 +235,7 @@ def predicted(queries: Sequence[tuple[str, str]], rankings: Mapping[str, Mapping
     for qid, cls in queries:
         t = by_query.get(qid, predictions.iloc[:0])
         dist = distributions(t["p_ge1"].to_numpy(), t["p_ge2"].to_numpy(), t["p_eq3"].to_numpy())
-        prior = {page_id(d, int(p)): x for d, p, x in zip(t["doc"], t["page"], dist)}
+        prior = {page_id(d, int(p)): x for d, p, x in zip(t["doc"], t["page"], dist, strict=True)}
         ranked = {a: by_q.get(qid, ()) for a, by_q in rankings.items()}
         out.append(pool(qid, cls, ranked, prior, {}).estimate((1.0,))[0])
     return np.array(out).reshape(len(queries), len(MEASURES), len(rankings))
@@ -260,7 +260,8 @@ class Interval:
     df: float
 
 
-PSEUDO = 0.35  # the two pseudo-queries' distance from the mean: the smallest of 0.25, 0.35, 0.5 keeping GoldDoc@3 covered
+# the two pseudo-queries' distance from the mean: the smallest of 0.25, 0.35, 0.5 keeping GoldDoc@3 covered
+PSEUDO = 0.35
 STRATUM = 10  # the fewest graded queries per class for a stratified estimate
 
 
@@ -327,7 +328,8 @@ def stratified_ppi(y: np.ndarray, yhat: np.ndarray, strata: np.ndarray, yhat_unl
     mean = sum(w * p.mean for w, p in parts)
     terms = [(w * p.se) ** 2 for w, p in parts]
     var = sum(terms)
-    df = var**2 / sum(t**2 / max(p.n - 1, 1) for t, (_, p) in zip(terms, parts)) if var > 0 else strata.size - 1
+    df = var**2 / sum(t**2 / max(p.n - 1, 1) for t, (_, p) in zip(terms, parts,
+                                                                  strict=True)) if var > 0 else strata.size - 1
     lam_mean = sum(w * p.lam for w, p in parts)
     return _interval(mean, var, df, strata.size, strata_unlabeled.size, lam_mean, confidence)
 

@@ -121,7 +121,7 @@ def painted(page: pymupdf.Page) -> list[tuple[Rect, float | None]]:
            if kind in ("fill-image", "fill-imgmask", "fill-shade")]
     boxes = [info["bbox"] for info in page.get_image_info()]
     if len(boxes) == len(log):
-        log = [(i, box) for (i, _), box in zip(log, boxes)]
+        log = [(i, box) for (i, _), box in zip(log, boxes, strict=True)]
     areas: dict[int, tuple[Rect, float | None]] = {i: (tuple(rect), None) for i, rect in log}
     for path in page.get_cdrawings():  # get_drawings' raw form: the same paths, faster
         if path.get("fill") is not None:
@@ -362,7 +362,8 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, m
                 if deadline <= now:
                     w.stop()
                     del busy[conn]
-                    done.append((i, Extraction(error=f"too large (took over {seconds:g} s to extract)", transient=True)))
+                    done.append((i, Extraction(error=f"too large (took over {seconds:g} s to extract)",
+                                               transient=True)))
     finally:
         for w in idle + [w for _, w, _ in busy.values()]:
             w.stop()

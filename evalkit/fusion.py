@@ -104,7 +104,7 @@ def convex(scores: Sequence[Mapping[T, float]], weights: Sequence[float], norm: 
         n = normalise(np.array([score[i] for i in items], dtype=float), norm, low)
         floor = float(n.min()) if len(n) else 0.0
         base += w * floor
-        for item, v in zip(items, n.tolist()):
+        for item, v in zip(items, n.tolist(), strict=True):
             above[item] = above.get(item, 0.0) + w * (v - floor)
     return {item: base + v for item, v in above.items()}
 

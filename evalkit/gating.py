@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from . import comparison, dirs, judged, oserrors, qrels, resultsdir, rules
 from . import escape as esc
+from .atomic import replacing
 from .latency import PairedTiming, Untimed
 from .rules import Detail, Outcome
 from .version import __version__
@@ -135,7 +136,8 @@ class Verdict:
                                  queries=self.queries, rules=self.rules_file, sha=self.rules_sha256),
                *(f"\nWhat this set can detect: {cell(d)}" for d in self.detectable),
                "", "| verdict | rule | numbers |", "|---|---|---|"]
-        out += [f"| **{cell(MARK.get(o.status, o.status))}** | {cell(o.rule)} | {cell(o.summary)} |" for o in self.outcomes]
+        out += [f"| **{cell(MARK.get(o.status, o.status))}** | {cell(o.rule)} | {cell(o.summary)} |"
+                for o in self.outcomes]
         for o in self.outcomes:
             if o.details:
                 out += ["", f"<details><summary>{esc.html(o.rule)}</summary>", "",
@@ -187,7 +189,8 @@ class Verdict:
         detects = "".join(f"<p>what this set can detect: {esc.html(d)}</p>" for d in self.detectable)
         return (f"<p>{badge('pass' if self.passed else 'fail')} {esc.html(self.counts())} — baseline "
                 f"<code>{esc.html(self.baseline)}</code>, candidate <code>{esc.html(self.candidate)}</code>; "
-                f"rules <code>{esc.html(self.rules_file)}</code> sha256 <code>{esc.html(self.rules_sha256)}</code></p>{detects}"
+                f"rules <code>{esc.html(self.rules_file)}</code> sha256 "
+                f"<code>{esc.html(self.rules_sha256)}</code></p>{detects}"
                 f"<table><tr><th>verdict</th><th>rule</th><th>numbers</th></tr>{''.join(rows)}</table>{notes}")
 
     def __repr__(self) -> str:
@@ -199,8 +202,8 @@ def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: 
              judge: Callable[[comparison.Pair], Judge] | None = None, undecided: str = "fail") -> Verdict:
     """Pair the two sides and evaluate every rule of ``rules_path`` (default: :func:`evalkit.dirs.rules_path`,
     ./gate.toml else the rules shipped with evalkit); the latency rule decides on ``timing``, both arms
-    re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything that stops the evaluation
-    (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
+    re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything that stops the
+    evaluation (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
     so every document-level measure moves with depth alone. ``judge`` (given the pair, e.g.
     ``partial(judged.load, predictions, query_set)``): the rules resting on measures are decided from the
@@ -272,7 +275,8 @@ def judge_changed(verdict: Verdict) -> str | None:
     except OSError as e:
         return f"the judge's predictions {path} cannot be read ({e.strerror}): the verdict rests on them"
     if now != verdict.judge.get("sha256"):
-        return f"the judge changed since the verdict: {path} has sha256 {now[:12]}, the verdict used {str(verdict.judge.get('sha256'))[:12]}"
+        return (f"the judge changed since the verdict: {path} has sha256 {now[:12]}, the verdict used "
+                f"{str(verdict.judge.get('sha256'))[:12]}")
     return None
 
 
@@ -318,8 +322,10 @@ def rederived(verdict: Verdict, base_dir: Path, cand_dir: Path) -> Verdict | str
             return f"its rules file {path} changed since the verdict, so the verdict cannot be evaluated again"
         judge = partial(judged.load, verdict.judge["predictions"], qrels.load(verdict.judge["queries"])) \
             if verdict.judge else None
-        again = evaluate(comparison.side(base_dir, on["baseline"]["arm"]), comparison.side(cand_dir, on["candidate"]["arm"]),
-                         path, on["baseline"].get("qrels") != on["candidate"].get("qrels"), recorded_timing(verdict.timing),
+        again = evaluate(comparison.side(base_dir, on["baseline"]["arm"]),
+                         comparison.side(cand_dir, on["candidate"]["arm"]),
+                         path, on["baseline"].get("qrels") != on["candidate"].get("qrels"),
+                         recorded_timing(verdict.timing),
                          judge, verdict.undecided)
     except OSError as e:
         return f"its rules file {path} cannot be read ({e.strerror}), so the verdict cannot be evaluated again"
@@ -333,7 +339,8 @@ def rederived(verdict: Verdict, base_dir: Path, cand_dir: Path) -> Verdict | str
                     f"evaluated again {fresh.status if fresh else 'absent'!r}): it was edited, or written by another "
                     f"evalkit; run `evalkit gate` again")
     return verdict if _plain(again.settings) == _plain(verdict.settings) else \
-        f"{GATE_FILE} does not match what its rules give on these runs (its [gate] settings differ): run `evalkit gate` again"
+        f"{GATE_FILE} does not match what its rules give on these runs (its [gate] settings differ): run " \
+        "`evalkit gate` again"
 
 
 def read(path: Path | str) -> Verdict:
@@ -350,7 +357,7 @@ def record(verdict: Verdict, results_dir: Path | str) -> None:
     why, and the caller's exit code is still the verdict's."""
     path = Path(results_dir) / GATE_FILE
     try:
-        with resultsdir.atomic(path) as tmp:
+        with replacing(path) as tmp:
             tmp.write_text(verdict.to_json())
     except OSError as e:
         warnings.warn(NotRecorded(f"{oserrors.describe(e, path)}: the verdict stands, but the report of "
@@ -382,4 +389,5 @@ def show(results_dir: Path | str) -> Verdict | NoVerdict:
         held = current(read(path), Path(results_dir))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # a gate.json evalkit did not write
         return NoVerdict(str(results_dir), f"{GATE_FILE} cannot be read: {type(e).__name__}: {e}")
-    return held if isinstance(held, Verdict) else NoVerdict(str(results_dir), f"the stored verdict no longer holds: {held}")
+    return held if isinstance(held, Verdict) else NoVerdict(str(results_dir),
+                                                            f"the stored verdict no longer holds: {held}")

@@ -63,7 +63,8 @@ class Judge:
         each judged rule measured (per class)."""
         agreement = {o.rule: o.numbers["judge_r"] for o in outcomes if "judge_r" in o.numbers}
         return {"predictions": self.path, "sha256": self.sha256, "model": self.model, "queries": self.queries,
-                "graded_queries": sorted(self.graded), "graded_pages": {q: list(p) for q, p in sorted(self.graded.items())},
+                "graded_queries": sorted(self.graded), "graded_pages": {q: list(p)
+                                                                        for q, p in sorted(self.graded.items())},
                 "agreement": agreement}
 
     def note(self) -> str:
@@ -210,7 +211,7 @@ def _class_drop(rule: rules.ClassDrop, ctx: rules.Context, judge: Judge) -> Outc
         return None
     conf = 1 - ctx.settings.alpha / len(classes)
     details, per_class = [], {}
-    for c, s in zip(classes, slices):
+    for c, s in zip(classes, slices, strict=True):
         st, line, numbers = _decide(s, -rule.max_drop, conf, ctx.settings.seed, "Δ", rule.measure)
         details.append(Detail(c, st, line))
         per_class[c] = {**numbers, "status": st}
@@ -263,7 +264,8 @@ def render(pair: comparison.Pair, found: list[estimates.Estimate], measures: tup
     lines = [f"{pair.cand.label} - {pair.base.label}, from the person's graded queries plus the judge (PPI):"]
     lines += [f"  {e.measure:<13} {e.cls:<10} {e.text()}" for e in found]
     if skipped := [m for m in measures if m not in estimates.MEASURES]:
-        lines.append(f"  not estimated (a judge's predictions give {', '.join(estimates.MEASURES)}): {', '.join(skipped)}")
+        lines.append(f"  not estimated (a judge's predictions give {', '.join(estimates.MEASURES)}): "
+                     f"{', '.join(skipped)}")
     return "\n".join(lines)
 
 
@@ -292,7 +294,8 @@ def decidable(results: Path | str, baseline: str, candidate: str, predictions: P
 
 def _grade_next(o: Outcome) -> list[str]:
     """The queries an undecided outcome asks for (class-drop: its first undecided class's)."""
-    by_class = [c.get("grade_next", []) for c in o.numbers.get("classes", {}).values() if c.get("status") == "undecided"]
+    by_class = [c.get("grade_next", []) for c in o.numbers.get("classes", {}).values()
+                if c.get("status") == "undecided"]
     return list(o.numbers.get("grade_next") or next((g for g in by_class if g), []))
 
 

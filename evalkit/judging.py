@@ -191,7 +191,8 @@ class Session:
         self.path, self.docs = Path(path), docs
         self.arms = [a if isinstance(a, str) else register(a) for a in arms]
         self.strategy = pooling.strategy(strategy)
-        self.path.parent.mkdir(parents=True, exist_ok=True)  # a new set in a folder not made yet (qrels/ of a fresh project)
+        self.path.parent.mkdir(parents=True,
+                               exist_ok=True)  # a new set in a folder not made yet (qrels/ of a fresh project)
         key = os.path.realpath(self.path)
         replaced = replace and _close_earlier(key)
         fd, self.message = acquire(self.path)
@@ -344,7 +345,8 @@ class Session:
         for j in q.get("judgments", []) if old != text else []:
             if "reread" not in j:  # reworded twice before reading: the grade's own wording stays
                 j["reread"] = old
-        for field, value in (("kind", kind), ("distractor", distractor), *((("notes", notes),) if notes is not None else ())):
+        for field, value in (("kind", kind), ("distractor", distractor),
+                             *((("notes", notes),) if notes is not None else ())):
             if value:
                 q[field] = value
             elif field in q:
@@ -446,10 +448,10 @@ class Session:
         stays = [(str(j["doc"]), int(j["page"])) in keep or int(j["gain"]) >= GOLD_GAIN for j in judged]
         if not all(stays):
             aside = q.setdefault("set_aside", tomlkit.array().multiline(True))
-            for j, stay in zip(judged, stays):
+            for j, stay in zip(judged, stays, strict=True):
                 if not stay:
                     aside.append(j)
-            q["judgments"] = _array(j for j, stay in zip(judged, stays) if stay)
+            q["judgments"] = _array(j for j, stay in zip(judged, stays, strict=True) if stay)
         if "skipped" in q:
             q["skipped"] = _array(s for s in q["skipped"] if split_page_id(str(s)) in keep)
         set_ = self.doc.setdefault("set", tomlkit.table())
@@ -493,7 +495,8 @@ class Session:
         try:
             return self.docs.page(doc, page).text
         except (KeyError, IndexError):
-            raise JudgingError(f"{self.path}: {page_id(doc, page)} is not a page of corpus {self.docs.name!r}") from None
+            raise JudgingError(f"{self.path}: {page_id(doc, page)} is not a page of corpus "
+                               f"{self.docs.name!r}") from None
 
     @_action
     def grade(self, qid: str, doc: str, page: int, gain: int, evidence: str = "", found_by: str = "") -> None:
@@ -504,7 +507,8 @@ class Session:
         A page graded under an earlier wording keeps that grade, its wording and evidence as ``previous``;
         its evidence is to be taken again, for the current wording."""
         if gain not in self.gains():
-            raise JudgingError(f"{self.path}: gain {gain} is not in the rubric ({', '.join(map(str, sorted(self.gains())))})")
+            raise JudgingError(f"{self.path}: gain {gain} is not in the rubric "
+                               f"({', '.join(map(str, sorted(self.gains())))})")
         quote = self.quote(qid, doc, page, evidence) if evidence.strip() else ""
         self.text(doc, page)
         j = self._judgment(qid, (doc, page))
@@ -678,7 +682,8 @@ def _described_lines(s: Session, q: Table, text: str) -> list[str]:
     out = []
     if worst[0] > qrels.DESCRIBED_MAX_OVERLAP:
         out.append(f"described: shares {worst[0]:.0%} of its content words with pooled page {worst[1]} "
-                   f"(max {qrels.DESCRIBED_MAX_OVERLAP:.0%} with a page judged relevant): {', '.join(sorted(worst[2]))}")
+                   f"(max {qrels.DESCRIBED_MAX_OVERLAP:.0%} with a page judged relevant): "
+                   f"{', '.join(sorted(worst[2]))}")
     if runs:
         run, pid = max(runs, key=lambda r: len(r[0]))
         out.append(f"described: shares the run {run!r} with pooled page {pid}")
@@ -722,7 +727,8 @@ def regrade(session: Session, out: str | Path, n: int = 20, seed: int = 0) -> Pa
         t = tomlkit.table()
         t.update({"id": qid, "class": str(src["class"]), "text": str(src["text"])})
         t["judgments"] = tomlkit.array()
-        t["pooled"] = _array(sorted((page_id(*p) for q, p in sample if q == qid), key=lambda i: pooling.blind_key(split_page_id(i))))
+        t["pooled"] = _array(sorted((page_id(*p) for q, p in sample if q == qid),
+                                    key=lambda i: pooling.blind_key(split_page_id(i))))
         queries.append(t)
     doc["query"] = queries
     write_atomic(out, tomlkit.dumps(doc))

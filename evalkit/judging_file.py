@@ -36,7 +36,7 @@ def check(text: str, doc: tomlkit.TOMLDocument, path: Path) -> None:
     if "query" not in doc:
         return
     qs = qrels.parse(raw, path)
-    for q, entry in zip(qs.queries, doc["query"]):
+    for q, entry in zip(qs.queries, doc["query"], strict=True):
         skipped, aside = entry.get("skipped", []), entry.get("set_aside", [])
         try:
             if not isinstance(aside, list) or not isinstance(skipped, list):

@@ -47,7 +47,8 @@ class Timer:
         self.since = now
         line: dict[str, object] = {"t": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
                                    "action": action, "query": query}
-        line.update({k: v for k, v in (("doc", doc), ("page", page), ("display", display), ("class", cls)) if v is not None})
+        line.update({k: v for k, v in (("doc", doc), ("page", page), ("display", display), ("class", cls))
+                     if v is not None})
         line.update({k: v for k, v in extra.items() if v not in (None, "")})
         line["seconds"] = seconds
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

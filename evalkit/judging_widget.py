@@ -102,12 +102,16 @@ class Workbench(anywidget.AnyWidget):
                               "notes": str(judgment.get("notes", "")) if judgment is not None else "",
                               "reread": item.reread, "previous": _previous(judgment)},
             "segments": segments, "display": self.shows, "short": bool(windows) and windows == [text.strip()],
-            "passages": [judging.mark(w, str(query["text"])) for w in windows] if query and self.shows == "passage" else [],
-            "image": base64.b64encode(judging.render(s.docs, item.doc, item.page)).decode() if item and self.image else "",
+            "passages": [judging.mark(w, str(query["text"])) for w in windows] if query and self.shows == "passage"
+            else [],
+            "image": base64.b64encode(judging.render(s.docs, item.doc, item.page)).decode() if item and self.image
+            else "",
             "rubric": {str(k): v for k, v in s.gains().items()}, "show_rubric": self.rubric,
-            "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}" for p in s.problems(self.qid)] if self.qid else [],
+            "before": self.before, "problems": [f"{p.field}: {'warning: ' if p.warning else ''}{p.message}"
+                                                for p in s.problems(self.qid)] if self.qid else [],
             "judged_at": s.judged_at(self.qid) if self.qid else {}, "message": self.message,
-            "draft": drafts, "found": self.found and {"arm": self.found[0], "n": len(self.found[1])}, "search_arm": s.search_arm(),
+            "draft": drafts, "found": self.found and {"arm": self.found[0], "n": len(self.found[1])},
+            "search_arm": s.search_arm(),
         }
 
     # -- the assessor's actions --
@@ -202,7 +206,8 @@ class Workbench(anywidget.AnyWidget):
         self.found = None
         self.before = self.session.before(qid)
         self.index = self._first_unjudged()
-        self.message = f"pooled {len(pages)} page(s) with {self.session.strategy.label} from {len(self.session.arms)} arm(s)"
+        self.message = (f"pooled {len(pages)} page(s) with {self.session.strategy.label} from "
+                        f"{len(self.session.arms)} arm(s)")
 
     def draft(self, msg: dict[str, Any]) -> None:
         """Into the stream of drafts (of the class chosen, or any) and out of it again."""
@@ -223,7 +228,8 @@ class Workbench(anywidget.AnyWidget):
         edited = bool(text) and text != " ".join(str(d["text"]).split())
         qid = self.session.from_draft(d, text=text if edited else "")
         self.session.timer.record("draft-accept", qid, edited=edited or None)
-        self.message = f"draft {d['id']} is query {qid}{' (edited)' if edited else ''}: ] to judge it, or on with the next draft"
+        self.message = (f"draft {d['id']} is query {qid}{' (edited)' if edited else ''}: ] to judge it, or on with "
+                        "the next draft")
 
     def draft_reject(self, msg: dict[str, Any]) -> None:
         d = self._draft()

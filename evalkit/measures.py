@@ -320,7 +320,7 @@ def refusal_rates(outcomes: Iterable[str], abstain: Iterable[bool] = ()) -> dict
     flags = list(abstain)
     if c["error"] and len(flags) != len(outcomes):
         raise ValueError("error outcomes need the abstain flag of every query to be counted in their class")
-    errors_abstain = sum(1 for o, a in zip(outcomes, flags) if o == "error" and a)
+    errors_abstain = sum(1 for o, a in zip(outcomes, flags, strict=False) if o == "error" and a)
     n_abstain = c["correct_refusal"] + c["answered_abstain"] + errors_abstain
     n_answerable = c["wrongful_refusal"] + c["answered"] + c["error"] - errors_abstain
     return {

@@ -2,16 +2,15 @@
 
 An error from ``write()`` carries no file name (``[Errno 28] No space left on device``), and an input/output
 error on a full disk does not say the disk is full. :func:`naming` puts the path on such an error where the
-path is known, :func:`replacing` writes a file through a temporary name that is removed on any failure (no
-``.partial`` is left on a full disk), and :func:`describe` is the one line every command prints.
+path is known, and :func:`describe` is the one line every command prints. (Writing a file so that a failure
+leaves no half of it is :mod:`evalkit.atomic`'s.)
 """
 from __future__ import annotations
 
 import errno
-import os
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 FULL_BYTES = 1 << 20  # free space under which a disk is called full (SQLite and a write both need more)
@@ -61,18 +60,3 @@ def naming(path: Path | str) -> Iterator[None]:
             raise
         raise type(e)(e.errno, e.strerror, str(path)) from e
 
-
-@contextmanager
-def replacing(path: Path) -> Iterator[Path]:
-    """A temporary path next to ``path``, renamed onto it when the block succeeds: a reader sees the old file
-    or the new one, never half of one, and a failure (a full disk, Ctrl-C) leaves no temporary file behind.
-    An error that names no file names ``path``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")  # two processes may write one file at once
-    try:
-        with naming(path):
-            yield tmp
-            os.replace(tmp, path)
-    finally:
-        with suppress(OSError):  # absent once renamed; a read-only folder refuses even that it is absent
-            tmp.unlink()

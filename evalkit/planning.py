@@ -96,7 +96,8 @@ def with_judge(frame: pd.DataFrame, predicted: pd.DataFrame, table: pd.DataFrame
         written = WRITTEN * int(needed) if needed == needed else 0
         out.loc[cls, "judge r"] = r
         out.loc[cls, "written"] = written
-        out.loc[cls, "graded"] = (graded_needed(delta, table.at[cls, "sd"], r if r == r else 0.0, written, alpha, target)
+        out.loc[cls, "graded"] = (graded_needed(delta, table.at[cls, "sd"], r if r == r else 0.0,
+                                                written, alpha, target)
                                  if written else math.nan)
     return out
 

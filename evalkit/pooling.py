@@ -220,7 +220,7 @@ def _predictions(path: str) -> dict[str, dict[PageKey, float]]:
     except (OSError, ValueError, KeyError) as e:
         raise ArmError(f"judge(predictions={path}): not a judge's predictions table ({e})") from None
     out: dict[str, dict[PageKey, float]] = {}
-    for q, d, p, c in zip(t["query"], t["doc"], t["page"], t["p_ge1"]):
+    for q, d, p, c in zip(t["query"], t["doc"], t["page"], t["p_ge1"], strict=True):
         out.setdefault(str(q), {})[(str(d), int(p))] = float(c)
     return out
 
@@ -240,7 +240,7 @@ class JudgeOrder(Strategy):
     def __init__(self, **params: Any):
         super().__init__(**params)
         if not self.params["predictions"]:
-        
+
             raise ArmError("judge needs predictions=PATH: the predictions.parquet `evalkit qrels judge` writes")
         self.chances: Mapping[PageKey, float] = {}
 
@@ -383,7 +383,7 @@ class Prior:
         """P(gain >= g) for g = 1, 2, ...: the product of the continuation chances up to g."""
         out, p = [], 1.0
         for w in self.weights:
-            p *= 1.0 / (1.0 + math.exp(-sum(a * b for a, b in zip(w, x))))
+            p *= 1.0 / (1.0 + math.exp(-sum(a * b for a, b in zip(w, x, strict=True))))
             out.append(p)
         return out
 
@@ -427,7 +427,7 @@ def estimate(rankings: Rankings, judged: Judged, depth: int = 10, prior: Prior |
     chances = {p: model.chances(c) for p, c in x.items() if p not in gains}
     expected = {p: sum(c) for p, c in chances.items()}
     now, then = arm_scores(rankings, dict(gains)), arm_scores(rankings, {**gains, **expected})
-    shift = max((abs(a - b) for arm in now for a, b in zip(now[arm], then[arm])), default=0.0)
+    shift = max((abs(a - b) for arm in now for a, b in zip(now[arm], then[arm], strict=True)), default=0.0)
     return Estimate(read=len(gains), unread=len(chances),
                     found_rel=sum(g >= RELEVANT for g in gains.values()),
                     found_gold=sum(g >= GOLD for g in gains.values()),
@@ -493,7 +493,7 @@ def set_estimate(queries: Mapping[str, tuple[Rankings, Judged]], depth: int = 10
         a = [sum(s[level] for s in now[x]) / len(now[x]) for x in arms]
         b = [sum(s[level] for s in then[x]) / len(then[x]) for x in arms]
         taus.append(kendall_tau(a, b))
-        shifts.append(max((abs(x - y) for x, y in zip(a, b)), default=0.0))
+        shifts.append(max((abs(x - y) for x, y in zip(a, b, strict=True)), default=0.0))
     tau, shift = min(taus), max(shifts)
     return SetEstimate(per, sum(e.missing_rel for e in per.values()), sum(e.missing_gold for e in per.values()),
                        tau, shift, tau >= TAU and shift <= tol)
@@ -514,7 +514,8 @@ def describe(e: SetEstimate) -> str:
             f"page(s) not yet found ({e.missing_gold:.1f} of gain >= {GOLD}); filling unread pages with their "
             f"expected gain keeps the arms' order at tau {e.tau:.2f} and moves no mean by more than {e.shift:.3f}: "
             + ("reading more is unlikely to change the arms' order" if e.stable else "keep reading")
-            + (f"; queries still moving: {', '.join(unstable[:10])}{' …' if len(unstable) > 10 else ''}" if unstable else ""))
+            + (f"; queries still moving: {', '.join(unstable[:10])}{' …' if len(unstable) > 10 else ''}" if unstable
+               else ""))
 
 
 KNEE_RATIO = 6.0  # Cormack & Grossman's threshold on the slope ratio

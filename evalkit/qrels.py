@@ -183,7 +183,8 @@ def parse(raw: bytes, path: Path) -> QuerySet:
             if jd.get("reread"):
                 reread.setdefault(q["id"], []).append((jd["doc"], jd["page"]))
             if "found_by" in jd:
-                found.setdefault(q["id"], {})[(jd["doc"], jd["page"])] = parse_found_by(jd["found_by"], f"{where}: judgments[{j}]")
+                found.setdefault(q["id"], {})[(jd["doc"], jd["page"])] = parse_found_by(jd["found_by"],
+                                                                                        f"{where}: judgments[{j}]")
             judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
         for key in ("notes", "distractor", "kind", "drafted"):
             if not isinstance(q.get(key, ""), str):
@@ -198,7 +199,8 @@ def parse(raw: bytes, path: Path) -> QuerySet:
         if key in header and (why := ids.unsafe(header[key])):
             raise QrelsError(f"{path}: [set] {key} {header[key]!r} {why}")
     return QuerySet(header.get("name", path.stem), header.get("corpus"), tuple(queries),
-                    header.get("description", ""), gains, hashlib.sha256(text.encode()).hexdigest(), depth, tuple(pool_arms),
+                    header.get("description", ""), gains, hashlib.sha256(text.encode()).hexdigest(), depth,
+                    tuple(pool_arms),
                     path, pooled, {qid: tuple(p) for qid, p in reread.items()}, found)
 
 
@@ -231,7 +233,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
     seen: set[str] = set()
     for q in qs.queries:
         def bad(fld: str, msg: str) -> None:
-            problems.append(Problem(q.id, fld, msg))
+            problems.append(Problem(q.id, fld, msg))  # noqa: B023 (bad() is called in this iteration only)
 
         if q.id in seen:
             bad("id", "duplicate id")
@@ -342,7 +344,8 @@ def from_trec(qrels_text: str, topics_text: str, name: str = "imported", corpus:
             doc, page = split_page_id(pid)
             g = int(gain)
         except ValueError:
-            raise QrelsError(f"qrels line {n}: query {qid!r}: {pid!r} is not '<doc>#<page>' or gain not an integer") from None
+            raise QrelsError(f"qrels line {n}: query {qid!r}: {pid!r} is not '<doc>#<page>' or gain not "
+                             "an integer") from None
         judged[qid].append(Judgment(doc, page, g))
     queries = []
     for n, line in enumerate(topics_text.splitlines(), 1):
@@ -418,7 +421,7 @@ def write_split(path: Path, outs: tuple[Path, Path], seed: int = 0) -> tuple[Que
     if outs[0].resolve() == outs[1].resolve():
         raise QrelsError(f"{outs[0]}: the two halves need two files")
     halves = split(load(path), seed)
-    for out, half in zip(outs, halves):
+    for out, half in zip(outs, halves, strict=True):
         out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(out, to_toml(half))
     return halves

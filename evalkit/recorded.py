@@ -72,7 +72,8 @@ def rescore(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], base: pd.Data
             if q.id in by_query:
                 values[(q.id, arm)] = measures.evaluate(reduced, by_query[q.id], names)
     out = base.drop(columns=[m for m in measures.DEFAULT if m in base.columns and m not in names])
-    new = pd.DataFrame([values.get((q, a), {}) for q, a in zip(base["query"], base["arm"])], index=base.index,
+    new = pd.DataFrame([values.get((q, a), {}) for q, a in zip(base["query"], base["arm"], strict=True)],
+                       index=base.index,
                        columns=names)
     out[names] = new[names]
     return out
@@ -100,5 +101,6 @@ def judge_rows(path: Path, frame: pd.DataFrame, results_path: Path, measure: str
     queries = list(frame.drop_duplicates("query")[["query", "class"]].itertuples(index=False, name=None))
     ranked = {a: {q: [page_id(*p) for p in rankings(ans, q)[a]] for q, _ in queries} for a in ans}
     values = estimates.predicted(queries, ranked, table)
-    return pd.DataFrame([{"query": q, "class": c, "arm": a, **dict(zip(estimates.MEASURES, values[i, :, j]))}
+    return pd.DataFrame([{"query": q, "class": c, "arm": a, **dict(zip(estimates.MEASURES, values[i, :, j],
+                                                                       strict=True))}
                          for i, (q, c) in enumerate(queries) for j, a in enumerate(ans)])

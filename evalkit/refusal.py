@@ -108,21 +108,21 @@ def risk_coverage(confidence, loss) -> pd.DataFrame:
     """Risk (mean loss of the answered queries) when the k most confident queries are answered, k = 1..n.
     Inside a band of equal confidence the risk is the expectation over the band's orders (its mean loss),
     so no tie is broken by position."""
-    c, l = np.asarray(confidence, dtype=float), np.asarray(loss, dtype=float)
+    c, lost = np.asarray(confidence, dtype=float), np.asarray(loss, dtype=float)
     n = len(c)
     if n == 0:
         return pd.DataFrame({"coverage": [], "risk": []})
     order = np.argsort(-c, kind="stable")
-    c, l = c[order], l[order]
+    c, lost = c[order], lost[order]
     band_start = np.r_[0, np.flatnonzero(c[1:] != c[:-1]) + 1]
     band_end = np.r_[band_start[1:], n]
     risk = np.empty(n)
     done = 0.0
-    for s, e in zip(band_start, band_end):
-        band_mean = l[s:e].mean()
+    for s, e in zip(band_start, band_end, strict=True):
+        band_mean = lost[s:e].mean()
         for j in range(s, e):  # k = j + 1 answered: the band above fully, (j + 1 - s) of this band
             risk[j] = (done + (j + 1 - s) * band_mean) / (j + 1)
-        done += l[s:e].sum()
+        done += lost[s:e].sum()
     return pd.DataFrame({"coverage": np.arange(1, n + 1) / n, "risk": risk})
 
 

@@ -157,7 +157,8 @@ def text(results: Run, arm: str, threshold: float | None = None, curve: bool = F
                   f"  nAUC (all queries, abstain scored 0)          {m['nAUC(all)']:.3f}"]
     if curve:
         lines += ["trade-off (refuse when confidence < threshold):",
-                  refusal.tradeoff(d.confidence, d.answerable).to_string(index=False, float_format=lambda v: f"{v:.4g}")]
+                  refusal.tradeoff(d.confidence, d.answerable).to_string(index=False,
+                                                                         float_format=lambda v: f"{v:.4g}")]
     return "\n".join(lines)
 
 

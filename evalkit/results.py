@@ -62,7 +62,7 @@ class Results:
             raise ResultsError(f"{self.path}: the run is {state}, not complete (manifest.json field 'status'): its "
                                f"measures may belong to an earlier run; finish it with `evalkit run ... --out "
                                f"{self.path} --resume`")
-        self.per_query
+        _ = self.per_query  # reading it refuses measures that are not this run's
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
@@ -75,7 +75,8 @@ class Results:
             frame = pd.read_parquet(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises many types for one damaged file
             raise ResultsError(f"{path} is missing or damaged ({type(e).__name__}: {e}); it is rebuilt from the "
-                               f"answers in {self.path / 'runs'} by `evalkit run ... --out {self.path} --resume`") from None
+                               f"answers in {self.path / 'runs'} by `evalkit run ... --out {self.path} "
+                               "--resume`") from None
         check_per_query(path, frame)
         if why := self._foreign_measures(frame.attrs.get("evalkit")):
             raise ResultsError(f"{self.path}: {why}; finish the run with `evalkit run ... --out {self.path} --resume`")
@@ -88,7 +89,8 @@ class Results:
         q = self.manifest["qrels"]
         unfinished = f"its last run ({state}) did not finish for query set {q['name']} ({q['digest'][:12]})"
         if stored is None:
-            return None if state == "complete" else f"{unfinished}, and per_query.parquet does not say which run it holds"
+            return None if state == "complete" else \
+                f"{unfinished}, and per_query.parquet does not say which run it holds"
         differ = [k for k in now if not isinstance(stored, dict) or stored.get(k) != now[k]]
         if not differ:
             return None

@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .oserrors import naming, replacing
+from .atomic import replacing, temporary
+from .oserrors import naming
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,11 +86,8 @@ def status(out: Path, manifest: dict) -> str:
     return "interrupted (killed; continue it with --resume)" if s == "running" and not held(out) else s
 
 
-atomic = replacing  # every file of a results directory is written through a temporary name
-
-
 def write_json(path: Path, data: dict) -> None:
-    with atomic(path) as tmp:
+    with replacing(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
@@ -137,7 +135,7 @@ KINDS = {int: "a whole number", float: "a number", str: "a string", dict: "a tab
 def foreign(out: Path) -> list[str]:
     """Names in the results directory ``out`` that evalkit did not write: a report lists them, nothing reads them."""
     return sorted(p.name for p in Path(out).iterdir()
-                  if p.name not in WRITTEN and not (p.name.startswith(".") and p.name.endswith(".partial")))
+                  if p.name not in WRITTEN and not temporary(p.name))
 
 
 def _parents(data: dict, pattern: str) -> list[tuple[str, object]]:

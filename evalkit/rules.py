@@ -207,7 +207,7 @@ class ClassDrop(Rule):
         rows = [ctx.row(self.measure, c) for c in classes]
         p_holm = stats.holm([r["p"] for r in rows])
         details, per_class = [], {}
-        for c, r, ph in zip(classes, rows, p_holm):
+        for c, r, ph in zip(classes, rows, p_holm, strict=True):
             pw = stats.power(self.max_drop, r["sd_delta"], int(r["n"]), s.alpha)
             if r["delta"] < -self.max_drop and ph < s.alpha:
                 st: Status = "fail"
@@ -215,7 +215,8 @@ class ClassDrop(Rule):
                 st = "pass"
             else:
                 st = "underpowered"
-            details.append(Detail(c, st, f"{_ci(r)}, n {int(r['n'])}, p(Holm) {ph:.4f}, {stats.mdd_text(r['mdd'], r['sd_delta'])}, "
+            details.append(Detail(c, st, f"{_ci(r)}, n {int(r['n'])}, p(Holm) {ph:.4f}, "
+                                         f"{stats.mdd_text(r['mdd'], r['sd_delta'])}, "
                                          f"power at {self.max_drop:g} {pw:.0%}"))
             per_class[c] = {"n": int(r["n"]), "delta": r["delta"], "low": r["low"], "high": r["high"],
                             "p": r["p"], "p_holm": ph, "mdd": r["mdd"], "power": pw, "status": st}
@@ -228,7 +229,8 @@ class ClassDrop(Rule):
                                 f"(p(Holm) {per_class[d.label]['p_holm']:.4f})" for d in failed)
         elif worst == "underpowered":
             weak = [d.label for d in details if d.status == "underpowered"]
-            summary = f"no significant drop beyond {self.max_drop:g}, but {', '.join(weak)} cannot detect it (MDD > {self.max_drop:g})"
+            summary = (f"no significant drop beyond {self.max_drop:g}, but {', '.join(weak)} cannot detect it "
+                       f"(MDD > {self.max_drop:g})")
         else:
             summary = f"every class could detect a drop of {self.max_drop:g} and none shows one"
         return self.outcome(worst, f"{summary}; {family}", details, classes=per_class, family=family,
@@ -286,7 +288,9 @@ class Refusal(Rule):
             raise FieldError("rate", f"is 'wrongful' or 'correct', not {self.rate!r}")
 
     def default_title(self) -> str:
-        return "refusal: wrongful refusal may not rise" if self.rate == "wrongful" else "refusal: correct refusal may not fall"
+        if self.rate == "wrongful":
+            return "refusal: wrongful refusal may not rise"
+        return "refusal: correct refusal may not fall"
 
     def evaluate(self, ctx: Context) -> Outcome:
         r = comparison.refusal_changes(ctx.pair).set_index("rate").loc[f"{self.rate} refusal"]
@@ -322,7 +326,8 @@ class Floor(Rule):
         ok = mean >= self.min
         summary = (f"candidate {mean:.3f} [{low:.3f}, {high:.3f}] over {cand.size} queries "
                    f"{'>=' if ok else '<'} {self.min:g}")
-        return self.outcome("pass" if ok else "fail", summary, mean=mean, low=low, high=high, n=int(cand.size), min=self.min)
+        return self.outcome("pass" if ok else "fail", summary, mean=mean, low=low, high=high, n=int(cand.size),
+                            min=self.min)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -364,7 +369,8 @@ class Latency(Rule):
         summary = (f"re-timed side by side over {t.n} queries, {clock}: "
                    f"median {1000 * mb:.2f} ms -> {1000 * mc:.2f} ms, paired ratio {ratio:.2f} [{low:.2f}, {high:.2f}] "
                    f"({pct}%) {'<=' if shown == 'pass' else '>' if shown == 'fail' else 'straddles'} {self.max_ratio:g}"
-                   f"{f', too few queries to decide (fewer than {MIN_QUERIES})' if t.n < MIN_QUERIES else ''}; {recorded}")
+                   f"{f', too few queries to decide (fewer than {MIN_QUERIES})' if t.n < MIN_QUERIES else ''}; "
+                   f"{recorded}")
         return self.outcome(st, summary, ratio=ratio, low=low, high=high, n=t.n, warmup=t.warmup, clock=t.clock,
                             base_median_s=mb, cand_median_s=mc, load_average=list(t.load_average),
                             max_ratio=self.max_ratio, recorded=rec)
@@ -466,13 +472,15 @@ def _build(cls: type, table: dict, where: str) -> Any:
         key = keys.get(f.name)
         if key is None:
             if f.default is MISSING and f.default_factory is MISSING:
-                raise RulesError(f"{where}: missing field {next((a for a, n in ALIASES.items() if n == f.name), f.name)!r}")
+                raise RulesError(f"{where}: missing field "
+                                 f"{next((a for a, n in ALIASES.items() if n == f.name), f.name)!r}")
             continue
         kwargs[f.name] = _coerce(table[key], hints[f.name], f"{where}: field {key!r}")
     try:
         return cls(**kwargs)
     except FieldError as e:
-        raise RulesError(f"{where}: field {next((a for a, n in ALIASES.items() if n == e.field), e.field)!r} {e}") from None
+        raise RulesError(f"{where}: field "
+                         f"{next((a for a, n in ALIASES.items() if n == e.field), e.field)!r} {e}") from None
 
 
 def load(path: Path | str) -> Rules:
@@ -530,7 +538,8 @@ def detectable(rules: Rules, ctx: Context) -> tuple[str, ...]:
     mean Δ (non-inferiority, class-drop), the MDD and n of all answerable queries and of each class."""
     lines = []
     for m in dict.fromkeys(r.measure for r in rules.rules if isinstance(r, (NonInferiority, ClassDrop))):
-        parts = [f"{cls} {stats.mdd_text(r['mdd'], r['sd_delta'])} (n {int(r['n'])})" for cls, r in ctx.table(m).iterrows()]
+        parts = [f"{cls} {stats.mdd_text(r['mdd'], r['sd_delta'])} (n {int(r['n'])})"
+                 for cls, r in ctx.table(m).iterrows()]
         lines.append(f"{m} at {ctx.settings.power:.0%} power: {'; '.join(parts)}")
     return tuple(lines)
 

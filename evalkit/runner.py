@@ -29,6 +29,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from . import answers, arms, executor, ids, measures, resultsdir
+from .atomic import replacing
 from .corpora import Corpus
 from .embeddings import ModelSpec
 from .environment import completed, environment
@@ -78,7 +79,8 @@ def _now() -> str:
 def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
     """TREC run lines in the arm's order, scores ``n - rank + 1`` (strictly decreasing integers)."""
     n = len(hits)
-    return [f"{ids.encode(qid)} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, 1)]
+    return [f"{ids.encode(qid)} Q0 {page_id(h.doc, h.page)} {rank} {n - rank + 1} {tag}\n"
+            for rank, h in enumerate(hits, 1)]
 
 
 def recorded(path: Path) -> dict[str, dict]:
@@ -234,19 +236,20 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
                 resultsdir.write_json(manifest_path, manifest)
         finally:
             _close(arm, spec)
-        with resultsdir.atomic(runs / f"{info['file']}.trec") as tmp:
+        with replacing(runs / f"{info['file']}.trec") as tmp:
             tmp.write_text("".join(line for rec in _ordered(qs, runs / f"{info['file']}.jsonl")
                                    for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
 
     frame = per_query(qs, manifest["arms"], runs)
     frame.attrs["evalkit"] = resultsdir.measured(manifest)  # what these measures belong to, kept in the file
-    with resultsdir.atomic(out / "per_query.parquet") as tmp:
+    with replacing(out / "per_query.parquet") as tmp:
         frame.to_parquet(tmp, index=False)
-    with resultsdir.atomic(out / "summary.csv") as tmp:
+    with replacing(out / "summary.csv") as tmp:
         summarize(frame).to_csv(tmp, index=False)
     manifest.update(status="complete", finished=_now(), environment=completed(manifest.get("environment", {})))
     resultsdir.write_json(manifest_path, manifest)
-    if used := store.usage(since=counted):  # this run's, not the open store's; empty on an executor: its workers read the cache
+    # this run's, not the open store's; empty on an executor: its workers read the cache
+    if used := store.usage(since=counted):
         print(f"cache {store.path}: {used}", file=sys.stderr)
 
 
@@ -256,7 +259,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
     lines = path.read_text().splitlines() if path.exists() else []
     done = _parse_jsonl(lines)
     if len(done) != len(lines):  # drop a half-written line (and answers superseded by a re-asked query)
-        with resultsdir.atomic(path) as tmp:
+        with replacing(path) as tmp:
             tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     ex = executor.current()

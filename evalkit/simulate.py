@@ -133,7 +133,8 @@ def point(qs: QuerySet, results: Results, ans, full: Truth, rep: Replay, budget:
     found = rep.at(budget)
     frame = rescore(qs, ans, results.per_query, found, names)
     row = {"strategy": rep.strategy, "budget": budget, "pages": rep.pages(budget),
-           "gold_found": sum(g >= GOLD for q in qs.queries if q.answerable for g in found[q.id].values()) / max(full.gold, 1)}
+           "gold_found": sum(g >= GOLD for q in qs.queries if q.answerable
+                             for g in found[q.id].values()) / max(full.gold, 1)}
     for lvl, m in LEVELS.items():
         now = arm_means(frame, m).reindex(full.means[lvl].index)
         row[f"tau_{lvl}"] = kendall_tau(list(now), list(full.means[lvl]))
@@ -240,7 +241,8 @@ class Simulation:
 
 
 def simulate(qs: QuerySet, results: Results | Path | str, strategies: Sequence[str] = STRATEGIES,
-             rules: Path | str | None = None, budgets: Sequence[int] = BUDGETS, loo: str | None = "depth(k=10)") -> Simulation:
+             rules: Path | str | None = None, budgets: Sequence[int] = BUDGETS,
+             loo: str | None = "depth(k=10)") -> Simulation:
     """Replay judging for each strategy over ``budgets`` pages per query (and the whole pool), scoring the
     results directory's arms at each point; ``rules``: the gate.toml whose decisions must not change
     (None: gate not checked); ``loo``: the pool spec for leave-one-arm-out (None: skipped)."""
@@ -278,22 +280,24 @@ def fig_simulation(sim: Simulation) -> Figure:
     axes = axes[0]
     for i, (strat, c) in enumerate(sim.curves.groupby("strategy", sort=False)):
         x = c["pages"] / sim.depth_pages
-        for ax, (col, _) in zip(axes, panels):
+        for ax, (col, _) in zip(axes, panels, strict=True):
             ax.plot(x, c[col], color=f"C{i}", label=strat, marker=".", ms=3)
             if col == "gate_vs_full":
                 ax.plot(x, c["gate_vs_pool"], color=f"C{i}", ls="--", marker=".", ms=3)
-            for signal, marker in zip(SIGNALS, "o^"):
+            for signal, marker in zip(SIGNALS, "o^", strict=True):
                 stop = c[c[signal].astype(bool)]
                 if len(stop):
-                    ax.plot(stop["pages"].iloc[0] / sim.depth_pages, stop[col].iloc[0], marker, color=f"C{i}", mec="black")
-    for ax, (col, title) in zip(axes, panels):
+                    ax.plot(stop["pages"].iloc[0] / sim.depth_pages, stop[col].iloc[0], marker, color=f"C{i}",
+                            mec="black")
+    for ax, (col, title) in zip(axes, panels, strict=True):
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("pages read / depth-10 pool")
         if col.startswith("tau"):
             ax.axhline(TAU, color="grey", lw=0.8, ls=":")
         ax.axvline(0.5, color="grey", lw=0.8, ls=":")
     axes[0].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Judging replayed: {sim.name} (depth-10 pool: {sim.depth_pages} pages; dot: stopping estimate, triangle: knee method)", fontsize=10)
+    fig.suptitle(f"Judging replayed: {sim.name} (depth-10 pool: {sim.depth_pages} pages; dot: stopping estimate, "
+                 "triangle: knee method)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -326,10 +330,13 @@ def hours(sim: Simulation, model: ReadingModel) -> list[str]:
 def render(sim: Simulation, rules: Path | str | None, model: ReadingModel | None = None) -> str:
     """The text `evalkit qrels simulate` prints: the summary, leave-one-arm-out, what the oracle assumed, and
     with a reading model, the pages to the target in person-hours."""
-    fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else str(v)
+    def fmt(v: object) -> str:
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
     lines = [f"{sim.name}; the reference pool (every arm's top 10) holds {sim.depth_pages} pages",
              f"target: tau >= {TAU} on nDCG@10 and nDCG@10(doc)"
-             + (f" and no gate decision of any ordered pair of arms changed ({rules})" if rules else " (gate not checked)"),
+             + (f" and no gate decision of any ordered pair of arms changed ({rules})" if rules
+                else " (gate not checked)"),
              "", sim.summary.T.to_string(float_format=fmt), ""]
     if len(sim.loo):
         lines += ["leave-one-arm-out: the pool of every other arm, read whole; the arm scored on what it found",

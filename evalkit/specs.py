@@ -79,7 +79,8 @@ class Configurable:
                                f"not {resolved[key]!r}")
         for key, low in cls.minimum.items():
             if key in resolved and resolved[key] < low:
-                raise ArmError(f"{cls.kind} {cls.name!r}: parameter {key!r} must be at least {low}, not {resolved[key]!r}")
+                raise ArmError(f"{cls.kind} {cls.name!r}: parameter {key!r} must be at least {low}, not "
+                               f"{resolved[key]!r}")
         return resolved
 
     @property

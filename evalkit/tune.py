@@ -47,7 +47,7 @@ def grid(base: str, axes: dict[str, list[str]]) -> list[str]:
     name, params = arms.parse_spec(base)
     specs = []
     for values in itertools.product(*axes.values()):
-        p = {**params, **dict(zip(axes, values))}
+        p = {**params, **dict(zip(axes, values, strict=True))}
         specs.append(f"{name}({','.join(f'{k}={v}' for k, v in p.items())})" if p else name)
     return specs
 

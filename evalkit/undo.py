@@ -34,8 +34,8 @@ def digest(text: str) -> str:
 def reverse_patch(before: str, after: str) -> Patch:
     """The line ranges of ``after`` to replace, and by what, to get ``before`` back."""
     a, b = after.splitlines(keepends=True), before.splitlines(keepends=True)
-    head = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    tail = next((i for i, (x, y) in enumerate(zip(reversed(a[head:]), reversed(b[head:]))) if x != y),
+    head = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    tail = next((i for i, (x, y) in enumerate(zip(reversed(a[head:]), reversed(b[head:]), strict=False)) if x != y),
                 min(len(a), len(b)) - head)  # lines alike at both ends are left out of the (slow) matcher
     a, b = a[head:len(a) - tail], b[head:len(b) - tail]
     return [(head + i1, head + i2, "".join(b[j1:j2])) for tag, i1, i2, j1, j2 in

@@ -134,7 +134,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]], rank: Ranker,
     vocab = vocabulary(pages) if vocab is None else vocab
     for q in qs.queries:
         def bad(fld: str, msg: str, warning: bool = False) -> None:
-            problems.append(Problem(q.id, fld, msg, warning))
+            problems.append(Problem(q.id, fld, msg, warning))  # noqa: B023 (called in this iteration only)
 
         if q.cls == "trap":
             if not q.distractor:
@@ -157,7 +157,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]], rank: Ranker,
                 warning=q.cls != "described")
         if q.cls == "described":
             gold = gold_pages(q)
-            top = _best(rank(q.text)[:DESCRIBED_BM25_TOP], lambda p: p in gold)
+            top = _best(rank(q.text)[:DESCRIBED_BM25_TOP], lambda p: p in gold)  # noqa: B023 (called in this iteration only)
             if top is not None:
                 bad("text", f"keyword-easy: corpus-wide BM25 ranks gold page {top[1]} at {top[0]} "
                             f"(a described query's gold pages must rank below {DESCRIBED_BM25_TOP})")

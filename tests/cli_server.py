@@ -19,7 +19,8 @@ import sys
 CLIENT = '''import json, os, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect({sock!r})
-s.sendall(json.dumps({{"pid": os.getpid(), "cwd": os.getcwd(), "env": dict(os.environ), "argv": sys.argv[1:]}}).encode())
+s.sendall(json.dumps({{"pid": os.getpid(), "cwd": os.getcwd(), "env": dict(os.environ),
+                      "argv": sys.argv[1:]}}).encode())
 s.shutdown(socket.SHUT_WR)
 code = int(s.recv(16) or b"1")
 # `evalkit gate` and `evalkit tune` exit 1 on a failed rule: a verdict, not a broken example (2 still fails)
@@ -64,7 +65,7 @@ def serve(path: str) -> None:
     os.rename(path + ".new", path)  # the path appears once connections are taken
     while True:
         conn, _ = server.accept()
-        request = json.loads(b"".join(iter(lambda: conn.recv(65536), b"")))
+        request = json.loads(b"".join(iter(lambda: conn.recv(65536), b"")))  # noqa: B023 (called in this iteration only)
         if os.fork() == 0:
             server.close()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)

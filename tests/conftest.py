@@ -121,7 +121,8 @@ def tiny(isolated):
     make_pdf(docs / "b.pdf", ["penguins and a walrus"])
     q = isolated / "tiny.toml"
     q.write_text(TINY_QUERIES)
-    return isolated, ["run", "--docs", str(docs), "--qrels", str(q), "--arms", "keyword", "--out", str(isolated / "res")]
+    return isolated, ["run", "--docs", str(docs), "--qrels", str(q), "--arms", "keyword", "--out",
+                      str(isolated / "res")]
 
 
 def one_line_error(capsys, *needles):
@@ -238,7 +239,7 @@ def write_results(path: Path, scores: dict[str, dict[str, list[float]]], classes
     ids = ids or [f"q{i:03d}" for i in range(len(classes))]
     rows = []
     for arm, by_measure in scores.items():
-        for i, (qid, cls) in enumerate(zip(ids, classes)):
+        for i, (qid, cls) in enumerate(zip(ids, classes, strict=True)):
             values = {m: by_measure.get(m, by_measure["nDCG@10"])[i] for m in DEFAULT}
             if cls == "abstain":
                 values = {m: float("nan") for m in DEFAULT}

@@ -99,7 +99,8 @@ def test_langchain_loaders_0_based_pages_map_to_physical_pages(docs, folder, loa
 def test_langchain_whole_document_chunks_are_placed_by_their_text(docs, folder, loader):
     whole = loader(str(folder / "labelled.pdf"), mode="single").load()
     assert len(whole) == 1 and "page" not in whole[0].metadata
-    chunks = RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0, add_start_index=True).split_documents(whole)
+    chunks = RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0,
+                                            add_start_index=True).split_documents(whole)
     assert pages(docs, Grep(documents=chunks), "topic6") == [("labelled.pdf", 6)]
 
 

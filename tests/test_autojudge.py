@@ -44,7 +44,8 @@ class Signals:
         rows = []
         for p in pages:
             t = 3.0 if p in self.fooled else self.truth.get((query, p), 0.0)
-            rows.append([t + _unit(query, p, 0), t / 3 + 0.3 * _unit(query, p, 1), 1.0, t / 4 + 0.2 * _unit(query, p, 2),
+            rows.append([t + _unit(query, p, 0), t / 3 + 0.3 * _unit(query, p, 1), 1.0,
+                         t / 4 + 0.2 * _unit(query, p, 2),
                          0.8, 0.1])
         return np.array(rows, dtype=float).reshape(len(pages), len(features.TEXT))
 
@@ -110,10 +111,14 @@ def test_no_query_s_grades_reach_its_own_cross_fitted_predictions(tmp_path):
     base = session.load(*write_case(tmp_path / "a"))
     changed = session.load(*write_case(tmp_path / "b", grade_shift={"q03": 2}))
     x, y = session.crossfit(base, LOGISTIC, k=3), session.crossfit(changed, LOGISTIC, k=3)
-    own = lambda f: f[f["query"] == "q03"][["p_ge1", "p_ge2", "p_eq3"]].to_numpy()
+    def own(f):
+        return f[f["query"] == "q03"][["p_ge1", "p_ge2", "p_eq3"]].to_numpy()
+
     np.testing.assert_array_equal(own(x), own(y))
     assert not np.array_equal(x[["p_ge1", "p_ge2", "p_eq3"]].to_numpy(), y[["p_ge1", "p_ge2", "p_eq3"]].to_numpy())
-    leaky = lambda s: session.predict(session.fit(s.frame, s.settings, LOGISTIC), s.frame[s.frame["query"] == "q03"])
+    def leaky(s):
+        return session.predict(session.fit(s.frame, s.settings, LOGISTIC), s.frame[s.frame["query"] == "q03"])
+
     assert not np.allclose(leaky(base)[["p_ge1", "p_ge2"]].to_numpy(), leaky(changed)[["p_ge1", "p_ge2"]].to_numpy())
 
 
@@ -190,12 +195,15 @@ def test_a_cached_judge_is_data_and_predicts_the_same(case, tmp_path):
     graded = case.frame[case.frame["gain"].notna()]
     names = list(case.settings.names)
     ident = model.identity(LOGISTIC, case.settings.digest(), features.digest(graded, names))
-    build = lambda: model.fit(graded[names].to_numpy(float), graded["gain"].to_numpy(int), graded["query"].tolist(),
-                              names, LOGISTIC, ident)
+    def build():
+        return model.fit(graded[names].to_numpy(float), graded["gain"].to_numpy(int), graded["query"].tolist(),
+                         names, LOGISTIC, ident)
+
     first, reused = model.cached(db, ident, build)
     again, reused_again = model.cached(db, ident, lambda: pytest.fail("refitted"))
     assert (reused, reused_again) == (False, True)
-    np.testing.assert_array_equal(first.predict(graded[names].to_numpy(float)), again.predict(graded[names].to_numpy(float)))
+    np.testing.assert_array_equal(first.predict(graded[names].to_numpy(float)),
+                                  again.predict(graded[names].to_numpy(float)))
     assert first.weights() == again.weights()
 
 
@@ -206,7 +214,8 @@ def test_agreement_measures_against_references():
     y, s = rng.random(200) < 0.3, rng.random(200).round(1)
     assert agreement.auroc(y, s) == pytest.approx(roc_auc_score(y, s))
     # two bins: predictions 0.05 (outcome 0 of 2) and 0.95 (outcome 1 of 2): |0.05 - 0| and |0.95 - 0.5|
-    assert agreement.ece(np.array([0, 0, 1, 0]), np.array([0.05, 0.05, 0.95, 0.95])) == pytest.approx(0.5 * 0.05 + 0.5 * 0.45)
+    assert agreement.ece(np.array([0, 0, 1, 0]), np.array([0.05, 0.05, 0.95, 0.95])) == pytest.approx(0.5 * 0.05 + 0.5
+                                                                                                      * 0.45)
     assert list(agreement.grade(np.array([[0.9, 0.8, 0.1], [0.4, 0.1, 0.0]]))) == [2, 0]
 
 

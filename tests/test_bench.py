@@ -85,7 +85,8 @@ def test_measure_scale_and_the_bench_directory_on_real_pdfs(small, tmp_path):
     # each time is set against the calibration reading taken around its own section
     assert by["keyword, k=10, median"].reference == by["keyword, k=10, p95"].reference == "wall"
     assert by["keyword, k=10, CPU median"].reference == "cpu" and 0 < by["keyword, k=10, CPU median"].value
-    assert all(f.reference_ms > 0 for f in figures if f.reference) and math.isnan(by["evalkit / fastembed throughput"].reference_ms)
+    assert all(f.reference_ms > 0 for f in figures
+               if f.reference) and math.isnan(by["evalkit / fastembed throughput"].reference_ms)
     frame = bench.scale(store, c, [3, 6], queries, ["keyword", "global-index", "semantic"], spec=spec,
                         log=lambda _: None)
     assert sorted(frame["documents"].unique()) == [3, 6]
@@ -111,7 +112,8 @@ def test_evalkit_bench_writes_the_csv_and_prints_the_table(small, tmp_path, caps
                  "--measure-queries", "100"])
     out = capsys.readouterr().out
     assert code == 0 and "global-index, k=10, median" in out and "evalkit / pytrec_eval time" in out
-    assert set(pd.read_csv(tmp_path / "out" / "bench.csv")["section"]) == {"extraction", "latency", "measures", "memory"}
+    assert set(pd.read_csv(tmp_path / "out" / "bench.csv")["section"]) == {"extraction", "latency", "measures",
+                                                                           "memory"}
 
 
 def _bench_dir(path, reference_ms: float | None, slower: float):

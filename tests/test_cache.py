@@ -74,7 +74,7 @@ def test_two_runs_embed_into_one_cold_vector_cache_at_once(latex, tmp_path):
                                "--arms", "semantic,hybrid", "--out", str(tmp_path / f"res{i}")],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (1, 2)]
     outs = [p.communicate(timeout=600) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0 and "Traceback" not in err, err[-3000:]
         assert "skipped the copy.pdf: byte-identical to parskip.pdf" in err
     trec = sorted(f.name for f in (tmp_path / "res1" / "runs").glob("*.trec"))

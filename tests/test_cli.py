@@ -101,7 +101,8 @@ def test_a_folder_the_user_names_is_theirs_whatever_the_lock_says(isolated, monk
     assert (isolated / "elsewhere" / "a.pdf").read_bytes() == (papers / "a.pdf").read_bytes()
     clone = isolated / "clone"
     clone.mkdir()
-    (clone / "corpora.lock").write_text(tomli_w.dumps({"corpus": {"mine": corpora.read_lock(project / "corpora.lock")["mine"]}}))
+    mine = corpora.read_lock(project / "corpora.lock")["mine"]
+    (clone / "corpora.lock").write_text(tomli_w.dumps({"corpus": {"mine": mine}}))
     monkeypatch.setenv("EVALKIT_LOCK", str(clone / "corpora.lock"))
     capsys.readouterr()
     assert main(["corpus", "verify", "mine"]) == 2
@@ -308,11 +309,13 @@ def test_the_example_workflow_runs_real_evalkit_commands():
     job = yaml.safe_load((ROOT / "examples" / "github-actions.yml").read_text())["jobs"]["gate"]
     env = {**job["env"], "GITHUB_STEP_SUMMARY": "summary.md"}
     commands = [line.strip().rstrip("\\") for step in job["steps"] if "run" in step
-                for line in step["run"].replace("\\\n", " ").splitlines() if line.strip().startswith(".venv/bin/evalkit")]
+                for line in step["run"].replace("\\\n", " ").splitlines()
+                if line.strip().startswith(".venv/bin/evalkit")]
     assert [c.split()[1] for c in commands] == ["corpus", "corpus", "qrels", "run", "gate"]
     for c in commands:
         args = parser().parse_args([_expand(a, env) for a in shlex.split(c)[1:]])  # every option exists
-    assert args.func.__name__ == "cmd_gate" and args.rules == Path("evalkit/data/gate.toml") and (ROOT / args.rules).exists()
+    assert args.func.__name__ == "cmd_gate" and args.rules == Path("evalkit/data/gate.toml")
+    assert (ROOT / args.rules).exists()
     assert args.candidate == "results/pr:keyword" and args.markdown == Path("summary.md")
 
 
@@ -452,7 +455,8 @@ def test_a_refused_out_gets_no_lock_file(tiny, capsys):
 
 @pytest.mark.parametrize("command", ["summary", "compare", "gate", "report"])
 @pytest.mark.parametrize("field, value, says", [("qrels", {"name": "x"}, "field 'qrels.digest' is missing"),
-                                                ("arms", [{"label": 3, "spec": "k"}], "field 'arms[0].label' is not a string"),
+                                                ("arms", [{"label": 3, "spec": "k"}],
+                                                 "field 'arms[0].label' is not a string"),
                                                 ("corpus", "latex", "field 'corpus' is not a table")])
 
 
@@ -466,7 +470,8 @@ def test_bad_manifest_fields_are_bad_input_naming_the_field(tiny, capsys, comman
     capsys.readouterr()
     argv = {"summary": ["summary", str(home / "res")], "report": ["report", str(home / "res")],
             "compare": ["compare", str(home / "res"), str(home / "res")],
-            "gate": ["gate", "--baseline", str(home / "res"), "--candidate", str(home / "res"), "--rules", GATE]}[command]
+            "gate": ["gate", "--baseline", str(home / "res"), "--candidate", str(home / "res"), "--rules",
+                     GATE]}[command]
     assert main(argv) == 2
     one_line_error(capsys, str(manifest), says)
 
@@ -698,5 +703,6 @@ def test_the_own_pdfs_workflow_runs_real_evalkit_commands():
     parsed = [parser().parse_args([_expand(a, env) for a in shlex.split(c.split("#")[0])[1:]]) for c in setup + steps]
     assert [a.func.__name__ for a in parsed] == ["cmd_corpus_add", "cmd_run", "cmd_corpus_verify", "cmd_qrels_check",
                                                  "cmd_run", "cmd_gate"]
-    assert parsed[0].dir == Path("pdfs") and parsed[2].name == "mine" and parsed[-1].baseline == "baselines/mine:keyword"
+    assert parsed[0].dir == Path("pdfs") and parsed[2].name == "mine"
+    assert parsed[-1].baseline == "baselines/mine:keyword"
     assert "corpus fetch" not in text.replace("#", "")

@@ -20,7 +20,8 @@ def test_committed_reference_is_current():
 def test_every_command_and_option_is_on_the_page():
     page = clidoc.render(parser())
     progs = [p.prog for p, _ in clidoc.commands(parser())]
-    assert {"evalkit", "evalkit corpus fetch", "evalkit qrels simulate", "evalkit refusal calibrate", "evalkit gate"} <= set(progs)
+    assert {"evalkit", "evalkit corpus fetch", "evalkit qrels simulate", "evalkit refusal calibrate",
+            "evalkit gate"} <= set(progs)
     for p, _ in clidoc.commands(parser()):
         assert f" {p.prog}\n" in page
         for a in p._actions:

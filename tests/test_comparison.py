@@ -113,7 +113,8 @@ def test_refusal_changes_are_paired_counts_with_an_exact_test(tmp_path):
                 "b": ["wrongful_refusal"] * 6 + ["answered"] * 2 + ["answered_abstain"] * 2 + ["correct_refusal"] * 2}
     d = write_results(tmp_path / "r", {"a": {"nDCG@10": [0.5] * 12}, "b": {"nDCG@10": [0.5] * 12}}, classes,
                       outcomes=outcomes)
-    r = comparison.refusal_changes(comparison.pair(comparison.side(f"{d}:a"), comparison.side(f"{d}:b"))).set_index("rate")
+    r = comparison.refusal_changes(comparison.pair(comparison.side(f"{d}:a"),
+                                                   comparison.side(f"{d}:b"))).set_index("rate")
     w = r.loc["wrongful refusal"]
     assert (w["n"], w["base"], w["cand"], w["worse"], w["better"]) == (8, 0.0, 0.75, 6, 0)
     assert w["p_worse"] == pytest.approx(1 / 64)

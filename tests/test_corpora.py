@@ -167,7 +167,8 @@ def test_symbolic_links_are_left_out_unless_followed(isolated):
     (src / "link.pdf").symlink_to(src / "alpha.pdf")
     assert corpora.symlinks(src) == ["link.pdf"]
     assert [d.name for d in corpora.from_dir(src).documents] == ["alpha.pdf", "beta.pdf"]
-    assert [d.name for d in corpora.from_dir(src, follow_symlinks=True).documents] == ["alpha.pdf", "beta.pdf", "link.pdf"]
+    assert [d.name for d in corpora.from_dir(src, follow_symlinks=True).documents] == ["alpha.pdf", "beta.pdf",
+                                                                                       "link.pdf"]
     only = isolated / "only-links"
     only.mkdir()
     (only / "a.pdf").symlink_to(src / "alpha.pdf")

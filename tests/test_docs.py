@@ -71,7 +71,8 @@ def test_the_readme_stays_short():
     readme = (ROOT / "README.md").read_text()
     assert readme.count("\n") <= 200
     for must in ("make report", "make test", "evalkit corpus add", "notebooks/your-pdfs.ipynb",
-                 "import evalkit as ek", "notebooks/your-retriever.ipynb", "<!-- BEGIN docs/figures/summary-latex.md -->"):
+                 "import evalkit as ek", "notebooks/your-retriever.ipynb",
+                 "<!-- BEGIN docs/figures/summary-latex.md -->"):
         assert must in readme, must
 
 

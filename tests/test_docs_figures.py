@@ -44,7 +44,8 @@ def test_a_computed_figure_names_its_command_machine_load_and_evalkits_numbers(r
     text = script().produce(fig, results, results)
     first, gap, second, blank, *rest = text.splitlines()
     assert first == "Command: `evalkit summary results/latex`; written by `make docs-figures`."
-    assert re.fullmatch(r"Machine: .+, \d+ cores; load average \(1 / 5 / 15 min\) [\d.]+ / [\d.]+ / [\d.]+ at the start, "
+    assert re.fullmatch(r"Machine: .+, \d+ cores; load average \(1 / 5 / 15 min\) [\d.]+ / [\d.]+ / [\d.]+ at the "
+                        r"start, "
                         r"[\d.]+ / [\d.]+ / [\d.]+ at the end; \d{4}-\d\d-\d\d \d\d:\d\d to \d\d:\d\d UTC\.", second)
     assert gap == blank == ""
     table = Results.load(results / "latex").table()
@@ -56,7 +57,8 @@ def test_a_read_figure_says_when_and_on_what_the_results_were_measured(results):
     m = json.loads((results / "latex" / "manifest.json").read_text())
     m["finished"] = "2026-11-30T09:15:02+00:00"
     m["environment"]["calibration"] = {"cpu_model": "Some CPU", "cores": 2,
-                                       "start": {"load_average": [1.0, 2.0, 3.0]}, "end": {"load_average": [4.0, 5.0, 6.0]}}
+                                       "start": {"load_average": [1.0, 2.0, 3.0]},
+                                       "end": {"load_average": [4.0, 5.0, 6.0]}}
     (results / "latex" / "manifest.json").write_text(json.dumps(m))
     fig = df.Figure("summary-latex", ("evalkit summary {results}/latex",), lambda r, o: df.summary_table(r / "latex"),
                     first="make report", record="latex")
@@ -69,7 +71,8 @@ def test_every_figure_without_its_results_names_the_command_to_run_first(tmp_pat
     s = script()
     assert [f.name for f in s.figures()] == [
         "summary-latex", "summary-rmanuals", "your-retriever", "compare", "gate", "judging-less-latex",
-        "judging-less-rmanuals", "bench", "gate-memory", "cost-curve", "long-pages", "robustness", "refusal", "conformal",
+        "judging-less-rmanuals", "bench", "gate-memory", "cost-curve", "long-pages", "robustness", "refusal",
+        "conformal",
         "refusal-ceiling", "tune", "tune-recommended",
         "mcp-keyword", "mcp-hybrid", "doc-ranking", "judge"]
     for fig in s.figures():
@@ -92,7 +95,8 @@ def test_compare_figure_holds_the_paired_statistics_evalkit_computes(results):
     pair = comparison.pair(comparison.side(f"{latex}:keyword"), comparison.side(f"{latex}:global-index"))
     expected = comparison.formatted(comparison.with_holm(comparison.table(pair, ("nDCG@10",))))
     for row in expected.itertuples(index=False):
-        assert f"| {row.measure} | {row[1]} | {row.n} | {row.base} | {row.cand} | {row[5]} | \\{row[6][:-1]}\\] |" in text
+        line = f"| {row.measure} | {row[1]} | {row.n} | {row.base} | {row.cand} | {row[5]} | \\{row[6][:-1]}\\] |"
+        assert line in text
     assert str(latex) not in text  # the command line names the sides; no machine's paths in the docs
 
 
@@ -138,7 +142,8 @@ def test_simulation_tables_read_what_evalkit_qrels_simulate_writes(tmp_path):
                    "pages to target (vs pool)": 1454.0, "share of depth-10 pool (vs pool)": 0.9185,
                    "pages at knee": 1191.0, "tau_page at knee": 0.905, "tau_doc at knee": 0.905,
                    "gate_vs_full at knee": 5.0, "gate_vs_pool at knee": 2.0},
-                  {"strategy": "depth", "pages to target (tau alone)": 612.0}]).to_csv(tmp_path / "summary.csv", index=False)
+                  {"strategy": "depth", "pages to target (tau alone)": 612.0}]).to_csv(tmp_path / "summary.csv",
+                                                                                       index=False)
     pd.DataFrame([{"arm": "keyword", "pages": 1549, "nDCG@10 bias": 0.0}]).to_csv(tmp_path / "loo.csv", index=False)
     t = df.simulation_tables(tmp_path)
     assert "| maxmean | 312 | not reached | 1,454 | 92% | 1,191 | 0.905 | 0.905 | 5 | 2 |" in t

@@ -12,7 +12,8 @@ def corpus():
     return {
         "boxes.pdf": [FILLER * 3,
                       ("The \\fancyframe command draws a frame. Use \\fancyframe{text} with a width; \\fancyframe "
-                       "accepts a colour. gutter lines frame thickness gutter lines frame thickness gutter lines frame"),
+                       "accepts a colour. gutter lines frame thickness gutter lines frame thickness gutter "
+                       "lines frame"),
                       "3.1 Ruled tables\nThe gutter lines of a frame have a thickness. " + FILLER],
         "music.pdf": [FILLER, "Our gutter maintainers volunteer. The gutter maintainers answer email, the gutter "
                       "maintainers keep releases. " + FILLER],

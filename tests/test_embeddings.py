@@ -19,7 +19,8 @@ def test_windows_cut_pages_into_word_windows():
 
 
 def test_the_cache_key_names_everything_that_changes_a_vector():
-    keys = {SPEC.key, ModelSpec(PACKAGED_MODEL, PACKAGED, 512, 160).key, ModelSpec(PACKAGED_MODEL, PACKAGED, 256, 0).key}
+    keys = {SPEC.key, ModelSpec(PACKAGED_MODEL, PACKAGED, 512, 160).key,
+            ModelSpec(PACKAGED_MODEL, PACKAGED, 256, 0).key}
     assert len(keys) == 3
     assert SPEC.weights_id().startswith("sha256:8199be6f699a")  # the int8 ONNX file pinned in OFFLINE_MODELS.md
 

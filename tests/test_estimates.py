@@ -38,8 +38,8 @@ def test_the_judges_expectation_is_the_average_over_every_gain_assignment():
     pool = E.pool("q", "needle", rankings, prior, {})
     expected = np.zeros((len(E.MEASURES), len(rankings)))
     for combo in itertools.product(range(4), repeat=len(pages)):
-        weight = math.prod(prior[p][g] for p, g in zip(pages, combo))
-        expected += weight * _plain(rankings, dict(zip(pages, combo)))
+        weight = math.prod(prior[p][g] for p, g in zip(pages, combo, strict=True))
+        expected += weight * _plain(rankings, dict(zip(pages, combo, strict=True)))
     np.testing.assert_allclose(pool.estimate((1.0,))[0], expected, atol=1e-12)
 
 
@@ -47,11 +47,11 @@ def test_the_judges_expectation_is_the_average_over_every_gain_assignment():
 def test_page_sampling_is_unbiased_for_every_measure_whatever_the_judge(lam):
     """Exact expectation over all 2^n Poisson samples: the useless judge's estimate averages to the truth."""
     pages, gains, rankings, prior = _case(3)
-    pi = dict(zip(pages, np.linspace(0.2, 0.9, len(pages))))
+    pi = dict(zip(pages, np.linspace(0.2, 0.9, len(pages)), strict=True))
     mean = np.zeros((len(E.MEASURES), len(rankings)))
     for picked in itertools.product((False, True), repeat=len(pages)):
-        chance = math.prod(pi[p] if k else 1 - pi[p] for p, k in zip(pages, picked))
-        graded = {p: (gains[p], pi[p]) for p, k in zip(pages, picked) if k}
+        chance = math.prod(pi[p] if k else 1 - pi[p] for p, k in zip(pages, picked, strict=True))
+        graded = {p: (gains[p], pi[p]) for p, k in zip(pages, picked, strict=True) if k}
         mean += chance * E.pool("q", "needle", rankings, prior, graded).estimate((lam,))[0]
     np.testing.assert_allclose(mean, _plain(rankings, gains), atol=1e-10)
     plug_in = E.pool("q", "needle", rankings, prior, {}).estimate((1.0,))[0]
@@ -166,4 +166,5 @@ def test_an_undecided_estimate_says_how_many_more_queries_to_grade():
     more = few.more_to_grade()
     after = E.estimate(truth, truth * 0, np.arange(200) < 8 + more, strata, "nDCG@10", ["x", "y"], "y", "x")
     assert after.interval.high - after.interval.low < few.interval.high - few.interval.low
-    assert E.estimate(truth, truth * 0, np.arange(200) < 150, strata, "nDCG@10", ["x", "y"], "y", "x").more_to_grade() == 0
+    assert E.estimate(truth, truth * 0, np.arange(200) < 150, strata, "nDCG@10", ["x", "y"], "y",
+                      "x").more_to_grade() == 0

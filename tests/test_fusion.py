@@ -62,7 +62,7 @@ def test_fuse_disjoint_is_fuse_of_disjoint_rankings(lengths, seed, top, k):
     key = {item: (a[j], b[j], j) for j, item in enumerate(items)}
     want = fuse([[(i, r) for r in range(n)] for i, n in enumerate(lengths)], key.__getitem__, k)[:top]
     order, scores = fuse_disjoint(np.array([r for _, r in items], int), (a, b, np.arange(len(items))), k, top)
-    assert [(items[j], s) for j, s in zip(order.tolist(), scores.tolist())] == want
+    assert [(items[j], s) for j, s in zip(order.tolist(), scores.tolist(), strict=True)] == want
 
 
 # ---- weighted RRF and convex fusion: hand-computed cases ----------------------------------------------------

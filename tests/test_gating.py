@@ -124,7 +124,8 @@ def test_markdown_and_html_show_every_rule_and_the_rules_digest(runs, tmp_path):
 
 def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
     none = gating.show(runs)
-    assert isinstance(none, gating.NoVerdict) and "No gate verdict" in repr(none) and "evalkit gate" in none._repr_html_()
+    assert isinstance(none,
+                      gating.NoVerdict) and "No gate verdict" in repr(none) and "evalkit gate" in none._repr_html_()
     v = verdict(runs, "worse", tmp_path)
     (runs / gating.GATE_FILE).write_text(v.to_json())
     shown = gating.show(runs)
@@ -135,7 +136,8 @@ def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
 def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
     d = tmp_path / "results"
     shutil.copytree(small_results, d)
-    v = gating.evaluate(comparison.side(f"{d}:keyword"), comparison.side(f"{d}:global-index"), dirs.shipped("gate.toml"))
+    v = gating.evaluate(comparison.side(f"{d}:keyword"), comparison.side(f"{d}:global-index"),
+                        dirs.shipped("gate.toml"))
     (d / gating.GATE_FILE).write_text(v.to_json())
     html = rendering.render(d).read_text()
     assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
@@ -209,7 +211,8 @@ def test_the_gate_says_what_a_small_set_can_detect_before_the_rules(tmp_path, tw
     assert v.detectable == ("nDCG@10(doc) at 80% power: all n too small (n 4); needle n too small (n 2); "
                             "trap n too small (n 2)",)  # 4 queries: the sign-flip test's smallest p is 1/8
     lines = v.text().splitlines()
-    assert lines.index(f"detects   {v.detectable[0]}") < min(i for i, l in enumerate(lines) if l.startswith(("PASS", "FAIL", "UNDERPOWERED")))
+    assert lines.index(f"detects   {v.detectable[0]}") < min(i for i, line in enumerate(lines)
+                                                             if line.startswith(("PASS", "FAIL", "UNDERPOWERED")))
     assert "4.084" not in v.text() and "2.478" not in v.text()
     assert esc.markdown(v.detectable[0]) in v.markdown() and esc.html(v.detectable[0]) in v._repr_html_()
     assert gating.Verdict.from_dict(json.loads(v.to_json())).detectable == v.detectable
@@ -223,7 +226,8 @@ def test_a_read_only_candidate_folder_still_gets_its_verdict_and_exit_code(runs,
     rules.write_text(RULES.split("[[rule]]\ntype = \"latency\"")[0])
     before = sorted(p.name for p in runs.iterdir())
     p = evalkit_in_namespace(f"mount --bind {runs} {runs}; mount -o remount,bind,ro {runs}",
-                             ["gate", "--baseline", f"{runs}:base", "--candidate", f"{runs}:{cand}", "--rules", str(rules)])
+                             ["gate", "--baseline", f"{runs}:base", "--candidate", f"{runs}:{cand}", "--rules",
+                              str(rules)])
     assert p.returncode == code and f"evalkit gate: {says} (exit {code})" in p.stdout, (p.stdout, p.stderr)
     assert p.stderr == (f"evalkit: warning: {runs / gating.GATE_FILE}: read-only file system (write to another "
                         f"folder): the verdict stands, but the report of {runs} will not show it\n"), p.stderr

@@ -53,7 +53,8 @@ def test_odd_names_score_the_same_in_trec_eval(isolated, capsys):
     q = isolated / "odd.toml"
     q.write_text(QUERIES)
     out = isolated / "res"
-    assert main(["run", "--docs", str(docs), "--qrels", str(q), "--arms", "keyword,global-index", "--out", str(out)]) == 0
+    assert main(["run", "--docs", str(docs), "--qrels", str(q), "--arms", "keyword,global-index", "--out",
+                 str(out)]) == 0
     assert main(["qrels", "export", str(q), "--out", str(isolated / "odd")]) == 0
     qd: dict = {}
     for line in (isolated / "odd.page.qrels").read_text().splitlines():

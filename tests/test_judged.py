@@ -192,7 +192,8 @@ def _cli_set(tmp_path, graded: int) -> tuple[str, str, str]:
     pooled = ", ".join(f'"d{k}.pdf#1"' for k in range(5))
     grades = ", ".join(f'{{ doc = "d{k}.pdf", page = 1, gain = {k % 4} }}' for k in range(5))
     text = "".join(f'[[query]]\nid = "{q}"\nclass = "{c}"\ntext = "t"\npooled = [{pooled}]\n'
-                   + (f"judgments = [{grades}]\n" if i < graded else "") for i, (q, c) in enumerate(zip(ids, _classes())))
+                   + (f"judgments = [{grades}]\n" if i < graded else "")
+                   for i, (q, c) in enumerate(zip(ids, _classes(), strict=True)))
     (tmp_path / "q.toml").write_text(text)
     manifest = json.loads((res / "manifest.json").read_text())
     manifest["qrels"]["digest"] = qrels.load(tmp_path / "q.toml").digest

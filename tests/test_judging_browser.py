@@ -177,7 +177,8 @@ def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
         started = time.monotonic()
         for n in range(len(pooled)):  # grade every pooled page: the first 3, the rest 0 (no evidence needed)
             page.keyboard.press("3" if n == 0 else "0")
-            page.wait_for_function(f"() => document.querySelector('.ek-top').textContent.includes('— {len(pooled) - n - 1} left')")
+            page.wait_for_function("() => document.querySelector('.ek-top').textContent.includes('— "
+                                   f"{len(pooled) - n - 1} left')")
         seconds = time.monotonic() - started
         for _ in range(len(pooled)):
             page.keyboard.press("k")
@@ -206,7 +207,8 @@ def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
     graded = judged[qrels.split_page_id(first)]
     assert graded.gain == 3 and graded.evidence == quote.strip() and quote.strip() in path.read_text()
     out = subprocess.run([sys.executable, "-m", "evalkit", "qrels", "check", str(path), "--strict", "--docs",
-                          str(folder / "docs")], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          str(folder / "docs")], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -230,7 +232,8 @@ def bench_lab(tmp_path, isolated):
 
 
 def wait_text(page, selector: str, text: str) -> None:
-    page.wait_for_function("([s, t]) => (document.querySelector(s)?.textContent || '').includes(t)", arg=[selector, text])
+    page.wait_for_function("([s, t]) => (document.querySelector(s)?.textContent || '').includes(t)",
+                           arg=[selector, text])
 
 
 def focus(page) -> None:
@@ -277,7 +280,8 @@ def test_drafts_passage_whole_page_and_search_in_a_browser_timed(bench_lab):
                 break
             page.keyboard.press("j")
             page.wait_for_function("h => document.querySelector('.ek-head').textContent !== h", arg=head)
-        assert page.locator(".ek-passage").count() == 1 and "filler50 " not in page.locator(".ek-passage").text_content()
+        passage = page.locator(".ek-passage")
+        assert passage.count() == 1 and "filler50 " not in passage.text_content()
         page.keyboard.press("w")  # the whole page, and back
         wait_text(page, ".ek-display", "back to its passages")
         assert page.locator(".ek-passage").count() == 0 and "filler50 " in page.locator(".ek-text").text_content()
@@ -321,6 +325,7 @@ def test_drafts_passage_whole_page_and_search_in_a_browser_timed(bench_lab):
                          text=True, env=env)
     assert out.returncode == 0 and "draft accepted" in out.stdout and "passage" in out.stdout, out.stderr
     print(out.stdout)
-    check = subprocess.run([sys.executable, "-m", "evalkit", "qrels", "check", str(path), "--docs", str(folder / "docs")],
+    check = subprocess.run([sys.executable, "-m", "evalkit", "qrels", "check", str(path), "--docs",
+                            str(folder / "docs")],
                            capture_output=True, text=True, env=env)
     assert "1 page(s) judged outside the pool, found by search" in check.stdout, check.stdout + check.stderr

@@ -248,7 +248,8 @@ def test_drafts_stream_one_key_each_with_the_class_balance_and_the_time(docs, is
     qs = qrels.load(path)
     assert [q.id for q in qs.queries] == ["q1", "needle-01", "trap-01", "trap-02"]
     assert qs["trap-01"].text == "which walrus page is a trap?" and 'drafted = "trap-01: src 1"' in path.read_text()
-    log = [(a.action, a.query, a.cls) for a in effort.read(effort.log_path(path)).actions if a.action.startswith("draft")]
+    log = [(a.action, a.query, a.cls) for a in effort.read(effort.log_path(path)).actions
+           if a.action.startswith("draft")]
     assert log == [("draft-accept", "needle-01", None), ("draft-reject", "needle-02", "needle"),
                    ("draft-accept", "trap-01", None), ("draft-accept", "trap-02", None)]
     send(w, action="draft")

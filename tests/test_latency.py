@@ -25,7 +25,8 @@ def test_a_few_interrupted_searches_do_not_move_it():
 
 def test_times_less_run_queue_waits_decide_where_the_kernel_gives_them():
     wall = tuple(np.full(10, 0.004))
-    t = PairedTiming(wall, wall, 5, base_unqueued_s=tuple(np.full(10, 0.003)), cand_unqueued_s=tuple(np.full(10, 0.0036)))
+    t = PairedTiming(wall, wall, 5, base_unqueued_s=tuple(np.full(10, 0.003)),
+                     cand_unqueued_s=tuple(np.full(10, 0.0036)))
     assert t.clock == "unqueued" and t.times() == (t.base_unqueued_s, t.cand_unqueued_s)
     assert PairedTiming(wall, wall, 5).clock == "wall" and PairedTiming(wall, wall, 5).times() == (wall, wall)
 

@@ -214,7 +214,7 @@ def _strictly_decreasing(ranking):
 
 def _trec_order(ranking, scores):
     """trec_eval's own order: score descending, then document id descending."""
-    return [pid for _, pid in sorted(zip(scores, ranking), reverse=True)]
+    return [pid for _, pid in sorted(zip(scores, ranking, strict=True), reverse=True)]
 
 
 def _ours(ranking, qrels):
@@ -250,7 +250,7 @@ def test_page_measures_agree_with_pytrec_eval(case):
     assert ours == pytest.approx(theirs, abs=1e-9, rel=0)
     # Given the raw (tied) scores, trec_eval re-sorts ties by document id descending: it then agrees with
     # evalkit applied to THAT order, which is why evalkit writes strictly decreasing scores instead.
-    tied = _trec(qrels, dict(zip(ranking, raw)))["q"]
+    tied = _trec(qrels, dict(zip(ranking, raw, strict=True)))["q"]
     assert _ours(_trec_order(ranking, raw), qrels) == pytest.approx(tied, abs=1e-9, rel=0)
     # Doc-level measures are the same definitions over the collapsed ranking and best-page qrels.
     docs, dq = M.to_docs(ranking), M.doc_qrels(qrels)

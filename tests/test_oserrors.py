@@ -21,40 +21,34 @@ def test_an_error_without_a_file_gets_the_path_being_written_and_a_cause_in_word
     assert oserrors.describe(e.value) == f"{tmp_path / 'absent'}: No such file or directory"
 
 
-def test_a_failed_replacement_leaves_the_old_file_and_no_temporary_one(tmp_path):
-    target = tmp_path / "a.txt"
-    target.write_text("old")
-    with pytest.raises(RuntimeError), oserrors.replacing(target) as tmp:
-        tmp.write_text("half")
-        raise RuntimeError("stopped")
-    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["a.txt"]
-
-
-def test_a_full_disk_under_out_names_the_file_and_leaves_no_partial(tiny, tmp_path):
+def test_a_full_disk_under_out_names_the_file_and_leaves_no_temporary_file(tiny, tmp_path):
     home, argv = tiny
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     argv[argv.index("--out") + 1] = str(mnt / "res")
     p = evalkit_in_namespace(f"mount -t tmpfs -o size=256k tmpfs {mnt}; {FILL.format(mnt=mnt)}", argv,
-                             after=f"find {mnt} -name '*.partial'")
+                             after=f"find {mnt} -name '.*.tmp'")
     err = p.stderr.splitlines()
-    assert p.returncode == 2 and err[-1].startswith(f"evalkit: {mnt / 'res'}/"), p.stderr  # the lock, on a disk this full
+    assert p.returncode == 2 and err[-1].startswith("evalkit: "
+                                                    f"{mnt / 'res'}/"), p.stderr  # the lock, on a disk this full
     assert err[-1].endswith(": no space left on device (the disk is full: free some space, or write to another disk)")
-    assert "Errno" not in p.stderr and not any(line.endswith(".partial") for line in err), p.stderr
+    assert "Errno" not in p.stderr and not any(line.endswith(".tmp") for line in err), p.stderr
 
 
-def test_a_full_disk_while_assembling_the_model_leaves_no_partial_copy(tiny, tmp_path, monkeypatch):
+def test_a_full_disk_while_assembling_the_model_leaves_no_temporary_file_copy(tiny, tmp_path, monkeypatch):
     home, _ = tiny
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     monkeypatch.setenv("EVALKIT_CACHE", str(mnt / "cache"))  # where the packaged model is assembled
     p = evalkit_in_namespace(f"mount -t tmpfs -o size=4m tmpfs {mnt}",
                              ["search", "walrus", "--docs", str(home / "docs"), "--arm", "semantic",
-                              "--cache", str(tmp_path / "pages.sqlite")], after=f"find {mnt} -name '*.partial'")
+                              "--cache", str(tmp_path / "pages.sqlite")], after=f"find {mnt} -name '.*.tmp'")
     err = p.stderr.splitlines()
-    assert p.returncode == 2 and err[-1] == (f"evalkit: {mnt}/cache/models/all-MiniLM-L6-v2-packaged/model.onnx: no space "
-                                             "left on device (the disk is full: free some space, or write to another disk)"), p.stderr
-    assert not any(line.endswith(".partial") for line in err), p.stderr
+    assert p.returncode == 2 and err[-1] == (f"evalkit: {mnt}/cache/models/all-MiniLM-L6-v2-packaged/model.onnx: no "
+                                             "space "
+                                             "left on device (the disk is full: free some space, or write to another "
+                                             "disk)"), p.stderr
+    assert not any(line.endswith(".tmp") for line in err), p.stderr
 
 
 def test_an_io_error_on_a_full_cache_disk_says_the_disk_is_full(tiny, tmp_path):
@@ -66,7 +60,8 @@ def test_an_io_error_on_a_full_cache_disk_says_the_disk_is_full(tiny, tmp_path):
     assert main(["corpus", "stats", "--docs", str(home / "docs"), "--cache", str(tmp_path / "c.sqlite")]) == 0
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    p = evalkit_in_namespace(f"mount -t tmpfs -o size=1m tmpfs {mnt}; cp {tmp_path / 'c.sqlite'} {mnt}; {FILL.format(mnt=mnt)}",
+    p = evalkit_in_namespace(f"mount -t tmpfs -o size=1m tmpfs {mnt}; cp {tmp_path / 'c.sqlite'} {mnt}; "
+                             f"{FILL.format(mnt=mnt)}",
                              ["search", "walrus", "--docs", str(home / "docs"), "--cache", str(mnt / "c.sqlite")])
     last = p.stderr.splitlines()[-1]
     assert p.returncode == 2 and last.startswith(f"evalkit: the cache {mnt / 'c.sqlite'} cannot be written: the disk "

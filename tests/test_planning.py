@@ -97,4 +97,5 @@ def test_qrels_plan_with_a_judge_says_how_many_queries_to_grade(small_results, t
     pd.DataFrame(rows, columns=["query", "doc", "page", "p_ge1", "p_ge2", "p_gt2"]).to_csv(pred, index=False)
     assert main(["qrels", "plan", str(q), "--results", str(small_results), "--judge", str(pred)]) == 2
     assert "lack the column(s) p_eq3" in capsys.readouterr().err
-    assert main(["qrels", "plan", str(q), "--results", str(small_results), "--judge", str(pred), "--measure", "RR"]) == 2
+    assert main(["qrels", "plan", str(q), "--results", str(small_results), "--judge", str(pred), "--measure",
+                 "RR"]) == 2

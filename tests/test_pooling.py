@@ -188,7 +188,8 @@ def test_everything_read_leaves_nothing_to_find_and_the_order_stable():
         r, gains = synthetic_query(rng)
         queries[f"q{q}"] = (r, list(gains.items()))
     est = pooling.set_estimate(queries)
-    assert est.missing_rel == 0 and est.missing_gold == 0 and est.shift == 0 and est.tau == pytest.approx(1.0) and est.stable
+    assert est.missing_rel == 0 and est.missing_gold == 0 and est.shift == 0
+    assert est.tau == pytest.approx(1.0) and est.stable
     e = next(iter(est.queries.values()))
     assert e.unread == 0 and e.stable
 
@@ -210,11 +211,11 @@ def test_describe_says_whether_to_keep_reading():
 
 def test_the_knee_method_stops_a_prioritised_reading_and_not_an_even_one():
     p = pages("d", 8)
-    front = [(x, g) for x, g in zip(p, [1, 1, 0, 0, 0, 0, 0, 0])]
+    front = [(x, g) for x, g in zip(p, [1, 1, 0, 0, 0, 0, 0, 0], strict=True)]
     # knee after 2 pages: (2/2) / ((2 - 2 + 1) / 6) = 6, the largest ratio over the candidate knees
     k = pooling.knee({"q": front})
     assert k.ratio == pytest.approx(6.0) and k.stop and k.pages == 8
-    even = [(x, g) for x, g in zip(p, [1, 0, 1, 0, 1, 0, 1, 0])]
+    even = [(x, g) for x, g in zip(p, [1, 0, 1, 0, 1, 0, 1, 0], strict=True)]
     assert not pooling.knee({"q": even}).stop
     assert not pooling.knee({"q": front}, minimum=9).stop
     # two queries read round by round: the curve is the same as one query reading both in turn

@@ -65,17 +65,28 @@ def _problems(tmp_path, old, new, strict=True):
     ('id = "s1"', 'id = "n1"', "id", "duplicate id"),
     ('class = "needle"', 'class = "needel"', "class", "is not one of"),
     ('text = "tables"', 'text = "  "', "text", "empty"),
-    ('judgments = []', 'judgments = [{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }]', "judgments", "abstain query has no relevant judgments"),
-    ('judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]', "judgments = []", "judgments", "at least one judgment with gain > 0"),
-    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }', "judgments", "at least 2 documents"),
-    ('gain = 3, evidence = "sets page margins"', 'gain = 4, evidence = "sets page margins"', "judgments[1].gain", "not in 0..3"),
-    ('doc = "a.pdf", page = 1, gain = 3, evidence = "sets', 'doc = "zzz.pdf", page = 1, gain = 3, evidence = "sets', "judgments[1].doc", "not in the corpus"),
-    ('page = 1, gain = 3, evidence = "sets page margins"', 'page = 3, gain = 3, evidence = "sets page margins"', "judgments[1].page", "out of range"),
+    ('judgments = []', 'judgments = [{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }]', "judgments",
+     "abstain query has no relevant judgments"),
+    ('judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]', "judgments = []",
+     "judgments", "at least one judgment with gain > 0"),
+    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }',
+     '{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }', "judgments", "at least 2 documents"),
+    ('gain = 3, evidence = "sets page margins"', 'gain = 4, evidence = "sets page margins"', "judgments[1].gain",
+     "not in 0..3"),
+    ('doc = "a.pdf", page = 1, gain = 3, evidence = "sets', 'doc = "zzz.pdf", page = 1, gain = 3, evidence = "sets',
+     "judgments[1].doc", "not in the corpus"),
+    ('page = 1, gain = 3, evidence = "sets page margins"', 'page = 3, gain = 3, evidence = "sets page margins"',
+     "judgments[1].page", "out of range"),
     (', evidence = "sets page margins"', "", "judgments[1].evidence", "missing"),
-    ('evidence = "sets page margins"', 'evidence = "sets the page margins"', "judgments[1].evidence", "not found on a.pdf#1"),
-    ('text = "the white border around my printed sheet is too wide"', 'text = "geometry package margins"', "text", "shares 100%"),
-    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }, { doc = "b.pdf", page = 1, gain = 2, evidence = "above tables" }', "judgments", "judged twice"),
-    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "b.pdf", page = 1, gain = 0 }', "judgments", "at least 2 documents"),
+    ('evidence = "sets page margins"', 'evidence = "sets the page margins"', "judgments[1].evidence",
+     "not found on a.pdf#1"),
+    ('text = "the white border around my printed sheet is too wide"', 'text = "geometry package margins"', "text",
+     "shares 100%"),
+    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }',
+     '{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }, { doc = "b.pdf", page = 1, gain = 2, evidence '
+     '= "above tables" }', "judgments", "judged twice"),
+    ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }', '{ doc = "b.pdf", page = 1, gain = 0 }',
+     "judgments", "at least 2 documents"),
     ('class = "abstain"', 'class = "abstain"\nkind = "unsure"', "kind", "only abstain queries have a kind"),
     ('class = "needle"', 'class = "needle"\nkind = "near-miss"', "kind", "only abstain queries have a kind"),
     ('class = "needle"', 'class = "needle"\ndistractor = "b.pdf"', "distractor", "only trap queries"),
@@ -88,7 +99,8 @@ def test_every_rule_has_a_failing_example(tmp_path, old, new, field, message):
 def test_judged_non_relevant_pages_are_kept(tmp_path):
     """Gain 0 is a page read and found wanting: allowed anywhere (abstain too), evidence optional, and
     exported to TREC qrels as trec_eval expects."""
-    qs = _load(tmp_path, GOOD.replace('judgments = []', 'kind = "near-miss"\njudgments = [{ doc = "a.pdf", page = 2, gain = 0 }]')
+    qs = _load(tmp_path, GOOD.replace('judgments = []', 'kind = "near-miss"\njudgments = [{ doc = "a.pdf", page = 2, '
+                                                        'gain = 0 }]')
                .replace('class = "needle"', 'class = "trap"\ndistractor = "b.pdf"'))
     assert qrels.check(qs, PAGES, strict=True) == []
     assert (qs["a1"].kind, qs["n1"].distractor, qs["a1"].relevant) == ("near-miss", "b.pdf", ())
@@ -98,7 +110,8 @@ def test_judged_non_relevant_pages_are_kept(tmp_path):
 
 
 def test_the_pool_is_recorded_in_the_header(tmp_path):
-    qs = _load(tmp_path, GOOD.replace('corpus = "tiny"', 'corpus = "tiny"\npool_depth = 10\npool_arms = ["keyword", "hybrid(keyword=global-index)"]'))
+    qs = _load(tmp_path, GOOD.replace('corpus = "tiny"', 'corpus = "tiny"\npool_depth = 10\npool_arms = ["keyword", '
+                                                         '"hybrid(keyword=global-index)"]'))
     assert (qs.pool_depth, qs.pool_arms) == (10, ("keyword", "hybrid(keyword=global-index)"))
     again = _load(tmp_path, qrels.to_toml(qs))
     assert (again.pool_depth, again.pool_arms) == (qs.pool_depth, qs.pool_arms)
@@ -132,11 +145,14 @@ def test_strict_only_rules_pass_without_strict(tmp_path):
      "query 'x': judgments\\[1\\].page is missing or not a int"),
     ('[[query]]\nclass = "needle"\ntext = "t"', "query #1: field 'id'"),
     ("[set]\nname='x'", "no \\[\\[query\\]\\] entries"),
-    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, reread = 2 }]',
+    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, reread = 2 '
+     '}]',
      "query 'x': judgments\\[1\\].reread is not a string"),
-    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, found_by = "search:" }]',
+    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, found_by = '
+     '"search:" }]',
      "query 'x': judgments\\[1\\].found_by is 'search:', want \"search:<arm>\""),
-    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, found_by = "pool" }]',
+    ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "a.pdf", page = 3, gain = 1, found_by = '
+     '"pool" }]',
      "query 'x': judgments\\[1\\].found_by is 'pool'"),
     ('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\ndrafted = 3', "query 'x': field 'drafted' is not a string"),
 ])
@@ -207,11 +223,13 @@ def test_cli_check_export_import(isolated, capsys):
     assert "p1 [needle] tables\n    b.pdf#1  (keyword@" in pooled and "global-index@" in pooled
     assert pooled.rstrip().endswith("1 unjudged page(s) in the top 5 of 2 arm(s)")
     # without --arms and --depth, the pool recorded in [set] is used
-    q.write_text(q.read_text().replace('corpus = "tiny"', 'corpus = "tiny"\npool_depth = 3\npool_arms = ["global-index"]'))
+    q.write_text(q.read_text().replace('corpus = "tiny"', 'corpus = "tiny"\npool_depth = 3\npool_arms = '
+                                                          '["global-index"]'))
     assert main(["qrels", "pool", str(q), "--docs", str(d)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("in the top 3 of 1 arm(s)")
     # an adaptive strategy names the one page each query's judgments call for next, and the stopping estimate
-    assert main(["qrels", "pool", str(q), "--docs", str(d), "--arms", "keyword,global-index", "--strategy", "maxmean(k=5)"]) == 0
+    assert main(["qrels", "pool", str(q), "--docs", str(d), "--arms", "keyword,global-index", "--strategy",
+                 "maxmean(k=5)"]) == 0
     out = capsys.readouterr().out
     assert "the next one per query by maxmean(k=5)" in out and "stopping estimate over" in out
     assert main(["qrels", "pool", str(q), "--docs", str(d), "--strategy", "maxmean(k=0)"]) == 2
@@ -235,9 +253,11 @@ def shipped_corpus(request, real_env):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, file, minimum", [
-    ("latex", "latex.toml", {c: 30 for c in qrels.CLASSES}), ("rmanuals", "rmanuals.toml", {c: 10 for c in qrels.CLASSES}),
+    ("latex", "latex.toml", {c: 30 for c in qrels.CLASSES}),
+    ("rmanuals", "rmanuals.toml", {c: 10 for c in qrels.CLASSES}),
     ("latex", "held-out/latex.toml", {"abstain": 15}), ("rmanuals", "held-out/rmanuals.toml", {"abstain": 20}),
-    *((c, f"held-out/{b}/{c}.toml", {"abstain": 25}) for b in ("blind", "blind3", "blind4") for c in ("latex", "rmanuals"))])
+    *((c, f"held-out/{b}/{c}.toml", {"abstain": 25}) for b in ("blind", "blind3", "blind4")
+      for c in ("latex", "rmanuals"))])
 def test_shipped_query_sets_pass_strict_checks(shipped_corpus, name, file, minimum):
     """The shipped sets, held-out abstain sets included, pass every strict check, the class-validity ones
     (traps trap, abstain kinds and mix, wording) included; warnings (a needle sharing a phrase with its page)

@@ -72,7 +72,8 @@ def test_confidence_is_recorded_for_answers_and_refusals(results):
         rows = pq[pq["arm"] == arm].set_index("query")
         assert rows["confidence"].to_dict() == pytest.approx(conf)
         assert rows["kind"].to_dict()["a1"] == "absent-name"
-    rec = [json.loads(line) for line in (res.path / "runs").glob("*threshold*.jsonl").__next__().read_text().splitlines()]
+    rec = [json.loads(line)
+           for line in (res.path / "runs").glob("*threshold*.jsonl").__next__().read_text().splitlines()]
     refused = {r["query"]: r for r in rec if r["refused"]}
     assert "q3" in refused and "best semantic match" in refused["q3"]["reason"] and refused["q3"]["hits"] == []
     # the embedding model behind the wrapped hybrid and the policy is in the manifest, once

@@ -35,8 +35,10 @@ def results(tmp_path, monkeypatch):
     make_pdf(tmp_path / "docs" / "a.pdf", ["alpha"])
     q = tmp_path / "q.toml"
     q.write_text('[set]\nname = "t"\n'
-                 '[[query]]\nid = "ok"\nclass = "needle"\ntext = "alpha"\njudgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n'
-                 '[[query]]\nid = "bad"\nclass = "needle"\ntext = "fail"\njudgments = [{ doc = "a.pdf", page = 1, gain = 3 }]\n')
+                 '[[query]]\nid = "ok"\nclass = "needle"\ntext = "alpha"\njudgments = [{ doc = "a.pdf", page = 1, gain '
+                 '= 3 }]\n'
+                 '[[query]]\nid = "bad"\nclass = "needle"\ntext = "fail"\njudgments = [{ doc = "a.pdf", page = 1, gain '
+                 '= 3 }]\n')
     with PageStore(tmp_path / "cache.sqlite") as store:  # pages counted: every answer is checked against them
         c = store.ingest(corpora.from_dir(tmp_path / "docs"), progress=False).corpus
         return Results.load(runner.run(c, store, qrels.load(q), ["served"], tmp_path / "res", progress=False))

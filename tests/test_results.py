@@ -24,7 +24,8 @@ def test_scores_and_paired_comparison(small_pair):
 
 def test_results_render_as_a_table_in_jupyter(small_pair):
     html = small_pair._repr_html_()
-    assert "<table" in html and "nDCG@10 page" in html and "global-index" in html and "n/a" not in html.split("<table")[0]
+    assert "<table" in html and "nDCG@10 page" in html and "global-index" in html
+    assert "n/a" not in html.split("<table")[0]
     assert "keyword" in repr(small_pair)
 
 

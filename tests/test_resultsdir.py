@@ -99,7 +99,8 @@ def test_kill_9_then_resume_gives_byte_identical_trec_files(small, tmp_path, cap
 
     c, store = small
     q = tmp_path / "small.toml"
-    q.write_text(SMALL_QUERIES + "".join(f'\n[[query]]\nid = "x{i}"\nclass = "abstain"\ntext = "gantt chart number {i}"\n'
+    q.write_text(SMALL_QUERIES + "".join(f'\n[[query]]\nid = "x{i}"\nclass = "abstain"\ntext = "gantt chart number '
+                                         f'{i}"\n'
                                    for i in range(8)))
     def run(out, *extra, stall=""):
         return subprocess.Popen([sys.executable, "-c", SLOW_RUN, "run", "--docs", str(c.root), "--cache",
@@ -196,7 +197,8 @@ def test_any_manifest_field_of_the_wrong_type_is_bad_input_never_a_crash(tmp_pat
             capsys.readouterr()
             code = main(argv)
             err = capsys.readouterr().err
-            assert code == 0 or (code == 2 and err.count("\n") == 1 and "unexpected" not in err), (field, value, argv, err)
+            assert code == 0 or (code == 2 and err.count("\n") == 1 and "unexpected" not in err), (field,
+                                                                                                   value, argv, err)
 
     check()
 
@@ -230,11 +232,13 @@ def test_a_per_query_file_without_a_column_readers_use_is_named(tmp_path, capsys
     ("environment.machine.memory_bytes", "lots", "'environment.machine.memory_bytes' is not a whole number"),
     ("environment.calibration", "fast", "'environment.calibration' is not a table"),
     ("environment.calibration.start", 1, "'environment.calibration.start' is not a table"),
-    ("environment.calibration.start.load_average", ["high"], "'environment.calibration.start.load_average[0]' is not a number"),
+    ("environment.calibration.start.load_average", ["high"],
+     "'environment.calibration.start.load_average[0]' is not a number"),
     ("arms.0.models", ["m"], "'arms[0].models[0]' is not a table"),
     ("arms.0.file", 3, "'arms[0].file' is not a string"),
     ("arms.0.describe.server", "x", "'arms[0].describe.server' is not a table"),
-    ("arms.0.describe.workers", {"tcp://w": {"restarts": "x"}}, "\"arms[0].describe.workers['tcp://w'].restarts\" is not a whole number"),
+    ("arms.0.describe.workers", {"tcp://w": {"restarts": "x"}},
+     "\"arms[0].describe.workers['tcp://w'].restarts\" is not a whole number"),
 ])
 def test_a_manifest_field_the_report_reads_of_the_wrong_type_is_one_line(tmp_path, capsys, field, value, says):
     """Fields only the report reads (provenance, servers, calibration) are checked where the manifest is read,

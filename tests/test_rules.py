@@ -47,7 +47,8 @@ def classed(tmp_path):
 def test_the_shipped_gate_toml_parses_and_its_digest_is_its_sha256():
     r = rules.load(dirs.shipped("gate.toml"))
     assert r.sha256 == hashlib.sha256(dirs.shipped("gate.toml").read_bytes()).hexdigest()
-    assert [x.type for x in r.rules] == ["non-inferiority", "class-drop", "lost-queries", "refusal", "refusal", "latency"]
+    assert [x.type for x in r.rules] == ["non-inferiority", "class-drop", "lost-queries", "refusal", "refusal",
+                                         "latency"]
     assert r.settings.resamples >= 10_000 and r.settings.alpha == 0.05 and not r.settings.underpowered_blocks
     ni = r.rules[0]
     assert (ni.measure, ni.margin, ni.cls) == ("nDCG@10(doc)", 0.02, "all")
@@ -57,13 +58,18 @@ def test_the_shipped_gate_toml_parses_and_its_digest_is_its_sha256():
 
 @pytest.mark.parametrize("text, message", [
     ("[[rule]\ntype = 1", r"not valid TOML"),
-    ("[[rule]]\ntype = 'no-such-rule'", r"rule 1 \(no-such-rule\): unknown type 'no-such-rule' \(types: non-inferiority"),
+    ("[[rule]]\ntype = 'no-such-rule'",
+     r"rule 1 \(no-such-rule\): unknown type 'no-such-rule' \(types: non-inferiority"),
     ("[[rule]]\nmeasure = 'RR'", r"rule 1: missing field 'type'"),
     ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'floor'\nmeasure = 'RR'", r"rule 2 \(floor\): missing field 'min'"),
-    ("[[rule]]\ntype = 'non-inferiority'\nmargin = 'small'", r"rule 1 \(non-inferiority\): field 'margin': expected float, got 'small'"),
-    ("[[rule]]\ntype = 'non-inferiority'\nmargn = 0.1", r"unknown field 'margn' \(fields: class, margin, measure, name\)"),
-    ("[[rule]]\ntype = 'non-inferiority'\nmeasure = 'nDCG@ten'", r"rule 1 \(non-inferiority\): field 'measure' unknown measure"),
-    ("[[rule]]\ntype = 'non-inferiority'\nclass = 'abstain'", r"field 'class' 'abstain' is not 'all' or an answerable class"),
+    ("[[rule]]\ntype = 'non-inferiority'\nmargin = 'small'",
+     r"rule 1 \(non-inferiority\): field 'margin': expected float, got 'small'"),
+    ("[[rule]]\ntype = 'non-inferiority'\nmargn = 0.1", r"unknown field 'margn' \(fields: class, margin, measure, "
+                                                        r"name\)"),
+    ("[[rule]]\ntype = 'non-inferiority'\nmeasure = 'nDCG@ten'",
+     r"rule 1 \(non-inferiority\): field 'measure' unknown measure"),
+    ("[[rule]]\ntype = 'non-inferiority'\nclass = 'abstain'",
+     r"field 'class' 'abstain' is not 'all' or an answerable class"),
     ("[[rule]]\ntype = 'non-inferiority'\nmargin = -0.1", r"field 'margin' must not be negative"),
     ("[[rule]]\ntype = 'class-drop'\nclasses = 'trap'", r"field 'classes': expected a list of strings"),
     ("[[rule]]\ntype = 'lost-queries'\nmeasure = 'nDCG@10'", r"field 'measure' 'nDCG@10' is not a 0/1 measure"),
@@ -73,12 +79,18 @@ def test_the_shipped_gate_toml_parses_and_its_digest_is_its_sha256():
     ("[gate]\nunderpowered_blocks = 'yes'\n[[rule]]\ntype = 'latency'", r"field 'underpowered_blocks': expected bool"),
     ("[gate]\nalpha = 0.05", r"no \[\[rule\]\] tables"),
     ("[rules]\ntype = 'latency'", r"unknown table 'rules'"),
-    ("[[rule]]\ntype = 'non-inferiority'\nmargin = nan", r"rule 1 \(non-inferiority\): field 'margin': expected a finite number, got nan"),
-    ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'floor'\nmin = -inf", r"rule 2 \(floor\): field 'min': expected a finite number, got -inf"),
-    ("[[rule]]\ntype = 'class-drop'\nmax_drop = inf", r"rule 1 \(class-drop\): field 'max_drop': expected a finite number, got inf"),
-    ("[[rule]]\ntype = 'latency'\nmax_ratio = nan", r"rule 1 \(latency\): field 'max_ratio': expected a finite number, got nan"),
-    ("[gate]\nconfidence = nan\n[[rule]]\ntype = 'latency'", r"\[gate\]: field 'confidence': expected a finite number, got nan"),
-    ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'latency'", r"two rules are called 'latency ratio <= 1.2 \(side by side\)'; give one a name"),
+    ("[[rule]]\ntype = 'non-inferiority'\nmargin = nan", r"rule 1 \(non-inferiority\): field 'margin': expected a "
+                                                         r"finite number, got nan"),
+    ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'floor'\nmin = -inf",
+     r"rule 2 \(floor\): field 'min': expected a finite number, got -inf"),
+    ("[[rule]]\ntype = 'class-drop'\nmax_drop = inf", r"rule 1 \(class-drop\): field 'max_drop': expected a finite "
+                                                      r"number, got inf"),
+    ("[[rule]]\ntype = 'latency'\nmax_ratio = nan", r"rule 1 \(latency\): field 'max_ratio': expected a finite number, "
+                                                    r"got nan"),
+    ("[gate]\nconfidence = nan\n[[rule]]\ntype = 'latency'",
+     r"\[gate\]: field 'confidence': expected a finite number, got nan"),
+    ("[[rule]]\ntype = 'latency'\n[[rule]]\ntype = 'latency'",
+     r"two rules are called 'latency ratio <= 1.2 \(side by side\)'; give one a name"),
 ])
 def test_a_bad_rules_file_names_the_rule_and_field(tmp_path, text, message):
     p = rules_file(tmp_path, text)
@@ -104,7 +116,8 @@ def test_class_drop_fails_a_significant_drop_and_labels_what_it_cannot_see(tmp_p
     assert c["trap"]["mdd"] > 0.05 >= c["spread"]["mdd"] and c["trap"]["power"] < 0.8 <= c["spread"]["power"]
     assert [c[k]["p_holm"] for k in ("needle", "spread", "trap")] == pytest.approx(
         stats.holm([c[k]["p"] for k in ("needle", "spread", "trap")]))
-    (only,) = evaluate(tmp_path, "[[rule]]\ntype = 'class-drop'\nmeasure = 'nDCG@10'\nclasses = ['spread', 'trap']", classed)
+    (only,) = evaluate(tmp_path, "[[rule]]\ntype = 'class-drop'\nmeasure = 'nDCG@10'\nclasses = ['spread', 'trap']",
+                       classed)
     assert only.status == "underpowered" and "trap cannot detect it" in only.summary
 
 
@@ -140,7 +153,8 @@ def test_refusal_rules_use_an_exact_paired_test(tmp_path, newly_refused, status)
     text = "[[rule]]\ntype = 'refusal'\nrate = 'wrongful'\n[[rule]]\ntype = 'refusal'\nrate = 'correct'"
     wrongful, correct = evaluate(tmp_path, text, pair)
     assert wrongful.status == correct.status == status
-    assert wrongful.numbers["worse"] == newly_refused and wrongful.numbers["p"] == pytest.approx(stats.mcnemar_p(newly_refused, 0))
+    assert wrongful.numbers["worse"] == newly_refused
+    assert wrongful.numbers["p"] == pytest.approx(stats.mcnemar_p(newly_refused, 0))
     assert correct.numbers["cand"] == pytest.approx(1 - newly_refused / 10)
 
 
@@ -150,7 +164,8 @@ def test_floor_is_on_the_candidates_mean(tmp_path):
     assert o.status == "pass" and o.numbers["mean"] == 0.75
     (o,) = evaluate(tmp_path, "[[rule]]\ntype = 'floor'\nmin = 0.8\nclass = 'trap'", pair)
     assert o.status == "fail" and "0.750" in o.summary
-    with pytest.raises(RulesError, match=r"rule 'floor GoldDoc@3 \(needle\) >= 0.8': class 'needle' has no answerable queries"):
+    with pytest.raises(RulesError, match=r"rule 'floor GoldDoc@3 \(needle\) >= 0.8': class 'needle' has no answerable "
+                                         r"queries"):
         evaluate(tmp_path, "[[rule]]\ntype = 'floor'\nmin = 0.8\nclass = 'needle'", pair)
 
 
@@ -223,7 +238,8 @@ def test_identical_runs_pass_every_relative_rule(tmp_path, classed):
     same = comparison.pair(classed.base, classed.base)
     outcomes = rules.evaluate(rules.load(dirs.shipped("gate.toml")), same, _timing(np.ones(30)))
     assert {o.status for o in outcomes} == {"pass"}
-    assert [o.status for o in rules.evaluate(rules.load(dirs.shipped("gate.toml")), same)][-1] == "skipped"  # not re-timed
+    assert [o.status for o in rules.evaluate(rules.load(dirs.shipped("gate.toml")),
+                                             same)][-1] == "skipped"  # not re-timed
 
 
 def test_finite_turns_nan_into_null():

@@ -56,7 +56,8 @@ def test_run_writes_a_self_describing_results_directory(small, qset, tmp_path):
     assert cal["cpu_model"] and cal["cores"] >= 1 and cal["start"]["time"] <= cal["end"]["time"]
     assert cal["start"]["reference_ms"] > 0 and cal["end"]["reference_ms"] > 0 and len(cal["end"]["load_average"]) == 3
     frame = pd.read_parquet(out / "per_query.parquet")
-    assert len(frame) == 8 and set(frame.columns) >= {"nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "outcome", "latency_s", "ties@10"}
+    assert len(frame) == 8 and set(frame.columns) >= {"nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "outcome", "latency_s",
+                                                      "ties@10"}
     abstain = frame[frame["class"] == "abstain"]
     assert abstain["nDCG@10"].isna().all() and (abstain["outcome"] == "answered_abstain").all()
     # q4 matches nothing: an empty answer scores 0 and counts as a (wrongful) refusal, it is not dropped
@@ -115,7 +116,8 @@ def test_a_misspelt_arm_stops_the_run_before_anything_is_written(small, qset, tm
 def test_trec_lines_keep_the_arms_order_through_trec_eval():
     hits = (Hit("a.pdf", 1, 0.5), Hit("b.pdf", 1, 0.5), Hit("c.pdf", 2, 0.5 - 1e-9))
     lines = runner.trec_lines("q", hits, "t")
-    assert [line.split()[2:5] for line in lines] == [["a.pdf#1", "1", "3"], ["b.pdf#1", "2", "2"], ["c.pdf#2", "3", "1"]]
+    assert [line.split()[2:5] for line in lines] == [["a.pdf#1", "1", "3"], ["b.pdf#1", "2", "2"],
+                                                     ["c.pdf#2", "3", "1"]]
     run = {"q": {ln.split()[2]: float(ln.split()[4]) for ln in lines}}
     # trec_eval would put b before a on the raw tie (id descending), and c's tiny gap collapses at its precision
     assert pytrec_eval.RelevanceEvaluator({"q": {"a.pdf#1": 1}}, {"recip_rank"}).evaluate(run)["q"]["recip_rank"] == 1.0
@@ -183,7 +185,8 @@ def test_cli_run_on_any_folder_with_a_headerless_query_file(small, tmp_path, cap
 def test_cli_run_rejects_qrels_that_do_not_fit(small, tmp_path, capsys):
     c, store = small
     q = tmp_path / "bad.toml"
-    q.write_text('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "nope.pdf", page = 1, gain = 1 }]\n')
+    q.write_text('[[query]]\nid = "x"\nclass = "needle"\ntext = "t"\njudgments = [{ doc = "nope.pdf", page = 1, gain = '
+                 '1 }]\n')
     assert main(["run", "--docs", str(c.root), "--cache", str(store.path), "--qrels", str(q), "--arms", "keyword",
                  "--out", str(tmp_path / "r")]) == 2
     assert "'nope.pdf' is not in the corpus" in capsys.readouterr().err

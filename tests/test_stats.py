@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from evalkit.stats import (Comparison, bootstrap_ci, decidable, holm, mcnemar_p, mdd, paired_compare, power, queries_needed,
+from evalkit.stats import (Comparison, bootstrap_ci, decidable, holm, mcnemar_p, mdd, paired_compare, power,
+                           queries_needed,
                            sign_flip_p)
 
 
@@ -139,7 +140,7 @@ def _holm_by_definition(p):
 def test_holm_matches_its_definition_and_never_lowers_a_p_value(p):
     adjusted = holm(p)
     assert adjusted.tolist() == pytest.approx(_holm_by_definition(p))
-    assert all(a >= x for a, x in zip(adjusted, p))
+    assert all(a >= x for a, x in zip(adjusted, p, strict=True))
 
 
 def test_power_is_alpha_at_zero_and_mdd_inverts_it():

@@ -6,7 +6,8 @@ def test_normalize_folds_what_extraction_varies_on():
 
 
 def test_words_and_content_words():
-    assert words("How do I use \\captionsetup{labelsep=period}?") == ["how", "do", "i", "use", "captionsetup", "labelsep", "period"]
+    assert words("How do I use \\captionsetup{labelsep=period}?") == ["how", "do", "i", "use", "captionsetup",
+                                                                      "labelsep", "period"]
     assert content_words("How do I change the margins of tables?") == {"change", "margin", "table"}
 
 

@@ -162,7 +162,8 @@ def test_evalkit_gate_retimes_and_fails_the_slowed_arm(runs, machine, monkeypatc
     monkeypatch.setattr(timing, "SYSTEM", machine.clock)  # the command line re-times on the default clock
     machine.load = LOAD
     code = main(["gate", "--baseline", f"{runs['loaded']}:sim-keyword", "--candidate", f"{runs['quiet']}:slow-keyword",
-                 "--rules", str(runs["rules"]), "--cache", str(runs["cache"]), "--json", str(runs["rules"].parent / "v.json")])
+                 "--rules", str(runs["rules"]), "--cache", str(runs["cache"]), "--json",
+                 str(runs["rules"].parent / "v.json")])
     out = capsys.readouterr()
     assert code == 1 and "FAIL" in out.out and "re-timed side by side over 40 queries" in out.out
     assert out.out.startswith("re-timing sim-keyword and slow-keyword side by side over 45 queries")
@@ -242,7 +243,8 @@ def test_queries_alternate_who_goes_first_after_an_untimed_warmup():
 def test_sides_that_cannot_be_gated_are_refused_before_any_arm_is_built(runs, tmp_path):
     other = write_results(tmp_path / "other", {"a": {"nDCG@10": [0.5] * 4}}, ["trap"] * 4)
     with pytest.raises(comparison.CompareError, match="different corpora"):
-        timing.for_gate(comparison.side(other), comparison.side(f"{runs['quiet']}:keyword"), runs["rules"], runs["cache"])
+        timing.for_gate(comparison.side(other), comparison.side(f"{runs['quiet']}:keyword"), runs["rules"],
+                        runs["cache"])
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

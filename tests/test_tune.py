@@ -39,7 +39,8 @@ def sets(small, tmp_path_factory):
 
 
 def test_grid_spells_every_combination_in_order():
-    assert grid("hybrid(keyword=global-index,weight=0.1)", {"weight": ["0.3", "0.7"], "norm": ["minmax", "zscore"]}) == [
+    assert grid("hybrid(keyword=global-index,weight=0.1)", {"weight": ["0.3", "0.7"],
+                                                            "norm": ["minmax", "zscore"]}) == [
         "hybrid(keyword=global-index,weight=0.3,norm=minmax)", "hybrid(keyword=global-index,weight=0.3,norm=zscore)",
         "hybrid(keyword=global-index,weight=0.7,norm=minmax)", "hybrid(keyword=global-index,weight=0.7,norm=zscore)"]
     assert grid("global-index", {}) == ["global-index"]

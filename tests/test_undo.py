@@ -27,7 +27,7 @@ def test_undo_walks_back_then_says_there_is_nothing_and_removes_the_journal(tmp_
     j = Journal(f)
     texts = ["a\n", "a\nb\n", "a\nB\n", "z\n"]
     f.write_text(texts[0])
-    for before, after in zip(texts, texts[1:]):
+    for before, after in zip(texts, texts[1:], strict=False):
         f.write_text(after)
         j.record(before, after)
     assert undo.journal_path(f).name == ".q.toml.undo" and len(j) == 3

@@ -154,9 +154,11 @@ def test_at_most_two_off_domain_abstain_queries(tmp_path, tiny):
 
 def test_trap_ranks_name_the_best_page_of_each_side(tiny):
     pages, rank = tiny
-    q = Query("t", "trap", "show a running balance for each entry", (Judgment("ledger.pdf", 1, 3),), distractor="bank.pdf")
+    q = Query("t", "trap", "show a running balance for each entry", (Judgment("ledger.pdf", 1, 3),),
+              distractor="bank.pdf")
     t = validity.trap_ranks(q, rank(q.text))
-    assert (t.distractor_rank, t.distractor_page, t.gold_rank, t.gold_page, t.traps) == (1, "bank.pdf#1", 2, "ledger.pdf#1", True)
+    assert (t.distractor_rank, t.distractor_page, t.gold_rank, t.gold_page, t.traps) == (1, "bank.pdf#1", 2,
+                                                                                         "ledger.pdf#1", True)
     assert str(t) == "t: distractor bank.pdf best at 1 (bank.pdf#1), gold best at 2 (ledger.pdf#1): traps"
 
 

@@ -67,7 +67,8 @@ def fresh_venv(tmp: Path, wheel: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
                     "--no-deps", "--no-index", str(wheel)], check=True)
-    site = Path(subprocess.run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+    site = Path(subprocess.run([venv / "bin" / "python", "-c",
+                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     ours = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
     (site / "evalkit_test_dependencies.pth").write_text("".join(f"{p}\n" for p in ours))
@@ -164,7 +165,8 @@ def test_an_editable_install_reads_the_checkouts_top_level_lock(tmp_path):
     wheel = subprocess.run([sys.executable, "-c", build], cwd=src, capture_output=True, text=True, check=True)
     site = fresh_venv(tmp_path, tmp_path / "wheels" / wheel.stdout.splitlines()[-1])
     shipped = subprocess.run([site.parents[2] / "bin" / "python", "-c",
-                              "from evalkit import dirs; print(dirs.shipped_lock())"], cwd=tmp_path, capture_output=True,
+                              "from evalkit import dirs; print(dirs.shipped_lock())"], cwd=tmp_path,
+                             capture_output=True,
                              text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert shipped.returncode == 0 and shipped.stdout == f"{src / 'corpora.lock'}\n", shipped
     assert not (src / "evalkit" / "data" / "corpora.lock").exists()

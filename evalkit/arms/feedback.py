@@ -25,7 +25,7 @@ def relevance_model(pages: list[list[str]], scores: list[float], skip: set[str],
     most probable terms not in ``skip``, normalised to sum to 1; equal probabilities by term."""
     total = sum(scores)
     model: dict[str, float] = defaultdict(float)
-    for tokens, s in zip(pages, scores):
+    for tokens, s in zip(pages, scores, strict=True):
         if not tokens or total <= 0:
             continue
         for w, c in Counter(tokens).items():
@@ -65,7 +65,8 @@ class Feedback:
         original = [t for tok in self.index.tokenize(terms) for t in tok]
         if not first or not original:
             return rm3(original, {}, 1.0)
-        model = relevance_model([self.tokens(d, p) for d, p, _ in first], [s for _, _, s in first], self.skip, self.terms)
+        model = relevance_model([self.tokens(d, p) for d, p, _ in first], [s for _, _, s in first], self.skip,
+                                self.terms)
         return rm3(original, model, self.weight)
 
     def ranked(self, terms: list[str], k: int) -> list[tuple[str, int, float]]:

@@ -32,7 +32,8 @@ def _source(obj: Any) -> bytes:
         code = getattr(obj, "__code__", None)
         if code is not None:
             return marshal.dumps(code)
-        methods = [_source(v) for _, v in sorted(vars(obj).items()) if inspect.isfunction(v)] if inspect.isclass(obj) else []
+        methods = [_source(v) for _, v in sorted(vars(obj).items())
+                   if inspect.isfunction(v)] if inspect.isclass(obj) else []
         return b"\0".join([f"{obj.__module__}.{obj.__qualname__}".encode(), *methods])
 
 
@@ -93,7 +94,8 @@ class FunctionArm(Arm):
 
     def describe(self) -> dict:
         t = self.target
-        return {"retriever": f"{getattr(t, '__module__', None) or type(t).__module__}.{getattr(t, '__qualname__', type(t).__qualname__)}",
+        module = getattr(t, "__module__", None) or type(t).__module__
+        return {"retriever": f"{module}.{getattr(t, '__qualname__', type(t).__qualname__)}",
                 "adapter": self.adapter.name, "pages": self.adapter.convention, "chunks": answers.CHUNK_RULE,
                 "collapse": self.collapse}
 

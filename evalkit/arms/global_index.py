@@ -21,14 +21,16 @@ class GlobalIndexArm(Arm):
     def resolve(cls, params):
         resolved = super().resolve(params)
         if not 0.0 <= resolved["prf_weight"] <= 1.0:
-            raise ArmError(f"arm 'global-index': prf_weight is the original query's share, in [0, 1], not {resolved['prf_weight']}")
+            raise ArmError("arm 'global-index': prf_weight is the original query's share, in [0, 1], not "
+                           f"{resolved['prf_weight']}")
         return resolved
 
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
         self.global_index = GlobalIndex(store, corpus)
         p = self.params
-        self.feedback = Feedback(self.global_index, store, corpus, p["prf"], p["prf_terms"], p["prf_weight"]) if p["prf"] else None
+        self.feedback = Feedback(self.global_index, store, corpus, p["prf"], p["prf_terms"],
+                                 p["prf_weight"]) if p["prf"] else None
 
     def search(self, query: str, k: int) -> Result:
         terms = query_terms(query)

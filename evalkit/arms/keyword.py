@@ -65,7 +65,7 @@ class KeywordArm(Arm):
         index = self.global_index
         out: dict[str, list[tuple[int, float]]] = {}
         rows, score, _ = self._ranked(terms, k, fused=False)
-        for d, page, s in zip(index.doc[rows].tolist(), index.page[rows].tolist(), score.tolist()):
+        for d, page, s in zip(index.doc[rows].tolist(), index.page[rows].tolist(), score.tolist(), strict=True):
             out.setdefault(index.docs[d], []).append((page, s))
         return out
 
@@ -81,4 +81,4 @@ class KeywordArm(Arm):
         order, fused = fuse_disjoint(rank, (by_page, -by_doc[doc], index.sha_rank[doc], index.page[rows]),
                                      self.params["rrf_k"], k)
         return Result(tuple(Hit(index.docs[d], p, s) for d, p, s in
-                            zip(doc[order].tolist(), index.page[rows[order]].tolist(), fused.tolist())))
+                            zip(doc[order].tolist(), index.page[rows[order]].tolist(), fused.tolist(), strict=True)))

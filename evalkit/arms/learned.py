@@ -50,9 +50,11 @@ class LearnedArm(Arm):
         self.semantic = make(self.params["semantic"], corpus, store)
         self.profile = DocumentProfile(self.semantic, self.params["profile_windows"])
         s = self.semantic  # the semantic arm's page order -> the index's rows
-        row = {(d, p): r for r, (d, p) in enumerate(zip(self.index.doc.tolist(), self.index.page.tolist())) if r}
+        row = {(d, p): r for r, (d, p) in enumerate(zip(self.index.doc.tolist(), self.index.page.tolist(), strict=True))
+               if r}
         doc_index = {name: i for i, name in enumerate(self.index.docs)}
-        self.page_row = np.array([row[(doc_index[s.doc_names[d]], int(p))] for d, p in zip(s.page_doc_rank, s.page_number)])
+        self.page_row = np.array([row[(doc_index[s.doc_names[d]], int(p))]
+                                  for d, p in zip(s.page_doc_rank, s.page_number, strict=True)])
 
     def features(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """The candidates' index rows and their :data:`FEATURES`, one row per candidate."""

@@ -186,7 +186,7 @@ def build_postings(db: sqlite3.Connection, name: str, limit: int = CHUNK_INSTANC
         edges = np.searchsorted(term, np.arange(j - i + 1))
         db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)",
                        ((terms[i + t], rows[a:b].tobytes(), tf[a:b].tobytes())
-                        for t, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist()))))
+                        for t, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))))
     db.execute(f"DROP TABLE {vocab_row}")
     db.execute(f"DROP TABLE {vocab_instance}")
 
@@ -315,7 +315,8 @@ class GlobalIndex:
         self.avgdl = self.length[1:].sum() / len(rows) if rows else 1.0
         # each document's row count and mean length: the statistics its own FTS5 table would hold
         self.doc_rows = np.bincount(self.doc[1:], minlength=len(self.docs)).astype(np.float64)
-        self.doc_avgdl = np.bincount(self.doc[1:], self.length[1:], minlength=len(self.docs)) / np.maximum(self.doc_rows, 1)
+        self.doc_avgdl = np.bincount(self.doc[1:], self.length[1:],
+                                     minlength=len(self.docs)) / np.maximum(self.doc_rows, 1)
         self.doc_idf, self.doc_idf_start = idf_table(self.doc_rows)
         # bm25()'s length normalisation of each row, with the corpus's mean length and with its document's
         self.norm = {"corpus": fts5_length_norm(self.length, self.avgdl),
@@ -329,10 +330,13 @@ class GlobalIndex:
         splits into several is a phrase, and only FTS5 knows where its tokens stand (:meth:`_phrase`)."""
         tokens = self.tokenize(terms)
         single = [t[0] for t in tokens if len(t) == 1]
-        found: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {(term,): (np.frombuffer(rows, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE))
+        found: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {(term,): (np.frombuffer(rows, POSTINGS_DTYPE),
+                                                                                 np.frombuffer(tf, POSTINGS_DTYPE))
                  for term, rows, tf in self.db.execute(
-                     f"SELECT term, rows, tf FROM {self.postings} WHERE term IN ({','.join('?' * len(single))})", single)}
-        postings = [self._phrase(w) if len(t) > 1 else found.get(t, NO_POSTINGS) for w, t in zip(terms, tokens)]
+                     f"SELECT term, rows, tf FROM {self.postings} WHERE term IN ({','.join('?' * len(single))})",
+                     single)}
+        postings = [self._phrase(w) if len(t) > 1 else found.get(t, NO_POSTINGS)
+                    for w, t in zip(terms, tokens, strict=True)]
         union = np.zeros(len(self.doc), bool)
         for rows, _ in postings:
             union[rows] = True
@@ -360,7 +364,7 @@ class GlobalIndex:
         term in query order, as FTS5 adds its phrases."""
         m = self.matches(tuple(terms))
         score = np.zeros(len(self.doc))
-        for rows, tf in zip(m.term_rows, m.term_tf):
+        for rows, tf in zip(m.term_rows, m.term_tf, strict=True):
             if scope == "doc":
                 doc = self.doc[rows]
                 hits = np.bincount(doc, minlength=len(self.docs))  # pages of each document holding the term
@@ -375,7 +379,8 @@ class GlobalIndex:
         stemmed, as a relevance model gives them), score = Σ_t weight_t · BM25_t over the corpus-wide table:
         an expanded query whose terms count unequally (:mod:`evalkit.arms.feedback`)."""
         terms = sorted(weights)
-        found = {t: (np.frombuffer(r, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE)) for t, r, tf in self.db.execute(
+        found = {t: (np.frombuffer(r, POSTINGS_DTYPE), np.frombuffer(tf, POSTINGS_DTYPE))
+                 for t, r, tf in self.db.execute(
             f"SELECT term, rows, tf FROM {self.postings} WHERE term IN ({','.join('?' * len(terms))})", terms)}
         score = np.zeros(len(self.doc))
         for t in terms:  # in term order: the sum does not depend on how the caller built the dict
@@ -415,7 +420,7 @@ class GlobalIndex:
     def _pages_with(self, term: str) -> frozenset[tuple[str, int]]:
         """The (doc, page) pairs whose text holds ``term`` (after the index's stemming); cached per term."""
         rows = self.matches((term,)).term_rows[0]
-        return frozenset((self.docs[d], int(p)) for d, p in zip(self.doc[rows], self.page[rows]))
+        return frozenset((self.docs[d], int(p)) for d, p in zip(self.doc[rows], self.page[rows], strict=True))
 
     def _content_weights(self, terms: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The sum of w_t (:meth:`content_scores`) per document (an array over documents) and per page (an
@@ -425,7 +430,7 @@ class GlobalIndex:
         docs_with = [np.flatnonzero(np.bincount(self.doc[rows], minlength=len(self.docs))) for rows in m.term_rows]
         n = np.count_nonzero(np.bincount(self.doc[m.rows], minlength=len(self.docs)))
         docs, pages = np.zeros(len(self.docs)), np.zeros(len(self.doc))
-        for rows, with_t in zip(m.term_rows, docs_with):
+        for rows, with_t in zip(m.term_rows, docs_with, strict=True):
             if len(rows):
                 w = math.log(1 + n / len(with_t))
                 docs[with_t] += w

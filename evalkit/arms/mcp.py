@@ -78,7 +78,8 @@ class Mapping:
     refuse_value: Any = True
 
     def result(self, payload: Any, documents: set[str]) -> Result:
-        """The Result of one answer; ``documents`` are the corpus's document names. Anything that does not fit the mapping is an error Result naming what and where."""
+        """The Result of one answer; ``documents`` are the corpus's document names. Anything that does not fit the
+        mapping is an error Result naming what and where."""
         if self.error and (message := _get(payload, self.error)):
             return Result(error=f"the tool answered with an error: {_short(message)}")
         items = _get(payload, self.hits)
@@ -157,7 +158,8 @@ def load_definition(config: str | Path, name: str) -> Definition:
                                 args=tuple(map(str, d.pop("args", ()))),
                                 env={k: str(v) for k, v in d.pop("env", {}).items()},
                                 files={k: str(v) for k, v in d.pop("files", {}).items()},
-                                **{k: float(d.pop(k)) for k in ("timeout", "startup_timeout", "warmup_timeout") if k in d})
+                                **{k: float(d.pop(k)) for k in ("timeout", "startup_timeout", "warmup_timeout")
+                                   if k in d})
     except KeyError as e:
         raise ArmError(f"arm 'mcp': {where} needs {e.args[0]!r}") from None
     except (TypeError, ValueError) as e:
@@ -305,7 +307,8 @@ class Server:
                     schema = [t.model_dump(mode="json", exclude_none=True) for t in sorted(tools, key=lambda t: t.name)]
                     self.info = {"name": init.serverInfo.name, "version": init.serverInfo.version,
                                  "protocol": str(init.protocolVersion), "tools": [t.name for t in tools],
-                                 "tools_sha256": hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()}
+                                 "tools_sha256": hashlib.sha256(json.dumps(schema,
+                                                                           sort_keys=True).encode()).hexdigest()}
                     self.session = s
                     self._ready.set()
                     await self._closing.wait()
@@ -504,7 +507,8 @@ class McpArm(Arm):
         """The arm cannot go on: ``what`` went wrong. Its server log is kept in the cache folder (the arm's
         own folder goes when it closes) and the message names the kept copy."""
         log = self.tmp / "server.log"
-        kept = dirs.cache_dir() / "mcp" / "logs" / f"{self.definition.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        kept = (dirs.cache_dir() / "mcp" / "logs"
+                / f"{self.definition.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(log, kept)

@@ -230,7 +230,8 @@ class SpreadPolicy(SemanticPolicy):
     def __init__(self, corpus, store, **params):
         super().__init__(corpus, store, **params)
         if not hasattr(self.semantic, "window_scores"):
-            raise ArmError(f"policy 'spread': of={self.params['of']} is not a semantic arm (it needs every window's score)")
+            raise ArmError(f"policy 'spread': of={self.params['of']} is not a semantic arm (it needs every window's "
+                           "score)")
 
     def assess(self, query: str, result: Result) -> Verdict:
         scores = self.semantic.window_scores(query)

@@ -36,7 +36,8 @@ def leading_windows(doc_of_window: np.ndarray, n: int) -> tuple[np.ndarray, np.n
     first = run_starts(doc_of_window)
     ends = np.r_[first[1:], len(doc_of_window)]
     counts = np.minimum(ends - first, n)
-    rows = np.concatenate([np.arange(a, a + c) for a, c in zip(first, counts)]) if len(first) else np.zeros(0, int)
+    rows = np.concatenate([np.arange(a, a + c) for a, c in zip(first, counts,
+                                                               strict=True)]) if len(first) else np.zeros(0, int)
     return rows, np.cumsum(np.r_[0, counts[:-1]])
 
 
@@ -72,7 +73,7 @@ class DocumentPrior(ABC):
             return {}, {}
         windows = s.window_scores(query)
         best = best_pages(page_maxima(windows, s.starts), s.page_doc_rank, s.page_number)
-        return (dict(zip(self.docs, self.by_document(windows).tolist())),
+        return (dict(zip(self.docs, self.by_document(windows).tolist(), strict=True)),
                 {s.doc_names[s.page_doc_rank[i]]: int(s.page_number[i]) for i in best})
 
 

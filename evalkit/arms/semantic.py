@@ -2,8 +2,8 @@
 
 ``model`` defaults to BAAI/bge-small-en-v1.5 (fetched from the hub by fastembed); the configured model
 (:mod:`evalkit.config`: ``$EVALKIT_MODEL``/``$EVALKIT_MODEL_DIR`` or ``evalkit config model``) supplies a
-model and a local folder when the spec does not (see docs/getting-started.md, "Offline model"). A page scores as the cosine of its best window (see :mod:`evalkit.embeddings`); equal scores are
-ordered by document sha256, then page.
+model and a local folder when the spec does not (see docs/getting-started.md, "Offline model"). A page scores as the
+cosine of its best window (see :mod:`evalkit.embeddings`); equal scores are ordered by document sha256, then page.
 """
 from __future__ import annotations
 

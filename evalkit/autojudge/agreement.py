@@ -74,7 +74,7 @@ def ece(y: np.ndarray, p: np.ndarray, bins: int = ECE_BINS) -> float:
 
 
 def kappa(person: np.ndarray, judge: np.ndarray) -> float:
-    pairs = zip(np.asarray(person, int).tolist(), np.asarray(judge, int).tolist())
+    pairs = zip(np.asarray(person, int).tolist(), np.asarray(judge, int).tolist(), strict=True)
     return assessor_agreement.weighted_kappa(assessor_agreement.confusion(pairs), power=1)
 
 
@@ -85,7 +85,8 @@ def measures(frame: pd.DataFrame) -> dict[str, float]:
     p = g[["p_ge1", "p_ge2", "p_eq3"]].to_numpy(float)
     judged = grade(p)
     zero = person == 0
-    return {"queries": int(g["query"].nunique()), "pages": len(g), "kappa": kappa(person, judged) if len(g) else math.nan,
+    return {"queries": int(g["query"].nunique()), "pages": len(g),
+            "kappa": kappa(person, judged) if len(g) else math.nan,
             "auroc_ge2": auroc(person >= GOLD, p[:, 1]), "ece_ge2": ece(person >= GOLD, p[:, 1]),
             "false_alarms": float((judged[zero] >= 1).mean()) if zero.any() else math.nan}
 
@@ -114,7 +115,8 @@ def verdicts(table: pd.DataFrame) -> dict[str, str]:
             continue
         why = []
         alarms_rule = name == "abstain" or (name == "trap" and DISTRACTOR_ROW in table.index)
-        alarms = table.loc[DISTRACTOR_ROW, "false_alarms"] if name == "trap" and DISTRACTOR_ROW in table.index else r["false_alarms"]
+        alarms = table.loc[DISTRACTOR_ROW,
+                           "false_alarms"] if name == "trap" and DISTRACTOR_ROW in table.index else r["false_alarms"]
         if name == "abstain":  # every grade 0: κ is 0 or undefined whatever the judge says; false alarms decide
             if math.isnan(alarms):
                 why.append("no measurable agreement (no graded pages)")

@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import recorded, simulate
-from ..atomic import write_atomic
+from ..atomic import replacing, write_atomic
 from ..pooling import Rankings
 from ..qrels import QuerySet
 from ..results import Results
@@ -52,7 +52,8 @@ def load(qs: QuerySet, results: Results, signals: TextSignals, depth: int = 10,
     ans = recorded.answers(results)
     unknown = [a for a in arms or () if a not in results.arms]
     if unknown:
-        raise features.FeatureError(f"{results.path} has no arm {', '.join(unknown)} (it has {', '.join(results.arms)})")
+        raise features.FeatureError(f"{results.path} has no arm {', '.join(unknown)} (it has "
+                                    f"{', '.join(results.arms)})")
     settings = Settings(depth, tuple(arms or results.arms), signals.key)
     rankings = {q.id: recorded.rankings(ans, q.id) for q in qs.queries}
     return Source(qs, results, ans, rankings, features.table(qs.queries, rankings, signals, settings), settings)
@@ -75,14 +76,15 @@ def predict(judge: model.Judge, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _judged(src: Source, qids: set[str]) -> list[tuple[Rankings, list]]:
-    return [(src.rankings[q.id], [((j.doc, j.page), j.gain) for j in q.judgments]) for q in src.qs.queries if q.id in qids]
+    return [(src.rankings[q.id], [((j.doc, j.page), j.gain) for j in q.judgments]) for q in src.qs.queries
+            if q.id in qids]
 
 
 def _with_prior(preds: pd.DataFrame, train: Sequence[tuple[Rankings, list]], test: Source, depth: int) -> pd.DataFrame:
     qids = set(preds["query"])
     chance = agreement.prior_baseline(train, {q: r for q, r in test.rankings.items() if q in qids}, depth)
     return preds.assign(prior_ge2=[chance.get((q, (d, int(p))), math.nan)
-                                   for q, d, p in zip(preds["query"], preds["doc"], preds["page"])])
+                                   for q, d, p in zip(preds["query"], preds["doc"], preds["page"], strict=True)])
 
 
 def crossfit(src: Source, spec: model.Spec, k: int = FOLDS, db: sqlite3.Connection | None = None) -> pd.DataFrame:
@@ -117,7 +119,8 @@ def transfer(train: Sequence[Source], test: Source, spec: model.Spec, db: sqlite
     for s in train:
         if s.settings.arms != test.settings.arms or s.settings.depth != test.settings.depth:
             raise features.FeatureError(f"query file {s.name} was read with arms {', '.join(s.settings.arms)} at depth "
-                                        f"{s.settings.depth}; {test.name} with {', '.join(test.settings.arms)} at depth "
+                                        f"{s.settings.depth}; {test.name} with {', '.join(test.settings.arms)} at "
+                                        "depth "
                                         f"{test.settings.depth}: the judge needs the same arms and depth")
     own = train_queries or set()
     frames = [s.frame[s.frame["query"].isin(own)] if s is test else s.frame for s in train]
@@ -138,7 +141,7 @@ def rescored(src: Source, preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
     person = {q.id: recorded.gains(q) for q in src.qs.queries if q.id in qids}
     expected = preds[["p_ge1", "p_ge2", "p_eq3"]].to_numpy(float).sum(axis=1)
     judged: dict[str, dict] = {}
-    for q, d, p, x in zip(preds["query"], preds["doc"], preds["page"], expected):
+    for q, d, p, x in zip(preds["query"], preds["doc"], preds["page"], expected, strict=True):
         judged.setdefault(q, {})[(d, int(p))] = float(x)
     base = src.results.per_query[src.results.per_query["query"].isin(qids)]
     names = list(simulate.LEVELS.values())
@@ -164,7 +167,8 @@ def arm_means(src: Source, preds: pd.DataFrame) -> pd.DataFrame:
     """Each arm's mean nDCG@10 and nDCG@10(doc) over the held-out answerable queries under the person's
     grades and the judge's, and the difference (judge − person): an arm the judge favours beyond what the
     person's grades give it has a larger difference than the others (the circularity check)."""
-    a, b = (f[f["class"] != "abstain"].groupby("arm")[list(simulate.LEVELS.values())].mean() for f in rescored(src, preds))
+    a, b = (f[f["class"] != "abstain"].groupby("arm")[list(simulate.LEVELS.values())].mean()
+            for f in rescored(src, preds))
     out = pd.DataFrame(index=a.index)
     for level, m in simulate.LEVELS.items():
         out[f"person {level}"], out[f"judge {level}"] = a[m], b[m]
@@ -219,7 +223,9 @@ def run(src: Source, spec: model.Spec, train_on: Sequence[Source] = (), train_sh
 
 
 def render(out: Outcome) -> str:
-    fmt: Callable[[float], str] = lambda v: "—" if isinstance(v, float) and math.isnan(v) else f"{v:.3f}"
+    def fmt(v: float) -> str:
+        return "—" if isinstance(v, float) and math.isnan(v) else f"{v:.3f}"
+
     t = out.table.copy()
     cols = {"queries": "queries", "pages": "graded pages", "kappa": "κ (linear)", "auroc_ge2": "AUROC ≥2",
             "ece_ge2": "ECE ≥2", "false_alarms": "false alarms", "tau_page": "τ nDCG@10", "tau_doc": "τ nDCG@10(doc)"}
@@ -241,9 +247,8 @@ def write(out: Outcome, folder: Path, command: str = "") -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     cols = [*agreement.PREDICTIONS, "gain", "cls", "distractor", "pooled", "fold", "model", "judge"]
     pq = folder / "predictions.parquet"
-    tmp = folder / ".predictions.parquet.partial"
-    out.preds[cols].to_parquet(tmp, index=False)
-    tmp.replace(pq)
+    with replacing(pq) as tmp:
+        out.preds[cols].to_parquet(tmp, index=False)
     table = json.loads(out.table.reset_index().to_json(orient="records"))
     meta = {"judge": out.identity, "models": sorted(set(out.preds["model"])), "spec": out.spec.describe(),
             "trained": out.trained, "command": command, "agreement": table, "verdicts": out.verdicts,

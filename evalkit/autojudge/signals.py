@@ -49,7 +49,8 @@ class CorpusSignals:
             bm25 = full[rows] * (rows > 0)
             m = gi.matches(tuple(terms))
             idf = fts5_idf(np.full(len(m.term_rows), float(gi.n_pages)), np.array([len(r) for r in m.term_rows], float))
-            held = np.column_stack([np.isin(rows, r) for r in m.term_rows]) if m.term_rows else np.zeros((len(pages), 0))
+            held = np.column_stack([np.isin(rows, r) for r in m.term_rows]) if m.term_rows else np.zeros((len(pages),
+                                                                                                          0))
             mass = (held * idf).sum(axis=1) / max(float(idf.sum()), 1e-12)
         cos, cos_doc = self._cosines(query, pages)
         return np.column_stack([bm25, mass, np.full(len(pages), np.log1p(len(terms))), cos, cos_doc, cos_doc - cos])

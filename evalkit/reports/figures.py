@@ -113,7 +113,7 @@ def fig_class_bars(results: Results, measures: Sequence[str] = ("nDCG@10", "nDCG
     colours = colours or arm_colours(results.arms)
     fig, axes = plt.subplots(len(measures), 1, figsize=(10, 3.6 * len(measures) + 0.6), sharex=True, squeeze=False,
                              layout="constrained")
-    for ax, m in zip(axes[:, 0], measures):
+    for ax, m in zip(axes[:, 0], measures, strict=True):
         plot_class_bars(results, m, ax=ax, colours=colours)
     _arm_legend(fig, results.arms, colours)
     return fig
@@ -188,7 +188,7 @@ def _label_extremes(ax: Axes, delta: pd.Series, gains: int, losses: int) -> None
 def fig_deltas(results: Results, pair: Sequence[str], measures: Sequence[str] = ("nDCG@10", "nDCG@10(doc)")) -> Figure:
     """:func:`plot_deltas` for page- and document-level nDCG@10."""
     fig, axes = plt.subplots(len(measures), 1, figsize=(10, 3.4 * len(measures)), squeeze=False)
-    for ax, m in zip(axes[:, 0], measures):
+    for ax, m in zip(axes[:, 0], measures, strict=True):
         plot_deltas(results, pair, m, ax=ax)
     fig.tight_layout()
     return fig
@@ -210,7 +210,7 @@ def _arm_ticklabels(ax: Axes, arms: Sequence[str], colours: dict[str, str]) -> N
     """Arm names as y tick labels, in their colours."""
     short = short_labels(arms)
     ax.set_yticklabels([wrap_label(short[a]) for a in arms])
-    for t, a in zip(ax.get_yticklabels(), arms):
+    for t, a in zip(ax.get_yticklabels(), arms, strict=True):
         t.set_color(colours[a])
         t.set_fontweight("bold")
 
@@ -229,12 +229,12 @@ def plot_latency(results: Results, ax: Axes | None = None, colours: dict[str, st
                   else {"vert": False})  # matplotlib >= 3.10 deprecates vert
     box = ax.boxplot(data, positions=y, widths=0.55, showfliers=False, patch_artist=True,
                      medianprops={"color": "#222222", "linewidth": 1.5}, **horizontal)
-    for patch, a in zip(box["boxes"], arms):
+    for patch, a in zip(box["boxes"], arms, strict=True):
         patch.set_facecolor(colours[a])
         patch.set_alpha(0.35)
         patch.set_edgecolor(colours[a])
     rng = np.random.default_rng(0)
-    for yi, v, a in zip(y, data, arms):
+    for yi, v, a in zip(y, data, arms, strict=True):
         ax.scatter(v, yi + rng.uniform(-0.2, 0.2, len(v)), s=7, color=colours[a], alpha=0.6, linewidths=0)
     allv = np.concatenate([v for v in data if len(v)]) if any(len(v) for v in data) else np.array([1.0])
     pos = allv[allv > 0]
@@ -250,7 +250,7 @@ def plot_latency(results: Results, ax: Axes | None = None, colours: dict[str, st
     ax.set_title("Search latency per query (index built, one pass over the queries): "
                  "box = quartiles, | = median", loc="left",
                  fontsize=11)
-    for yi, v in zip(y, data):
+    for yi, v in zip(y, data, strict=True):
         if len(v):
             ax.annotate(f"median {np.median(v):.3g} ms\np95 {np.percentile(v, 95):.3g} ms", (1.01, yi),
                         xycoords=("axes fraction", "data"), va="center", fontsize=8)
@@ -276,10 +276,10 @@ def _stacked(ax: Axes, counts: pd.DataFrame, outcomes: Sequence[str]) -> None:
     for o in outcomes:
         v = counts[o].to_numpy(dtype=float)
         ax.barh(y, v, left=left, color=OUTCOME_COLOURS[o], height=0.6, edgecolor="white")
-        for yi, l, n, t in zip(y, left, v, total):
+        for yi, lo, n, t in zip(y, left, v, total, strict=True):
             if n > 0:  # the outcome's name where the segment has room for it
                 text = f"{OUTCOME_LABELS[o]}: {int(n)} ({n / t:.0%})" if n / t >= 0.4 else f"{int(n)}"
-                ax.text(l + n / 2, yi, text, ha="center", va="center", fontsize=8)
+                ax.text(lo + n / 2, yi, text, ha="center", va="center", fontsize=8)
         left += v
     ax.set_yticks(y)
     ax.set_xlabel("queries")

@@ -83,7 +83,7 @@ def findings(results: Results, reference: str, extra: Sequence[tuple[str, str]] 
         p = comparison.pair(comparison.Side(results, base), comparison.Side(results, cand))
         found.append(stats.paired_compare(*p.values(measure), n_resamples=n_resamples))
     holm = stats.holm(np.array([c.p_value for c in found], dtype=float))
-    return [Finding(b, c, r, float(h)) for (b, c), r, h in zip(pairs, found, holm)]
+    return [Finding(b, c, r, float(h)) for (b, c), r, h in zip(pairs, found, holm, strict=True)]
 
 
 def _reading(f: Finding, alpha: float) -> str:
@@ -115,8 +115,10 @@ def _refusal_sentence(results: Results) -> str:
     n_abs = int(counts[["correct_refusal", "answered_abstain"]].sum(axis=1).max())
     n_ans = int(counts[["answered", "wrongful_refusal"]].sum(axis=1).max())
     refusing = [f"{esc.code(a)} refused {int(r.correct_refusal)} of {n_abs} abstain and {int(r.wrongful_refusal)} "
-                f"of {n_ans} answerable queries" for a, r in counts.iterrows() if r.correct_refusal + r.wrongful_refusal]
-    text = "; ".join(refusing) if refusing else (f"no arm refused: all {n_abs} abstain queries were answered by every arm"
+                f"of {n_ans} answerable queries" for a, r in counts.iterrows() if r.correct_refusal
+                + r.wrongful_refusal]
+    text = "; ".join(refusing) if refusing else (f"no arm refused: all {n_abs} abstain queries were answered by every "
+                                                 "arm"
                                                  if n_abs else "no arm refused (the set has no abstain query)")
     pq = results.per_query
     errors = (pq["outcome"] == "error").groupby(pq["arm"]).sum().reindex(results.arms, fill_value=0)
@@ -146,7 +148,9 @@ def conclusion(results: Results, baseline: str | None = None, measure: str = CON
              "- **Ranking**: " + " > ".join(f"{esc.code(short_labels(results.arms)[a])} {v:.3f}"
                                             for a, v in means.items())]
     short = short_labels(results.arms)
-    name = lambda a: esc.code(short[a])
+    def name(a: str) -> str:
+        return esc.code(short[a])
+
     against = [f for f in found if f.base == ref]
     for head, reading in ((f"ahead of {name(ref)}", "ahead"), (f"behind {name(ref)}", "behind"),
                           (f"CI excludes 0 against {name(ref)}, the adjusted test does not", "interval only"),
@@ -169,7 +173,10 @@ def _gate_sentence(results: Results) -> str:
     v = show(results.path)
     if isinstance(v, NoVerdict):
         return f"no verdict ({esc.markdown(v.why)}); `make report` gates the best arm against its baseline"
-    arm = lambda side: esc.code(short_labels([str(v.computed_on[side]["arm"])]).popitem()[1])
+    def arm(side: str) -> str:
+        return esc.code(short_labels([str(v.computed_on[side]["arm"])]).popitem()[1])
+
     failed = "; ".join(esc.markdown(o.rule) for o in v.blocking)
-    return (f"{arm('candidate')} against {arm('baseline')}: **{'PASS' if v.passed else 'FAIL'}** ({esc.markdown(v.counts())})"
+    return (f"{arm('candidate')} against {arm('baseline')}: **{'PASS' if v.passed else 'FAIL'}** "
+            f"({esc.markdown(v.counts())})"
             + (f"; failed: {failed}" if failed else "") + " (the rules and their numbers: Gate verdict below)")

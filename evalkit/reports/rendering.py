@@ -25,7 +25,7 @@ def render(results_dir: str | Path, out_html: str | Path | None = None, pair: Se
     returns the HTML's path. A failing cell raises nbclient's CellExecutionError naming the cell and the
     error; nothing is written then."""
     res = Results.load(Path(results_dir).resolve())
-    res.per_query  # a damaged file, or measures that are not this run's, are refused here in one line
+    _ = res.per_query  # a damaged file, or measures that are not this run's, are refused here in one line
     if pair is not None:
         pair = list(resolve_pair(res, pair) or ())  # a given pair is returned checked, or refused
     baseline = resolve_baseline(res, baseline) if baseline else None  # checked, or refused

@@ -50,7 +50,8 @@ def headline(results: Results):
         lo = [c for c in ranked if c in _LOWER_IS_BETTER]
         st = (st.highlight_max(subset=hi, props="font-weight: bold", axis=0)
                 .highlight_min(subset=lo, props="font-weight: bold", axis=0))
-    return st.set_caption(f"{esc.html(results.manifest['corpus']['name'])} × {esc.html(results.manifest['qrels']['name'])}: "
+    return st.set_caption(f"{esc.html(results.manifest['corpus']['name'])} × "
+                          f"{esc.html(results.manifest['qrels']['name'])}: "
                           "ranking measures over answerable queries; best in bold where the arms differ")
 
 
@@ -133,7 +134,8 @@ def biggest_changes_styled(results: Results, pair: Sequence[str], measure: str =
     st = table.style.format("{:.3f}", subset=[short_labels(results.arms)[a] for a in pair])
     st = st.format("{:+.3f}", subset=["Δ"]).format(escape="html", subset=[c for c in ("class", "text") if c in table])
     wrap = [{"selector": "td", "props": "white-space: nowrap"},
-            {"selector": "td.col-text, td:last-child", "props": "white-space: normal; min-width: 20em; max-width: 36em; text-align: left"}]
+            {"selector": "td.col-text, td:last-child", "props": "white-space: normal; min-width: 20em; max-width: "
+                                                                "36em; text-align: left"}]
     return styled(st.set_table_styles(wrap))
 
 
@@ -195,6 +197,8 @@ def provenance(results: Results) -> dict[str, pd.DataFrame]:
          **{f"package {k}": v for k, v in env.get("packages", {}).items()},
          "platform": machine.get("platform"), "processor": machine.get("processor"), "cpus": machine.get("cpus"),
          "memory": f"{mem / 2**30:.1f} GiB" if mem else None, "calibration": calibration.summary(env)}
-    as_table = lambda d: pd.DataFrame({"value": [("" if v is None else str(v)) for v in d.values()]},
-                                      index=pd.Index(list(d), name=""))
+    def as_table(d: dict) -> pd.DataFrame:
+        return pd.DataFrame({"value": [("" if v is None else str(v)) for v in d.values()]},
+                            index=pd.Index(list(d), name=""))
+
     return {"run": as_table(run), "arms": arms, "environment": as_table(e)}

@@ -5,8 +5,7 @@ import pytest
 
 from evalkit import arms
 from evalkit.arms import ArmError
-from evalkit.arms.policies import (agreement, coverage, fit_logistic, idf, logistic, make_policy, score_feature,
-                                   spread)
+from evalkit.arms.policies import (agreement, coverage, fit_logistic, idf, logistic, make_policy, score_feature, spread)
 from evalkit.records import Result
 
 QUERIES = ["space between rows of a table", "double spacing of the text", "define a new float type",
@@ -14,7 +13,8 @@ QUERIES = ["space between rows of a table", "double spacing of the text", "defin
 
 
 @pytest.mark.parametrize("inner", ["keyword", "hybrid(keyword=global-index)", "global-index"])
-@pytest.mark.parametrize("policy", ["semantic", "idf-mass", "score(feature=diff1,of=global-index)", "score(feature=std)",
+@pytest.mark.parametrize("policy", ["semantic", "idf-mass", "score(feature=diff1,of=global-index)",
+                                    "score(feature=std)",
                                     "spread", "spread(over=pages)", "names(policy=spread)"])
 def test_a_wrapped_arm_answers_with_the_inner_ranking(small, inner, policy):
     c, store = small

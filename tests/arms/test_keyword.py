@@ -90,7 +90,8 @@ def test_same_rankings_as_one_fts5_table_per_document(request, name, queries, sp
     arm = arms.make(spec, c, store)
     for q in qrels.load(ROOT / "qrels" / f"{queries}.toml").queries:
         for k in (100, 3):
-            assert [(h.doc, h.page, h.score) for h in arm.search(q.text, k).hits] == reference_search(arm, q.text, k), (q.id, k)
+            assert [(h.doc, h.page, h.score) for h in arm.search(q.text, k).hits] == reference_search(arm, q.text,
+                                                                                                      k), (q.id, k)
 
 
 @pytest.mark.slow
@@ -108,8 +109,9 @@ def test_term_frequencies_are_fts5s_counts(latex):
     c, store = latex
     g = arms.make("keyword", c, store).global_index
     store.db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, {g.table}, instance)")
-    for word, stem in [("table", "tabl"), ("the", "the"), ("hyphenation", "hyphen"), ("colour", "colour"), ("zzz", "zzz")]:
+    for word, stem in [("table", "tabl"), ("the", "the"), ("hyphenation", "hyphen"), ("colour", "colour"),
+                       ("zzz", "zzz")]:
         want = dict(store.db.execute("SELECT doc, count(*) FROM temp.vocab WHERE term=? GROUP BY doc", (stem,)))
         assert want or word == "zzz"
         m = g.matches((word,))
-        assert dict(zip(m.term_rows[0].tolist(), m.term_tf[0].tolist())) == want
+        assert dict(zip(m.term_rows[0].tolist(), m.term_tf[0].tolist(), strict=True)) == want

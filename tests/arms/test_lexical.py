@@ -131,7 +131,8 @@ def _vocab_postings(store, name):
     """The reference: every occurrence from fts5vocab's 'instance' table, counted per (term, row) by SQL."""
     store.db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.ref_vocab USING fts5vocab(main, {name}, instance)")
     out = {}
-    for term, row, n in store.db.execute("SELECT term, doc, count(*) FROM temp.ref_vocab GROUP BY term, doc ORDER BY term, doc"):
+    for term, row, n in store.db.execute("SELECT term, doc, count(*) FROM temp.ref_vocab GROUP BY term, doc ORDER BY "
+                                         "term, doc"):
         out.setdefault(term, ([], []))
         out[term][0].append(row)
         out[term][1].append(n)

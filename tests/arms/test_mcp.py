@@ -110,7 +110,8 @@ def test_hits_are_mapped_in_the_tool_order_after_the_warm_up(shared):
     arm, state = shared
     assert (state / "warm-calls").read_text() == "2"  # called until it reported done
     r = arm.search("anything", 10)
-    assert [(h.doc, h.page, h.score) for h in r.hits] == [("b doc.pdf", 2, 0.9), ("a.pdf", 1, 0.5), ("b doc.pdf", 1, 0.5)]
+    assert [(h.doc, h.page, h.score) for h in r.hits] == [("b doc.pdf", 2, 0.9), ("a.pdf", 1, 0.5),
+                                                          ("b doc.pdf", 1, 0.5)]
     assert not r.refused and not r.error
     assert [h.page for h in arm.search("anything", 2).hits] == [2, 1]  # {k} reaches the tool as an integer
     assert arm.label == "mcp(name=test)"  # the definition names the arm; where the file lives does not
@@ -233,7 +234,8 @@ search = {{ tool = "search" }}
     ("", "defines no arm 'test'"),
     ("[arm.test]\ncommand = 'x'\n", "needs 'search'"),
     ("[arm.test]\ncommand = 'x'\nsearch = { tool = 't' }\ncolour = 'red'\n", "unknown key.*colour"),
-    ("[arm.test]\ncommand = 'x'\nsearch = { tool = 't' }\nresult = { names = 'url' }\n", "one of name, stem, path, uri"),
+    ("[arm.test]\ncommand = 'x'\nsearch = { tool = 't' }\nresult = { names = 'url' }\n",
+     "one of name, stem, path, uri"),
     ("[arm.test]\ncommand = 'x'\nsearch = { tool = 't' }\nresult = { hitz = 'a' }\n", "hitz"),
     ("not toml [", "cannot read"),
 ])
@@ -341,7 +343,8 @@ def test_on_an_executor_the_manifest_describes_the_servers_that_answered(setup, 
     warmups = sum(len(d["warmup_seconds"]) for run in (workers, later) for d in run.values())
     assert int((state / "warm-calls").read_text()) == warmups + 1
     # each run's worker instances are its own: the second starts afresh, with nothing of the first's restart
-    assert sum(d["restarts"] for d in later.values()) == 0 and all(len(d["warmup_seconds"]) == 1 for d in later.values())
+    assert sum(d["restarts"] for d in later.values()) == 0 and all(len(d["warmup_seconds"]) == 1
+                                                                   for d in later.values())
 
 
 def test_the_cli_exits_2_with_one_line_when_the_server_cannot_start(setup, tmp_path, capsys):
@@ -356,7 +359,8 @@ def test_the_cli_exits_2_with_one_line_when_the_server_cannot_start(setup, tmp_p
     assert last.startswith("evalkit: arm mcp(name=test): the server did not start") and "/nonexistent/server" in last
 
 
-@pytest.mark.parametrize("query, shown", [("far page", "error: invalid answer: hit 1: page 9999 of 'a.pdf' is outside 1..2"),
+@pytest.mark.parametrize("query, shown", [("far page", "error: invalid answer: hit 1: page 9999 of 'a.pdf' is outside "
+                                                       "1..2"),
                                           ("inline error", "error: the tool answered with an error: index missing"),
                                           ("anything", "  1  b doc.pdf#2  0.9000")])
 def test_search_shows_what_a_run_would_record(setup, tmp_path, capsys, query, shown):

@@ -62,7 +62,8 @@ EXTERNAL = textwrap.dedent('''
 def test_an_installed_external_arm_is_found_and_runs(small, tmp_path, monkeypatch):
     """A real installed distribution (dist-info with an entry point), not a monkeypatched registry."""
     c, store = small
-    site = install_plugin(tmp_path / "site", "evalkit_ext_demo", EXTERNAL, {"first-pages": "evalkit_ext_demo:FirstPages"})
+    site = install_plugin(tmp_path / "site", "evalkit_ext_demo", EXTERNAL,
+                          {"first-pages": "evalkit_ext_demo:FirstPages"})
     monkeypatch.syspath_prepend(str(site))
     arm = arms.make("first-pages(page=2)", c, store)
     assert arm.label == "first-pages(page=2)"

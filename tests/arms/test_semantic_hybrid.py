@@ -18,7 +18,7 @@ def renamed(small, tmp_path_factory):
     c, store = small
     folder = tmp_path_factory.mktemp("renamed")
     names = list(SMALL)
-    mapping = dict(zip(names, names[3:] + names[:3]))
+    mapping = dict(zip(names, names[3:] + names[:3], strict=True))
     for old, new in mapping.items():
         shutil.copy(c.path(old), folder / new)
     return store.ingest(corpora.from_dir(folder, "renamed"), progress=False).corpus, mapping

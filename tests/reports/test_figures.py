@@ -20,13 +20,14 @@ from .conftest import _bars
 @pytest.mark.slow
 def test_arm_colours_are_stable_distinct_and_used_by_every_figure(res):
     c = figures.arm_colours(res.arms)
-    assert c == figures.arm_colours(list(res.arms)) == {"keyword": figures.PALETTE[0], "global-index": figures.PALETTE[1]}
+    assert c == figures.arm_colours(list(res.arms)) == {"keyword": figures.PALETTE[0],
+                                                        "global-index": figures.PALETTE[1]}
     many = figures.arm_colours([f"arm{i}" for i in range(len(figures.PALETTE))])
     assert len(set(many.values())) == len(figures.PALETTE)
     figs = [figures.fig_class_bars(res), figures.fig_ties(res)]
     for fig in figs:
         legend = {t.get_text(): to_hex(h.get_facecolor()) for t, h in zip(fig.legends[0].get_texts(),
-                                                                          fig.legends[0].legend_handles)}
+                                                                          fig.legends[0].legend_handles, strict=True)}
         assert legend == {a: to_hex(v) for a, v in c.items()}
         for ax in fig.axes:
             for container, arm in zip(_bars(ax), res.arms, strict=True):
@@ -55,7 +56,7 @@ def test_class_bars_are_class_means_with_bootstrap_ci_whiskers(res):
         assert np.allclose([p.get_height() for p in container.patches], rows["mean"])
         whiskers = container.errorbar.lines[2][0].get_segments()
         assert len(whiskers) == len(classes)
-        for seg, (cls, row) in zip(whiskers, rows.iterrows()):
+        for seg, (cls, row) in zip(whiskers, rows.iterrows(), strict=True):
             if row["n"] < tables.MIN_CI_QUERIES:  # a handful of queries: a mean, no whisker
                 assert len(seg) == 0, cls
             else:
@@ -133,8 +134,8 @@ def test_the_largest_changes_are_named_without_overlapping_inside_the_figure(tmp
 
     n = 120
     base = [0.5] * n
-    cand = [0.5 + 0.45 - 0.001 * i if i < 10 else 0.5 - 0.45 + 0.001 * (n - i) if i >= n - 10 else 0.5 + (i % 7 - 3) / 100
-            for i in range(n)]
+    cand = [0.5 + 0.45 - 0.001 * i if i < 10 else 0.5 - 0.45 + 0.001 * (n - i) if i >= n - 10
+            else 0.5 + (i % 7 - 3) / 100 for i in range(n)]
     res = Results.load(write_results(tmp_path / "r", {"a": {"nDCG@10": base}, "b": {"nDCG@10": cand}}, ["needle"] * n))
     fig = figures.fig_deltas(res, ("a", "b"))
     fig.canvas.draw()

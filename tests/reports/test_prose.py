@@ -81,7 +81,8 @@ def test_an_interval_that_excludes_zero_is_not_called_indistinguishable(tmp_path
 def test_the_conclusion_escapes_arm_labels(tmp_path):
     from ..conftest import write_results
 
-    res = Results.load(write_results(tmp_path / "x", {"a": {"nDCG@10": [0.1, 0.2]}, "<b>*x*</b>": {"nDCG@10": [0.3, 0.4]}},
+    res = Results.load(write_results(tmp_path / "x", {"a": {"nDCG@10": [0.1, 0.2]},
+                                                      "<b>*x*</b>": {"nDCG@10": [0.3, 0.4]}},
                                      ["needle", "needle"]))
     text = prose.conclusion(res, "a", n_resamples=200)
     assert text.count("<b>") == text.count("`<b>*x*</b>`") == 2  # only ever inside a code span: shown, not markup

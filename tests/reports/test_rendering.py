@@ -156,7 +156,7 @@ def hostile_html(results_dir, tmp_path_factory):
     d = tmp_path_factory.mktemp("hostile") / "results"
     shutil.copytree(results_dir, d, ignore=shutil.ignore_patterns("report.*", "figures"))
     m = json.loads((d / "manifest.json").read_text())
-    labels = {a["label"]: f"{a['label']}{p}" for a, p in zip(m["arms"], PAYLOADS[2:])}
+    labels = {a["label"]: f"{a['label']}{p}" for a, p in zip(m["arms"], PAYLOADS[2:], strict=True)}
     for a in m["arms"]:
         a["label"] = labels[a["label"]]
     m["corpus"]["name"], m["qrels"]["name"] = PAYLOADS[0], PAYLOADS[1]
@@ -189,7 +189,8 @@ def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tm
                     '<img src="data:image/png;base64,AAAA"><img src="figures/missing.png">'
                     '<script>console.error("boom")</script></body></html>')
     seen = browse(page, tmp_path)
-    assert "https://cdn.invalid/x.js" in seen["requests"] and (tmp_path / "figures/missing.png").as_uri() in seen["requests"]
+    assert "https://cdn.invalid/x.js" in seen["requests"] and (tmp_path
+                                                               / "figures/missing.png").as_uri() in seen["requests"]
     assert "boom" in seen["errors"]
     assert seen["images"] == [0, 0]
     script = tmp_path / "script.html"

@@ -61,7 +61,8 @@ def test_the_biggest_changes_table_uses_short_labels_signed_deltas_and_the_query
     from ..conftest import write_results
 
     d = write_results(tmp_path / "r", {"keyword": {"nDCG@10": [0.2, 0.9, 0.5]},
-                                       "semantic(model=sentence-transformers/all-MiniLM-L6-v2)": {"nDCG@10": [0.7, 0.1, 0.5]}},
+                                       "semantic(model=sentence-transformers/all-MiniLM-L6-v2)": {"nDCG@10": [0.7, 0.1,
+                                                                                                              0.5]}},
                       ["needle"] * 3)
     manifest = json.loads((d / "manifest.json").read_text())
     (tmp_path / "work" / "qrels").mkdir(parents=True)
