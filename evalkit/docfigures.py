@@ -175,8 +175,8 @@ def summary_table(path: Path, by_class: bool = False, arms: Callable[[str], bool
             raise FigureMissing(f"{path} holds none of the arms this figure shows")
         table = table[table.index.get_level_values("arm").isin(keep)]
     m = res.manifest
-    title = fill("{corpus} × {qrels} ({queries} queries)", corpus=m["corpus"]["name"], qrels=m["qrels"]["name"],
-                 queries=m["qrels"]["queries"])
+    title = fill("{corpus} × {qrels} ({queries} queries)", line_start=True, corpus=m["corpus"]["name"],
+                 qrels=m["qrels"]["name"], queries=m["qrels"]["queries"])
     return f"{title}\n\n{markdown_table(table)}"
 
 

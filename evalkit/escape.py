@@ -60,7 +60,13 @@ def markdown(s: object) -> str:
 
 
 _MD_INLINE = re.compile(r"([\\`*_\[\]|$~])")
-_MD_BLOCK = re.compile(r"^(?=[#>+*-]|\d+[.)])")
+_MD_BLOCK = re.compile(r"^(?=[#>+*-])")
+_MD_ORDERED = re.compile(r"^(\d+)([.)])(?=\s|$)")  # "1. " opens a list; "0.5" does not
+
+
+def _line_start(text: str) -> str:
+    """``text`` that opens a line, with what could open a heading, quote or list there backslashed."""
+    return _MD_ORDERED.sub(r"\1\\\2", _MD_BLOCK.sub("\\\\", text))
 
 
 def markdown_inline(s: object, line_start: bool = False) -> str:
@@ -70,7 +76,7 @@ def markdown_inline(s: object, line_start: bool = False) -> str:
     quote or list marker."""
     text = " ".join(terminal(line) for line in str(s).splitlines())
     text = _MD_INLINE.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;"))
-    return _MD_BLOCK.sub("\\\\", text) if line_start else text
+    return _line_start(text) if line_start else text
 
 
 def code(s: object) -> str:
@@ -105,11 +111,13 @@ class _Code:
         self.value = value
 
 
-def markdown_fill(template: str, /, **values: object) -> str:
+def markdown_fill(template: str, /, *, line_start: bool = False, **values: object) -> str:
     """``template`` (evalkit's text, trusted) with each ``{name}`` filled by ``values[name]`` as inert Markdown
     (:func:`markdown_inline`; ``{name!c}`` as a code span, :func:`code`): a line that quotes a manifest, a bench
-    record or a verdict cannot form markup, whatever the file holds."""
-    return _MarkdownFields().format(template, **values)
+    record or a verdict cannot form markup, whatever the file holds. ``line_start``: the text opens a line, where
+    a value at its start could open a heading, quote or list (:func:`markdown_inline`)."""
+    text = _MarkdownFields().format(template, **values)
+    return _line_start(text) if line_start else text
 
 
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

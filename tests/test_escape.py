@@ -210,6 +210,16 @@ def test_hostile_results_are_inert_in_the_docs_figures(tmp_path_factory, h):
         assert_inert_markdown(text)
 
 
+def test_markdown_fill_escapes_a_value_that_opens_a_line():
+    """A corpus named ``# `` at the start of a figure's title made it a heading (found by Hypothesis in CI)."""
+    line = escape.markdown_fill("{a} × {b} ({n} queries)", line_start=True, a="# ", b="- x", n=4)
+    assert line.startswith("\\#") and "- x" in line
+    assert_inert_markdown(line)
+    assert escape.markdown_fill("{v:.2f}", line_start=True, v=0.5) == "0.50"  # a number is no list marker
+    assert escape.markdown_fill("{v}", line_start=True, v="1. x") == "1\\. x"
+    assert_inert_markdown(escape.markdown_fill("{v}", line_start=True, v="1. x"))
+
+
 def test_markdown_fill_makes_every_field_inert_and_keeps_the_template():
     line = escape.markdown_fill("**{a}** at {b:.2f}, {c:.2f} in {d!c}", a="<img src=x onerror=PWN()>", b=1.234,
                                 c="<b>", d="x`y")
