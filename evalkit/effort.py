@@ -21,8 +21,9 @@ searches outside the pool), overall, by class, and for pages by display. A log c
 (an unfinished last line) is read up to that line, which the summary names.
 
 :func:`reading_model` turns pages into person-hours for plans and replays: the words the passage display
-shows read at :data:`WORDS_PER_MINUTE`, plus the median seconds a graded page cost in the log (no log, no
-decision time: never a made-up default).
+shows read at :data:`WORDS_PER_MINUTE`, plus the median *decision* time of a graded page in the log: the
+seconds it cost less the reading of the words it showed (``words``, recorded by the workbench), so reading is
+counted once (no log, no decision time: never a made-up default).
 """
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ class Action:
     page: int | None = None
     display: str | None = None
     cls: str | None = None
+    words: int | None = None  # words on screen when the action ended (page actions; older logs lack it)
 
     @property
     def unit(self) -> tuple[str, str | None, int | None]:
@@ -117,8 +119,11 @@ def parse(line: str, where: str) -> Action:
         raise QrelsError(f"{where}: field 'page' is {page}, want a page number from 1")
     if display is not None and display not in DISPLAYS:
         raise QrelsError(f"{where}: field 'display' is {display!r}, want {' or '.join(DISPLAYS)}")
+    words = _field(where, d, "words", int, optional=True)
+    if words is not None and words < 0:
+        raise QrelsError(f"{where}: field 'words' is {words}, want a number of words >= 0")
     return Action(t, action, _field(where, d, "query", str), seconds, _field(where, d, "doc", str, not on_page),
-                  page, display, _field(where, d, "class", str, optional=True))
+                  page, display, _field(where, d, "class", str, optional=True), words)
 
 
 def read(path: Path) -> Log:
@@ -230,18 +235,23 @@ class ReadingModel:
 
 def reading_model(log: Log | None) -> ReadingModel:
     """The reading model of person-hours: the passage display's words (PASSAGES windows of PASSAGE_WORDS; a
-    shorter page shows fewer, so this is the most read) at WORDS_PER_MINUTE, plus the median of the
-    person-seconds each graded page cost in ``log`` (its grades, evidence, notes and skips, which include
-    the reading of it); without a log or a grade in it, no decision time, and the statement says so."""
+    shorter page shows fewer, so this is the most read) at WORDS_PER_MINUTE, plus the median decision time
+    of a graded page in ``log``: the person-seconds its grades, evidence, notes and skips cost, less the
+    reading of the most words it showed (``words``; a line without them, from an older log, is taken to have
+    shown the passage display's words), never below 0. Without a log or a grade in it, no decision time,
+    and the statement says so."""
+    words = PASSAGE_WORDS * PASSAGES
     spent: dict[tuple, float] = {}
+    shown: dict[tuple, int] = {}
     graded = set()
     for a in log.actions if log else ():
         if a.action in PAGE_ACTIONS:
             spent[a.unit] = spent.get(a.unit, 0.0) + a.seconds
+            shown[a.unit] = max(shown.get(a.unit, 0), words if a.words is None else a.words)
             graded |= {a.unit} if a.action == "grade" else set()
-    words = PASSAGE_WORDS * PASSAGES
     if log is None or not graded:
         source = f"no grade in {log.path.name} yet" if log else "no time log yet"
         return ReadingModel(words, WORDS_PER_MINUTE, None, f"reading alone; {source}")
-    return ReadingModel(words, WORDS_PER_MINUTE, statistics.median(spent[u] for u in graded),
-                        f"measured over {len(graded)} graded pages in {log.path.name}")
+    decisions = [max(spent[u] - shown[u] / WORDS_PER_MINUTE * 60, 0.0) for u in graded]
+    return ReadingModel(words, WORDS_PER_MINUTE, statistics.median(decisions),
+                        f"measured over {len(graded)} graded pages in {log.path.name}, less their reading")

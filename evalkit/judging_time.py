@@ -39,7 +39,8 @@ class Timer:
         """Append one line for an action that just ended; returns it. The line is written whole, in one
         ``write`` to a file opened for appending, so a kill leaves at most an unfinished last line (which
         :func:`evalkit.effort.read` leaves out). ``cls``: the class of a query not in the file (a rejected
-        draft); ``extra`` fields (``edited``, ``found_by``) are kept for the record, unread by effort."""
+        draft); ``extra`` fields are written as given: ``edited`` and ``found_by`` for the record, ``words``
+        (what a page action showed) for effort's reading model."""
         if action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}")
         now = self.clock()

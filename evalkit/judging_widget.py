@@ -18,6 +18,7 @@ import traitlets
 from . import dirs, judging, qrels
 from .judging import JudgingError, Session
 from .records import ABSTAIN_KINDS, CLASSES, page_id
+from .text import words
 
 if TYPE_CHECKING:
     from .api import OpenCorpus
@@ -38,6 +39,7 @@ class Workbench(anywidget.AnyWidget):
         self.shown: str | None = None  # the page the view shows: the one a key acts on
         self.display = "passage"  # passage first (its best windows); "page" after w, until another page is shown
         self.shows = "page"  # what the view shows of the page now (a short page is its own passage): timed with it
+        self.words = 0  # how many words that is: the time log's reading model takes them out of the decision time
         self._on_screen: tuple[Any, ...] = ()  # what the view last showed: a change restarts the person's clock
         self.message, self.before = session.message, self.session.before(self.qid) if self.qid else []
         self.pending: dict[tuple[str, str], str] = {}  # (query, page) -> evidence taken before its grade
@@ -91,6 +93,7 @@ class Workbench(anywidget.AnyWidget):
             text, self.message, item = "", str(e), None
         windows = judging.passages(text, str(query["text"])) if item and query else []
         self.shows = "page" if self.display == "page" or windows == [text.strip()] else "passage"
+        self.words = len(words(text)) if self.shows == "page" else sum(len(words(w)) for w in windows)
         segments = judging.mark(text, str(query["text"])) if item and query else []
         self.view = {
             "file": str(s.path), "classes": list(CLASSES), "kinds": list(ABSTAIN_KINDS),
@@ -316,7 +319,7 @@ class Workbench(anywidget.AnyWidget):
 
     def _timed(self, action: str, qid: str, item: judging.Item, found_by: str = "") -> None:
         """Log the person's seconds on a page action just done, with what they were shown of the page."""
-        self.session.timer.record(action, qid, item.doc, item.page, self.shows, found_by=found_by)
+        self.session.timer.record(action, qid, item.doc, item.page, self.shows, found_by=found_by, words=self.words)
 
     def _advance(self, qid: str) -> None:
         if self.found is not None:  # the next page the search found

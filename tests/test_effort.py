@@ -115,10 +115,20 @@ def test_the_reading_model_takes_the_median_seconds_of_a_graded_page_from_the_lo
                                "(reading alone; no time log yet; 19.2 s per page)")
     effort.log_path(q).write_text(LOG[0] + "\n")  # a log without a grade claims no decision time either
     assert effort.reading_model(effort.beside(q)).source == "reading alone; no grade in .q.toml.time yet"
-    # per graded page: 12 + 3, 30 + 15 (its evidence), 9; a page only skipped was not graded and is left out
+    # per graded page: 12 + 3, 30 + 15 (its evidence), 9 seconds; a page only skipped was not graded and is left
+    # out; less reading 80 words at 250 words/min (19.2 s; these lines, as an older log's, record no words):
+    # 0, 25.8, 0 -> median 0
     effort.log_path(q).write_text("\n".join([*LOG, line("skip", "n1", 100, "c.pdf", 5, "passage")]) + "\n")
     model = effort.reading_model(effort.beside(q))
-    assert model.decision == 15
-    assert model.hours(100) == pytest.approx(100 * (19.2 + 15) / 3600)  # 0.95 h
-    assert model.statement == ("person-hours: 80 words shown per page at 250 words/min + median decision 15.0 s "
-                               "(measured over 3 graded pages in .q.toml.time; 34.2 s per page)")
+    assert model.decision == 0
+    # with the words each showed: b.pdf 1 showed 500 words whole (120 s of reading: more than its 45 s, so 0),
+    # a.pdf 2 showed 25 (6 s: 15 - 6 = 9), d1's a.pdf 1 showed 10 (2.4 s: 9 - 2.4 = 6.6) -> median 6.6
+    shown = {("a.pdf", 2): 25, ("b.pdf", 1): 500, ("a.pdf", 1): 10}
+    worded = [json.dumps({**d, "words": shown[d["doc"], d["page"]]} if "doc" in d else d)
+              for d in map(json.loads, LOG)]
+    effort.log_path(q).write_text("\n".join(worded) + "\n")
+    model = effort.reading_model(effort.beside(q))
+    assert model.decision == pytest.approx(6.6)
+    assert model.hours(100) == pytest.approx(100 * (19.2 + 6.6) / 3600)
+    assert model.statement == ("person-hours: 80 words shown per page at 250 words/min + median decision 6.6 s "
+                               "(measured over 3 graded pages in .q.toml.time, less their reading; 25.8 s per page)")

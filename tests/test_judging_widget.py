@@ -156,6 +156,7 @@ def long_page(isolated):  # noqa: F811
 
 def test_passage_first_the_whole_page_one_key_away_and_the_display_timed(isolated):
     from evalkit import effort
+    from evalkit.text import words
 
     path, w = long_page(isolated)
     goto(w, "long.pdf#1")
@@ -164,6 +165,7 @@ def test_passage_first_the_whole_page_one_key_away_and_the_display_timed(isolate
     runs = ["".join(r for r, _ in p) for p in v["passages"]]
     assert any("walrus herds cross the sea ice" in r for r in runs) and sum(map(len, runs)) < len(LONG)
     assert ["walrus", True] in [list(r) for p in v["passages"] for r in p]  # the query's words marked
+    send(w, action="note", text="seen in its passages")  # timed with the words the passages show
     send(w, action="whole")
     assert w.view["display"] == "page" and not w.view["passages"] and len(w.view["segments"]) > 1
     send(w, action="grade", value=3)  # graded from the whole page
@@ -171,8 +173,10 @@ def test_passage_first_the_whole_page_one_key_away_and_the_display_timed(isolate
     assert w.view["display"] == "page" and w.view["short"]  # a short page is its own passage: shown whole
     goto(w, "long.pdf#1")
     assert w.view["display"] == "passage"  # another page shown: passage first again
-    grades = [a for a in effort.read(effort.log_path(path)).actions if a.action == "grade"]
-    assert [(a.page, a.display) for a in grades] == [(1, "page")]
+    actions = [a for a in effort.read(effort.log_path(path)).actions if a.page == 1]
+    assert [(a.action, a.display) for a in actions] == [("note", "passage"), ("grade", "page")]
+    whole = words(f"{LONG} the walrus herds cross the sea ice in spring. {LONG}")
+    assert [a.words for a in actions] == [sum(len(words(r)) for r in runs), len(whole)]
     w.close()
 
 
