@@ -13,26 +13,25 @@ before it is read, a query set must fit its corpus, arms are checked before anyt
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from . import answers, dirs, qrels
-from . import comparison as _compare
-from . import corpora
-from . import gating as _gate
-from . import runner
-from .arms import make as make_arm
-from .arms.function import register
+from . import answers, corpora, defaults, dirs, qrels
 from .corpora import Corpus, CorpusError
 from .pages import Ingest, PageStore
 from .qrels import QrelsError, QuerySet
 from .records import Page, Result
-from .results import Results
+
+if TYPE_CHECKING:  # each function imports what it runs: opening a corpus loads no pandas, SciPy or arm
+    import pandas as pd
+
+    from . import comparison as _compare
+    from . import gating as _gate
+    from .results import Results
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +67,8 @@ class OpenCorpus:
 
     def search(self, arm: str, query: str, k: int = 10) -> Result:
         """One query on one arm (built-in, plug-in or registered with :func:`arm`)."""
+        from .arms import make as make_arm
+
         built = make_arm(arm, self.corpus, self.store)
         try:
             built.prepare()
@@ -173,16 +174,33 @@ def fit(qs: QuerySet, docs: OpenCorpus | str) -> None:
     """Refuse a query set that does not fit a corpus: written for another corpus, or judging pages and
     documents it lacks (QrelsError naming the file and the first problem). Given only a corpus name, the
     cheap half: whether the set was written for it."""
-    where = qs.path or qs.name
-    name = docs if isinstance(docs, str) else docs.name
-    if qs.corpus and qs.corpus != name and (isinstance(docs, str) or docs.pinned):
-        raise QrelsError(f"{where} is a query set for corpus {qs.corpus!r}, not {name!r}")
-    if isinstance(docs, str):
-        return
+    if isinstance(docs, str) or docs.pinned:
+        _written_for(qs, docs if isinstance(docs, str) else docs.name)
+    if not isinstance(docs, str):
+        _judges_pages_of(qs, docs)
+
+
+def _written_for(qs: QuerySet, name: str) -> None:
+    if qs.corpus and qs.corpus != name:
+        raise QrelsError(f"{qs.path or qs.name} is a query set for corpus {qs.corpus!r}, not {name!r}")
+
+
+def _judges_pages_of(qs: QuerySet, docs: OpenCorpus) -> None:
     problems = qrels.check(qs, docs.store.corpus_texts(docs.corpus))
     if problems:
-        raise QrelsError(f"{where} does not fit corpus {docs.name!r} ({len(problems)} problem(s)), e.g. "
-                         f"{problems[0]}; see `evalkit qrels check`")
+        raise QrelsError(f"{qs.path or qs.name} does not fit corpus {docs.name!r} ({len(problems)} problem(s)), "
+                         f"e.g. {problems[0]}; see `evalkit qrels check`")
+
+
+def corpus_for(qs: QuerySet, name: str | None = None, **opening: Any) -> OpenCorpus:
+    """The corpus ``name`` (or ``docs=FOLDER``) opened as :func:`corpus` opens it with ``opening``, for the
+    query set ``qs``: refused, as :func:`fit` refuses, by name before it is opened (a set written for another
+    corpus costs nothing) and by the pages it judges once it is open."""
+    if name is not None:
+        _written_for(qs, name)
+    opened = corpus(name, **opening)
+    _judges_pages_of(qs, opened)
+    return opened
 
 
 def arm(retriever: Any, name: str | None = None, *, collapse: bool = False, **params: Any) -> str:
@@ -191,6 +209,8 @@ def arm(retriever: Any, name: str | None = None, *, collapse: bool = False, **pa
     ``search(query, k)``, or a LangChain or LlamaIndex retriever. Hits are :class:`evalkit.Hit`, ``(doc,
     page[, score])`` with 1-based physical pages, or :class:`evalkit.Chunk` (mapped to the pages they lie
     on). The spec is ``NAME@DIGEST``: a digest of the code, its settings and ``params``."""
+    from .arms.function import register
+
     return register(retriever, name, collapse=collapse, **params)
 
 
@@ -199,24 +219,39 @@ def default_out(qs: QuerySet, docs: OpenCorpus) -> Path:
     return Path("results") / (qs.name if qs.name == docs.name else f"{docs.name}-{qs.name}")
 
 
-def run(docs: OpenCorpus | str, qs: QuerySet | str | Path, arms: Sequence[Any], out: str | Path | None = None,
-        *, k: int = runner.DEPTH, resume: bool = False, progress: bool = True) -> Results:
-    """Run every arm over every query into a results directory and return it loaded. Arms are specs
-    (``"hybrid(keyword=global-index)"``) or retrievers (registered with :func:`arm` under their own name).
-    With ``resume``, an earlier run in ``out`` is continued (see :func:`evalkit.runner.run`)."""
-    specs = [a if isinstance(a, str) else arm(a) for a in arms]
-    runner.check_arms(specs, k)  # a misspelt arm stops the run before the corpus is even opened
+def run(corpus: OpenCorpus | str | None, qs: QuerySet | str | Path, arms: Sequence[Any],
+        out: str | Path | None = None, *, k: int = defaults.DEPTH, resume: bool = False, progress: bool = True,
+        **opening: Any) -> Results:
+    """Run every arm over every query into a results directory and return it loaded. ``corpus`` is an opened
+    corpus, or a corpus name (``None`` with ``docs=FOLDER``) opened here with ``opening`` as :func:`corpus_for`
+    opens it, once the arms are checked. Arms are specs (``"hybrid(keyword=global-index)"``) or retrievers
+    (registered with :func:`arm` under their own name). With ``resume``, an earlier run in ``out`` is continued
+    (see :func:`evalkit.runner.run`)."""
+    from . import runner
+    from .results import Results
+
+    if isinstance(opening.get("docs"), OpenCorpus):  # the opened corpus's old name: kept for one release
+        warnings.warn("ek.run(docs=CORPUS) is deprecated and goes in the next release: pass the opened corpus as "
+                      "ek.run(corpus=...) (docs= is a folder of PDFs, as in ek.corpus)", DeprecationWarning,
+                      stacklevel=2)
+        corpus = opening.pop("docs")
+    checked = runner.check_arms([a if isinstance(a, str) else arm(a) for a in arms], k)  # before the corpus opens
     qs = queries(qs) if not isinstance(qs, QuerySet) else qs
-    fit(qs, docs)
-    docs = corpus(docs, progress=progress) if isinstance(docs, str) else docs
-    fit(qs, docs)
-    path = runner.run(docs.corpus, docs.store, qs, specs, Path(out) if out else default_out(qs, docs), k=k,
-                      resume=resume, progress=progress)
+    if isinstance(corpus, OpenCorpus):
+        fit(qs, corpus)
+        opened = corpus
+    else:
+        opened = corpus_for(qs, corpus, progress=progress, **opening)
+    path = runner.run(opened.corpus, opened.store, qs, checked, Path(out) if out else default_out(qs, opened),
+                      k=k, resume=resume, progress=progress)
     return Results.load(path)
 
 
 def side(where: Results | str | Path | _compare.Side, arm_name: str | None = None) -> _compare.Side:
     """One arm of one run: a :class:`Results` with an arm name, or ``"DIR:ARM"`` / ``DIR`` as on the command line."""
+    from . import comparison as _compare
+    from .results import Results
+
     if isinstance(where, _compare.Side):
         return where
     if isinstance(where, Results):
@@ -227,7 +262,7 @@ def side(where: Results | str | Path | _compare.Side, arm_name: str | None = Non
 
 
 def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None = None,
-            measures: Sequence[str] = _compare.MEASURES, judge: str | Path | None = None,
+            measures: Sequence[str] = defaults.COMPARE_MEASURES, judge: str | Path | None = None,
             queries: str | Path | None = None, **kw: Any) -> pd.DataFrame:
     """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline``: per
     measure and class, both means, the difference with its CI, p and p(Holm) over each measure's rows, and
@@ -236,6 +271,10 @@ def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None 
     :func:`gate`), on a partially graded set: per measure the judge predicts and class, the prediction-powered
     interval of the difference, graded queries, judge-person r, verdict and more queries to grade
     (:func:`evalkit.judged.table`)."""
+    import pandas as pd
+
+    from . import comparison as _compare
+
     base = side(res, baseline)
     names = [candidates] if isinstance(candidates, str) else candidates or [a for a in res.arms if a != base.arm]
     if judge:
@@ -266,6 +305,7 @@ def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | st
     ``judge``: a judge's predictions file, for a query set a person graded in part; the rules on measures then answer
     pass, fail or undecided (:mod:`evalkit.judged`; ``queries``: the query file the runs were scored with, default the
     one the candidate's manifest names; ``undecided``: "fail" (exit 1, the default) or "pass" (exit 0))."""
+    from . import gating as _gate
     from . import timing
 
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
@@ -280,6 +320,7 @@ def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | st
 def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _compare.Side) -> Callable:
     """The judge loader :func:`evalkit.gating.evaluate` calls with the pair; CompareError (exit 2) naming the
     file that cannot be used."""
+    from . import comparison as _compare
     from . import judged
 
     path = Path(queries or cand.results.manifest["qrels"].get("path") or "")
@@ -300,8 +341,10 @@ def report(res: Results | str | Path, out_html: str | Path | None = None,
            pair: Sequence[str] | str | None = None, baseline: str | None = None) -> Path:
     """Execute the report notebook on a results directory (its conclusion and default delta pair against
     ``baseline``, default: the stored gate verdict's); returns the HTML page's path."""
+    from . import gating as _gate
     from . import resultsdir
     from .reports import render
+    from .results import Results
 
     path = res.path if isinstance(res, Results) else Results.load(res).path
     if why := _gate.stale_judge(path):

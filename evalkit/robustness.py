@@ -28,12 +28,12 @@ from tqdm import tqdm
 
 from . import arms, measures
 from .corpora import Corpus
+from .defaults import DEPTH
+from .defaults import ROBUSTNESS_MEASURES as MEASURES
 from .pages import PageStore
 from .qrels import QuerySet
 from .records import Hit, Result, page_id
-from .runner import DEPTH
 
-MEASURES = ("nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "RR", "RR(doc)", "Recall@10")
 TOP = 10  # a query whose first TOP hits differ under some renaming counts as a changed ranking
 
 

@@ -19,8 +19,8 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from tqdm import tqdm
 from . import answers, arms, executor, ids, measures, resultsdir
 from .atomic import replacing
 from .corpora import Corpus
+from .defaults import DEPTH
 from .embeddings import ModelSpec
 from .environment import completed, environment
 from .oserrors import naming
@@ -41,7 +42,6 @@ from .results import Results, summarize
 from .resultsdir import slug
 from .version import __version__
 
-DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
 CHUNK_TEXTS = 10  # chunks whose text a record keeps: what the evidence measure at 10 reads
 
 
@@ -142,7 +142,15 @@ def page_counts(arm: arms.Arm) -> dict[str, int]:
     return {d.name: d.pages or len(arm.store.texts(d)) for d in arm.corpus.documents}  # 0: not counted yet
 
 
-def check_arms(specs: list[str], k: int) -> None:
+@dataclass(frozen=True)
+class CheckedArms:
+    """Arm specs :func:`check_arms` accepted for depth ``k``: :func:`run` given them does not check again."""
+
+    specs: tuple[str, ...]
+    k: int
+
+
+def check_arms(specs: Sequence[str], k: int) -> CheckedArms:
     """Refuse, before any work, arm lists a run cannot use: empty, misspelt, out of range, or one arm twice."""
     if not specs or not all(s.strip() for s in specs):
         raise RunError(f"--arms lists no arm or an empty one: {','.join(specs)!r}")
@@ -150,20 +158,24 @@ def check_arms(specs: list[str], k: int) -> None:
         raise RunError(f"-k must be at least 1 (hits kept per query), not {k}")
     for spec in specs:
         arms.validate(spec)
-    if twins := arms.same_arm(specs):
+    if twins := arms.same_arm(list(specs)):
         raise RunError(f"--arms names one arm twice ({twins[0]!r} and {twins[1]!r}): it would count every query twice")
+    return CheckedArms(tuple(specs), k)
 
 
-def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
-        resume: bool = False, progress: bool = True) -> Path:
+def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: Sequence[str] | CheckedArms, out: Path,
+        k: int = DEPTH, resume: bool = False, progress: bool = True) -> Path:
     """Run ``specs`` over ``qs`` and write the results directory ``out``; returns ``out``.
 
     With ``resume``, a directory from an earlier run on the same corpus and depth is continued: an answer
     already recorded for a query with the same text is not asked again and nothing recorded is lost.
     Judgments may have changed (every measure is recomputed), queries may be added or reworded (only
     those are asked), and arms may be added (they run) or left out (their files stay, but the tables and
-    the manifest list only ``specs``)."""
-    check_arms(specs, k)  # a misspelt arm stops the run before anything is written
+    the manifest list only ``specs``). Specs are checked before anything is written, unless
+    :func:`check_arms` checked them for this ``k`` already."""
+    checked = specs if isinstance(specs, CheckedArms) else check_arms(specs, k)
+    if checked.k != k:
+        checked = check_arms(checked.specs, k)
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
             "qrels": {"name": qs.name, "path": str(qs.path or ""), "digest": qs.digest, "queries": len(qs.queries),
@@ -180,15 +192,15 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
                 if old.get(key) != plan[key]:
                     raise RunError(f"cannot resume {out}: its {key} differs from this run's "
                                    "(remove the directory or choose another --out)")
-            manifest = {**old, "qrels": plan["qrels"], "specs": list(specs)}
+            manifest = {**old, "qrels": plan["qrels"], "specs": list(checked.specs)}
         else:
-            manifest = {**plan, "specs": list(specs), "evalkit": __version__, "started": _now(),
+            manifest = {**plan, "specs": list(checked.specs), "evalkit": __version__, "started": _now(),
                         "environment": environment(), "arms": []}
         manifest["status"] = "running"
         manifest.pop("error", None)
         resultsdir.write_json(manifest_path, manifest)
         try:
-            _run_all(corpus, store, qs, specs, out, manifest, k, progress)
+            _run_all(corpus, store, qs, list(checked.specs), out, manifest, k, progress)
         except BaseException as e:  # Ctrl-C or a failing arm: the manifest says so, and --resume continues
             manifest.update(status="interrupted" if isinstance(e, KeyboardInterrupt) else "failed",
                             error=f"{type(e).__name__}: {e}".strip(), finished=_now())

@@ -26,6 +26,7 @@ from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
 from . import comparison, gating, pooling
+from .defaults import STRATEGIES
 from .effort import ReadingModel
 from .pooling import GOLD, RELEVANT, TAU, PageKey, kendall_tau
 from .qrels import QuerySet
@@ -35,7 +36,6 @@ from .results import Results
 from .rules import load as load_rules
 
 REFERENCE = "depth(k=10)"  # today's pool: every arm's top 10, read whole
-STRATEGIES = ("depth(k=10)", "depth(k=10,order=rank)", "mtf", "maxmean")
 BUDGETS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 23, 26, 30, 35, 40, 50, 60, 70)
 LEVELS = {"page": "nDCG@10", "doc": "nDCG@10(doc)"}
 LOO_MEASURES = (*LEVELS.values(), "Judged@10")
