@@ -24,7 +24,7 @@ from . import answers, corpora, defaults, dirs, qrels
 from .corpora import Corpus, CorpusError
 from .pages import Ingest, PageStore
 from .qrels import QrelsError, QuerySet
-from .records import Page, Result
+from .records import Answer, Page
 
 if TYPE_CHECKING:  # each function imports what it runs: opening a corpus loads no pandas, SciPy or arm
     import pandas as pd
@@ -65,7 +65,7 @@ class OpenCorpus:
         """One page (1-based, physical) as the arms see it."""
         return self.store.page(self.corpus.document(doc), number)
 
-    def search(self, arm: str, query: str, k: int = 10) -> Result:
+    def search(self, arm: str, query: str, k: int = 10) -> Answer:
         """One query on one arm (built-in, plug-in or registered with :func:`arm`)."""
         from .arms import make as make_arm
 
@@ -170,14 +170,22 @@ def queries(path: str | Path) -> QuerySet:
     return qrels.load(path)
 
 
-def fit(qs: QuerySet, docs: OpenCorpus | str) -> None:
+def check_fit(qs: QuerySet, corpus: OpenCorpus | str) -> None:
     """Refuse a query set that does not fit a corpus: written for another corpus, or judging pages and
     documents it lacks (QrelsError naming the file and the first problem). Given only a corpus name, the
     cheap half: whether the set was written for it."""
-    if isinstance(docs, str) or docs.pinned:
-        _written_for(qs, docs if isinstance(docs, str) else docs.name)
-    if not isinstance(docs, str):
-        _judges_pages_of(qs, docs)
+    if isinstance(corpus, str) or corpus.pinned:
+        _written_for(qs, corpus if isinstance(corpus, str) else corpus.name)
+    if not isinstance(corpus, str):
+        _judges_pages_of(qs, corpus)
+
+
+def fit(qs: QuerySet, docs: OpenCorpus | str) -> None:
+    """Deprecated name of :func:`check_fit` (``fit`` trains elsewhere: the learned arm, `evalkit refusal fit`);
+    it goes in the next release."""
+    warnings.warn("ek.fit is deprecated and goes in the next release: use ek.check_fit (the same check)",
+                  DeprecationWarning, stacklevel=2)
+    check_fit(qs, docs)
 
 
 def _written_for(qs: QuerySet, name: str) -> None:
@@ -185,16 +193,16 @@ def _written_for(qs: QuerySet, name: str) -> None:
         raise QrelsError(f"{qs.path or qs.name} is a query set for corpus {qs.corpus!r}, not {name!r}")
 
 
-def _judges_pages_of(qs: QuerySet, docs: OpenCorpus) -> None:
-    problems = qrels.check(qs, docs.store.corpus_texts(docs.corpus))
+def _judges_pages_of(qs: QuerySet, opened: OpenCorpus) -> None:
+    problems = qrels.check(qs, opened.store.corpus_texts(opened.corpus))
     if problems:
-        raise QrelsError(f"{qs.path or qs.name} does not fit corpus {docs.name!r} ({len(problems)} problem(s)), "
+        raise QrelsError(f"{qs.path or qs.name} does not fit corpus {opened.name!r} ({len(problems)} problem(s)), "
                          f"e.g. {problems[0]}; see `evalkit qrels check`")
 
 
 def corpus_for(qs: QuerySet, name: str | None = None, **opening: Any) -> OpenCorpus:
     """The corpus ``name`` (or ``docs=FOLDER``) opened as :func:`corpus` opens it with ``opening``, for the
-    query set ``qs``: refused, as :func:`fit` refuses, by name before it is opened (a set written for another
+    query set ``qs``: refused, as :func:`check_fit` refuses, by name before it is opened (a set written for another
     corpus costs nothing) and by the pages it judges once it is open."""
     if name is not None:
         _written_for(qs, name)
@@ -214,12 +222,12 @@ def arm(retriever: Any, name: str | None = None, *, collapse: bool = False, **pa
     return register(retriever, name, collapse=collapse, **params)
 
 
-def default_out(qs: QuerySet, docs: OpenCorpus) -> Path:
+def default_out(qs: QuerySet, opened: OpenCorpus) -> Path:
     """``results/<set>``, or ``results/<corpus>-<set>`` when the names differ, under the working directory."""
-    return Path("results") / (qs.name if qs.name == docs.name else f"{docs.name}-{qs.name}")
+    return Path("results") / (qs.name if qs.name == opened.name else f"{opened.name}-{qs.name}")
 
 
-def run(corpus: OpenCorpus | str | None, qs: QuerySet | str | Path, arms: Sequence[Any],
+def run(corpus: OpenCorpus | str | None = None, qs: QuerySet | str | Path | None = None, arms: Sequence[Any] = (),
         out: str | Path | None = None, *, k: int = defaults.DEPTH, resume: bool = False, progress: bool = True,
         **opening: Any) -> Results:
     """Run every arm over every query into a results directory and return it loaded. ``corpus`` is an opened
@@ -235,10 +243,12 @@ def run(corpus: OpenCorpus | str | None, qs: QuerySet | str | Path, arms: Sequen
                       "ek.run(corpus=...) (docs= is a folder of PDFs, as in ek.corpus)", DeprecationWarning,
                       stacklevel=2)
         corpus = opening.pop("docs")
+    if qs is None:
+        raise TypeError("ek.run needs a query set: ek.run(corpus, qs, arms)")
     checked = runner.check_arms([a if isinstance(a, str) else arm(a) for a in arms], k)  # before the corpus opens
     qs = queries(qs) if not isinstance(qs, QuerySet) else qs
     if isinstance(corpus, OpenCorpus):
-        fit(qs, corpus)
+        check_fit(qs, corpus)
         opened = corpus
     else:
         opened = corpus_for(qs, corpus, progress=progress, **opening)
@@ -261,21 +271,21 @@ def side(where: Results | str | Path | _compare.Side, arm_name: str | None = Non
     return _compare.side(where, arm_name)
 
 
-def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None = None,
+def compare(res: Results, baseline_arm: str | None = None, candidates: Sequence[str] | str | None = None,
             measures: Sequence[str] = defaults.COMPARE_MEASURES, judge: str | Path | None = None,
-            queries: str | Path | None = None, **kw: Any) -> pd.DataFrame:
-    """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline``: per
+            queries: str | Path | None = None, *, baseline: str | None = None, **kw: Any) -> pd.DataFrame:
+    """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline_arm``: per
     measure and class, both means, the difference with its CI, p and p(Holm) over each measure's rows, and
     the minimal detectable difference, indexed by candidate, measure and class. Keyword arguments go to
     :func:`evalkit.comparison.table`. With ``judge`` (a judge's predictions file; ``queries`` as for
     :func:`gate`), on a partially graded set: per measure the judge predicts and class, the prediction-powered
     interval of the difference, graded queries, judge-person r, verdict and more queries to grade
-    (:func:`evalkit.judged.table`)."""
+    (:func:`evalkit.judged.table`). ``baseline=``: ``baseline_arm``'s old keyword, for one release."""
     import pandas as pd
 
     from . import comparison as _compare
 
-    base = side(res, baseline)
+    base = side(res, _baseline_arm(baseline_arm, baseline, "compare"))
     names = [candidates] if isinstance(candidates, str) else candidates or [a for a in res.arms if a != base.arm]
     if judge:
         from . import judged
@@ -338,9 +348,13 @@ def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _com
 
 
 def report(res: Results | str | Path, out_html: str | Path | None = None,
-           pair: Sequence[str] | str | None = None, baseline: str | None = None) -> Path:
+           pair: Sequence[str] | str | None = None, baseline_arm: str | None = None, *,
+           baseline: str | None = None) -> Path:
     """Execute the report notebook on a results directory (its conclusion and default delta pair against
-    ``baseline``, default: the stored gate verdict's); returns the HTML page's path."""
+    ``baseline_arm``, default: the stored gate verdict's); returns the HTML page's path. ``baseline=``:
+    ``baseline_arm``'s old keyword, for one release."""
+    if baseline is not None:
+        baseline_arm = _baseline_arm(baseline_arm, baseline, "report")
     from . import gating as _gate
     from . import resultsdir
     from .reports import render
@@ -350,4 +364,16 @@ def report(res: Results | str | Path, out_html: str | Path | None = None,
     if why := _gate.stale_judge(path):
         raise ValueError(f"{path / _gate.GATE_FILE}: {why}; gate again with the new predictions")
     with resultsdir.owned(path, "evalkit report"):  # never while a run is writing there
-        return render(path, out_html=out_html, pair=pair, baseline=baseline)
+        return render(path, out_html=out_html, pair=pair, baseline=baseline_arm)
+
+
+def _baseline_arm(baseline_arm: str | None, baseline: str | None, function: str) -> str:
+    """``baseline_arm``, or the arm given by its old keyword ``baseline`` (a DeprecationWarning: in ek.gate,
+    ``baseline`` is a results directory)."""
+    if baseline is not None:
+        warnings.warn(f"ek.{function}(baseline=ARM) is deprecated and goes in the next release: it is baseline_arm= "
+                      "now, as in ek.gate (where baseline is a results directory)", DeprecationWarning, stacklevel=3)
+        baseline_arm = baseline_arm or baseline
+    if baseline_arm is None:
+        raise TypeError(f"ek.{function} needs the arm to compare against: baseline_arm=")
+    return baseline_arm

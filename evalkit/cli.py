@@ -526,7 +526,7 @@ def cmd_report(args) -> int:
         if is_bench:
             html = bench.render(args.results, out_html=args.out)
         else:
-            html = api.report(args.results, out_html=args.out, pair=args.pair, baseline=args.baseline)
+            html = api.report(args.results, out_html=args.out, pair=args.pair, baseline_arm=args.baseline_arm)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error
@@ -615,15 +615,16 @@ def _judge_options(parser: argparse.ArgumentParser, what: str) -> None:
 def cmd_compare(args) -> int:
     from . import api, comparison
 
-    if args.baseline:
+    if args.baseline_arm:
         if len(args.sides) != 1:
-            raise UsageError("with --baseline ARM give one results directory: evalkit compare DIR --baseline ARM")
-        base = comparison.side(args.sides[0], args.baseline)
+            raise UsageError("with --baseline-arm ARM give one results directory: evalkit compare DIR --baseline-arm "
+                             "ARM")
+        base = comparison.side(args.sides[0], args.baseline_arm)
         cands = [comparison.side(args.sides[0], a) for a in base.results.arms if a != base.arm]
     elif len(args.sides) == 2:
         base, cands = comparison.side(args.sides[0]), [comparison.side(args.sides[1])]
     else:
-        raise UsageError("give BASE and CAND (each DIR:ARM, or DIR holding one arm), or DIR --baseline ARM")
+        raise UsageError("give BASE and CAND (each DIR:ARM, or DIR holding one arm), or DIR --baseline-arm ARM")
     pairs = [comparison.pair(base, c, args.allow_different_queries) for c in cands]
     for p in pairs:
         for note in comparison.notes(p):
@@ -710,7 +711,7 @@ def cmd_tune(args) -> int:
     try:
         with unrecorded_verdicts():
             tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
-                         args.measure, args.baseline, args.rules, args.k,
+                         args.measure, args.baseline_arm, args.rules, args.k,
                          keep=dict.fromkeys(args.keep, args.keep_margin))
     except TuneError as e:
         raise UsageError(str(e)) from None
@@ -788,6 +789,11 @@ def refusal_argv(argv: list[str]) -> list[str]:
 
 
 # ---- the parser -----------------------------------------------------------------------------------------
+
+# `--baseline` is a results directory and its arm (DIR:ARM) in gate; where an option names an arm alone it is
+# --baseline-arm, as ek.gate's and ek.compare's baseline_arm
+OLD_NAME = " (--baseline: its old name, until the next release)"
+
 
 def parser() -> argparse.ArgumentParser:
     """The whole command line, one group of commands at a time (docs/cli.md is rendered from it)."""
@@ -1047,8 +1053,9 @@ def _results_commands(sub: Subparsers) -> None:
     rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
     rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the best arm vs the "
                                                   "baseline)")
-    rp.add_argument("--baseline", metavar="ARM", help="the arm the conclusion compares against "
-                                                      "(default: the baseline of RESULTS/gate.json)")
+    rp.add_argument("--baseline-arm", "--baseline", metavar="ARM",
+                    help="the arm the conclusion compares against (default: the baseline of RESULTS/gate.json)"
+                         + OLD_NAME)
     rp.set_defaults(func=cmd_report)
     be = sub.add_parser("best", help="print the arm with the highest mean of a measure over answerable queries")
     be.add_argument("results", type=Path)
@@ -1060,8 +1067,9 @@ def _results_commands(sub: Subparsers) -> None:
 def _compare_commands(sub: Subparsers) -> None:
     co = sub.add_parser("compare", help="paired per-query comparison of two arms: Δ, CI, p, Holm, win/tie/loss, MDD")
     co.add_argument("sides", nargs="+", metavar="SIDE", help="BASE CAND, each DIR:ARM (or DIR holding one arm); or DIR "
-                                                             "with --baseline")
-    co.add_argument("--baseline", metavar="ARM", help="compare every other arm of DIR against ARM")
+                                                             "with --baseline-arm")
+    co.add_argument("--baseline-arm", "--baseline", metavar="ARM",
+                    help="compare every other arm of DIR against ARM" + OLD_NAME)
     co.add_argument("--measures", default=",".join(defaults.COMPARE_MEASURES), help="comma-separated measures")
     co.add_argument("--allow-different-queries", action="store_true",
                     help="compare the queries two different query sets share (the rest are listed)")
@@ -1102,8 +1110,8 @@ def _tune_commands(sub: Subparsers) -> None:
     tu.add_argument("--held-out", required=True, metavar="CORPUS=QRELS", help="where the chosen arm is gated")
     tu.add_argument("--measure", default="nDCG@10(doc)",
                     help="what the choice maximises (mean over answerable queries)")
-    tu.add_argument("--baseline", default="hybrid(keyword=global-index)",
-                    help="the arm the chosen one is gated against")
+    tu.add_argument("--baseline-arm", "--baseline", default="hybrid(keyword=global-index)", metavar="SPEC",
+                    help="the arm the chosen one is gated against" + OLD_NAME)
     tu.add_argument("--keep", action="append", default=[], metavar="MEASURE",
                     help="choose only among arms whose mean of MEASURE on the tuning set is at least the baseline's "
                          "minus --keep-margin (e.g. choose by nDCG@10(doc) keeping nDCG@10); repeat for more")

@@ -37,7 +37,7 @@ from .environment import completed, environment
 from .oserrors import naming
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
-from .records import Chunk, Hit, Query, Result, page_id
+from .records import Answer, Chunk, Hit, Query, page_id
 from .results import Results, summarize
 from .resultsdir import slug
 from .version import __version__
@@ -100,7 +100,7 @@ def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
     return done
 
 
-def _record(q: Query, result: Result, latency: float, cut: int | None = None) -> dict:
+def _record(q: Query, result: Answer, latency: float, cut: int | None = None) -> dict:
     """The jsonl record of one answer: what ``_result`` reads back and --resume compares by query text. A
     chunk retriever's chunks are kept with the pages each was mapped to (the text of the first
     :data:`CHUNK_TEXTS` only); ``cut``: the depth an answer longer than it was cut to."""
@@ -115,14 +115,14 @@ def _record(q: Query, result: Result, latency: float, cut: int | None = None) ->
     return rec
 
 
-def _result(rec: dict) -> Result:
+def _result(rec: dict) -> Answer:
     """The answer a jsonl record holds (its inverse is ``_record``)."""
     chunks = tuple(Chunk(d, t, s, pages=tuple(p)) for d, p, s, t in rec.get("chunks", ()))
-    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
+    return Answer(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
                   confidence=rec.get("confidence"), error=rec.get("error", ""), chunks=chunks)
 
 
-def checked(result: Result, pages: dict[str, int], k: int) -> tuple[Result, bool]:
+def checked(result: Answer, pages: dict[str, int], k: int) -> tuple[Answer, bool]:
     """The answer as recorded, and whether it was longer than ``k``: its first k pages
     (:func:`evalkit.answers.within`) when valid (:func:`evalkit.answers.problem`), else an error of its query
     that says what was wrong, so one bad answer never stops a run nor reaches a measure."""
@@ -131,7 +131,7 @@ def checked(result: Result, pages: dict[str, int], k: int) -> tuple[Result, bool
     return (replace(result, hits=(), chunks=(), error=f"invalid answer: {problem}") if problem else result), cut
 
 
-def answer(arm: arms.Arm, query: str, k: int) -> Result:
+def answer(arm: arms.Arm, query: str, k: int) -> Answer:
     """One query answered as a run records it (an exception or an invalid answer is the query's error), for
     `evalkit search`: what one query shows is what a run would have measured."""
     return checked(_timed_search(arm, query, k)[0], page_counts(arm), k)[0]
@@ -275,12 +275,12 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
             tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     ex = executor.current()
-    answers: Iterator[tuple[int, tuple[Result, float]]]
+    answers: Iterator[tuple[int, tuple[Answer, float]]]
     if ex is None:
         answers = ((i, _timed_search(arm, q.text, k)) for i, q in enumerate(todo))
     else:
         answers = ex.map(search_task, [(*_where(spec, arm), q.text, k) for q in todo])
-    ready: dict[int, tuple[Result, float]] = {}
+    ready: dict[int, tuple[Answer, float]] = {}
     written = 0
     pages = page_counts(arm)
     with naming(path), open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
@@ -296,7 +296,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
                 written += 1
 
 
-def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Result, float]:
+def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Answer, float]:
     """One answer and its wall-clock time. An exception is that query's error (a retriever's bug on one
     query does not stop the run), except :class:`evalkit.arms.ArmFailure`: an arm that cannot go on."""
     t0 = time.perf_counter()
@@ -305,7 +305,7 @@ def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Result, float]:
     except arms.ArmFailure:
         raise
     except Exception as e:  # noqa: BLE001 - whatever a retriever raises is recorded as its error
-        result = Result(error=f"{type(e).__name__}: {e}")
+        result = Answer(error=f"{type(e).__name__}: {e}")
     return result, time.perf_counter() - t0
 
 
@@ -336,7 +336,7 @@ def _worker_key(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> tupl
     return spec, corpus.digest(), cache, hidden_text
 
 
-def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, query: str, k: int) -> tuple[Result, float]:
+def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, query: str, k: int) -> tuple[Answer, float]:
     """One query on one arm, timed where it runs: the task a remote executor runs. A worker process builds
     each arm once (reading indexes and vectors from the cache at the same path), prepares it, and keeps it
     until the arm's run is recorded (:func:`release_task`)."""

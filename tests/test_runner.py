@@ -8,7 +8,7 @@ import pytrec_eval
 from evalkit import arms, qrels
 from evalkit import runner
 from evalkit.cli import main
-from evalkit.records import Hit, Query, Result
+from evalkit.records import Answer, Hit, Query
 from evalkit.results import Results
 
 from .conftest import SMALL_QUERIES
@@ -124,9 +124,9 @@ def test_trec_lines_keep_the_arms_order_through_trec_eval():
 
 
 @pytest.mark.parametrize("result", [
-    Result((Hit("a.pdf", 3, 1.25), Hit("b#1.pdf", 1, -0.5)), confidence=0.75),
-    Result(refused=True, reason="no evidence", confidence=0.0),
-    Result(error="TimeoutError: no answer in 5 s"),
+    Answer((Hit("a.pdf", 3, 1.25), Hit("b#1.pdf", 1, -0.5)), confidence=0.75),
+    Answer(refused=True, reason="no evidence", confidence=0.0),
+    Answer(error="TimeoutError: no answer in 5 s"),
 ])
 def test_a_jsonl_record_reads_back_as_the_same_answer(result):
     q = Query("q1", "needle", "extra space between rows", ())
