@@ -4,7 +4,7 @@ runner, the arms, the gate or PyMuPDF."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -13,28 +13,45 @@ import pandas as pd
 from . import estimates, measures
 from .pooling import PageKey
 from .qrels import QuerySet
-from .records import Answer, Hit, Judgment, Query, page_id
+from .records import Answer, Chunk, Hit, Judgment, Query, page_id
 from .results import Results
 from .resultsdir import ResultsError
 
 
+def records(lines: Iterable[str]) -> dict[str, dict]:
+    """The records of an arm's ``runs/<file>.jsonl`` lines, the latest per query; a line cut short by an
+    interruption is skipped (the runner asks its query again)."""
+    done = {}
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        done[rec["query"]] = rec
+    return done
+
+
+def read_records(path: Path) -> dict[str, dict]:
+    """:func:`records` of the file ``path``; none when it does not exist yet."""
+    return records(path.read_text().splitlines() if path.exists() else [])
+
+
+def answer(rec: dict) -> Answer:
+    """The answer a record holds: what the runner recorded (its ``_record`` is the inverse), chunks and
+    confidence included."""
+    chunks = tuple(Chunk(d, t, s, pages=tuple(p)) for d, p, s, t in rec.get("chunks", ()))
+    return Answer(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec.get("reason", ""),
+                  confidence=rec.get("confidence"), error=rec.get("error", ""), chunks=chunks)
+
+
 def answers(results: Results) -> dict[str, dict[str, Answer]]:
-    """Every arm's recorded answers, ``{arm label: {query id: Answer}}``, read from ``runs/<file>.jsonl``
-    (the latest line per query; a line cut short is skipped, as the runner does)."""
+    """Every arm's recorded answers, ``{arm label: {query id: Answer}}``, read from ``runs/<file>.jsonl``."""
     out: dict[str, dict[str, Answer]] = {}
     for info in results.manifest["arms"]:
         path = results.path / "runs" / f"{info['file']}.jsonl"
         if not path.exists():
             raise ResultsError(f"{path} is missing: the answers of arm {info['label']!r} are needed to rescore it")
-        recs: dict[str, Answer] = {}
-        for line in path.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            recs[r["query"]] = Answer(tuple(Hit(d, p, s) for d, p, s in r["hits"]), r["refused"], r.get("reason", ""),
-                                      error=r.get("error", ""))
-        out[info["label"]] = recs
+        out[info["label"]] = {qid: answer(rec) for qid, rec in read_records(path).items()}
     return out
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from . import answers, arms, executor, ids, measures, resultsdir
+from . import answers, arms, executor, ids, measures, recorded, resultsdir
 from .atomic import replacing
 from .corpora import Corpus
 from .defaults import DEPTH
@@ -37,7 +37,7 @@ from .environment import completed, environment
 from .oserrors import naming
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
-from .records import Answer, Chunk, Hit, Query, page_id
+from .records import Answer, Hit, Query, page_id
 from .results import Results, summarize
 from .resultsdir import slug
 from .version import __version__
@@ -83,25 +83,9 @@ def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
             for rank, h in enumerate(hits, 1)]
 
 
-def recorded(path: Path) -> dict[str, dict]:
-    """Answers recorded so far, the latest per query; a line cut short by an interruption is dropped
-    (and asked again)."""
-    return _parse_jsonl(path.read_text().splitlines() if path.exists() else [])
-
-
-def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
-    done = {}
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        done[rec["query"]] = rec
-    return done
-
-
 def _record(q: Query, result: Answer, latency: float, cut: int | None = None) -> dict:
-    """The jsonl record of one answer: what ``_result`` reads back and --resume compares by query text. A
+    """The jsonl record of one answer: what :func:`evalkit.recorded.answer` reads back and --resume compares
+    by query text. A
     chunk retriever's chunks are kept with the pages each was mapped to (the text of the first
     :data:`CHUNK_TEXTS` only); ``cut``: the depth an answer longer than it was cut to."""
     rec = {"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
@@ -113,13 +97,6 @@ def _record(q: Query, result: Answer, latency: float, cut: int | None = None) ->
         rec["chunks"] = [[c.doc, list(c.pages), c.score, c.text if i < CHUNK_TEXTS else ""]
                          for i, c in enumerate(result.chunks)]
     return rec
-
-
-def _result(rec: dict) -> Answer:
-    """The answer a jsonl record holds (its inverse is ``_record``)."""
-    chunks = tuple(Chunk(d, t, s, pages=tuple(p)) for d, p, s, t in rec.get("chunks", ()))
-    return Answer(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
-                  confidence=rec.get("confidence"), error=rec.get("error", ""), chunks=chunks)
 
 
 def checked(result: Answer, pages: dict[str, int], k: int) -> tuple[Answer, bool]:
@@ -250,7 +227,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
             _close(arm, spec)
         with replacing(runs / f"{info['file']}.trec") as tmp:
             tmp.write_text("".join(line for rec in _ordered(qs, runs / f"{info['file']}.jsonl")
-                                   for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
+                                   for line in trec_lines(rec[0].id, recorded.answer(rec[1]).hits, info["file"])))
 
     frame = per_query(qs, manifest["arms"], runs)
     frame.attrs["evalkit"] = resultsdir.measured(manifest)  # what these measures belong to, kept in the file
@@ -269,7 +246,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
     """Ask ``arm`` every query not answered yet and append the answers to ``path`` in query order (so an
     interrupted run, local or distributed, leaves a prefix that --resume continues)."""
     lines = path.read_text().splitlines() if path.exists() else []
-    done = _parse_jsonl(lines)
+    done = recorded.records(lines)
     if len(done) != len(lines):  # drop a half-written line (and answers superseded by a re-asked query)
         with replacing(path) as tmp:
             tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
@@ -382,7 +359,7 @@ def _close(arm: arms.Arm, spec: str) -> None:
 
 
 def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
-    recs = recorded(path)
+    recs = recorded.read_records(path)
     return [(q, recs[q.id]) for q in qs.queries]
 
 
@@ -392,7 +369,7 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
     rows = []
     for info in arm_infos:
         for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
-            result = _result(rec)
+            result = recorded.answer(rec)
             rows.append({"query": q.id, "class": q.cls, "kind": q.kind, "arm": info["label"],
                          **measures.evaluate(q, result), measures.EVIDENCE: measures.evidence(q, result),
                          "outcome": measures.refusal_outcome(q, result),
@@ -410,6 +387,6 @@ def rescore(qs: QuerySet, results_path: Path) -> pd.DataFrame:
     planner (:mod:`evalkit.planning`) reads the spread of differences from."""
     res = Results.load(results_path)
     infos = res.manifest["arms"]
-    asked = [recorded(res.path / "runs" / f"{a['file']}.jsonl") for a in infos]
+    asked = [recorded.read_records(res.path / "runs" / f"{a['file']}.jsonl") for a in infos]
     shared = tuple(q for q in qs.queries if all(a.get(q.id, {}).get("text") == q.text for a in asked))
     return per_query(replace(qs, queries=shared), infos, res.path / "runs")

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import pytrec_eval
 
-from evalkit import arms, qrels
+from evalkit import arms, qrels, recorded
 from evalkit import runner
 from evalkit.cli import main
 from evalkit.records import Answer, Hit, Query
@@ -132,7 +132,7 @@ def test_a_jsonl_record_reads_back_as_the_same_answer(result):
     q = Query("q1", "needle", "extra space between rows", ())
     rec = json.loads(json.dumps(runner._record(q, result, 0.012)))  # through the file's own encoding
     assert (rec["query"], rec["text"], rec["latency"]) == ("q1", q.text, 0.012)
-    assert runner._result(rec) == result
+    assert recorded.answer(rec) == result
 
 
 def test_an_interrupted_run_resumes_without_recomputing_or_losing(small, qset, tmp_path, with_flaky):
