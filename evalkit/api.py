@@ -24,7 +24,7 @@ from . import answers, corpora, defaults, dirs, qrels
 from .corpora import Corpus, CorpusError
 from .pages import Ingest, PageStore
 from .qrels import QrelsError, QuerySet
-from .records import Answer, Page
+from .records import Answer, Page, page_id
 
 if TYPE_CHECKING:  # each function imports what it runs: opening a corpus loads no pandas, SciPy or arm
     import pandas as pd
@@ -32,6 +32,14 @@ if TYPE_CHECKING:  # each function imports what it runs: opening a corpus loads 
     from . import comparison as _compare
     from . import gating as _gate
     from .results import Results
+
+
+class PageError(CorpusError, KeyError):
+    """A document or page a corpus does not have: bad input (a CorpusError), and a KeyError as the page
+    store's own lookups raise."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # the message itself, not KeyError's quoted form
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,7 +70,13 @@ class OpenCorpus:
         return answers.PAGE_BREAK.join(self.texts(doc))
 
     def page(self, doc: str, number: int) -> Page:
-        """One page (1-based, physical) as the arms see it."""
+        """One page (1-based, physical) as the arms see it; :class:`PageError` naming a document or page the
+        corpus does not have."""
+        if doc not in self.documents:
+            raise PageError(f"{doc!r} is not a document of corpus {self.name!r}")
+        pages = self.corpus.document(doc).pages or len(self.texts(doc))
+        if not 1 <= number <= pages:
+            raise PageError(f"{page_id(doc, number)}: page {number} is out of range for {doc} (1..{pages})")
         return self.store.page(self.corpus.document(doc), number)
 
     def search(self, arm: str, query: str, k: int = 10) -> Answer:

@@ -457,21 +457,16 @@ def cmd_search(args) -> int:
 
 
 def cmd_page(args) -> int:
-    from .records import split_page_id
-
     from .judging import escape
+    from .records import split_page_id
 
     try:
         doc, number = split_page_id(args.page)
     except ValueError:
         raise UsageError(f"{args.page!r} is not a page id DOC#N (e.g. booktabs.pdf#6)") from None
     opened = open_corpus(args, quiet=True)
-    if doc not in opened.documents:
-        raise UsageError(f"{doc!r} is not a document of corpus {opened.name!r}")
-    pages = len(opened.texts(doc))
-    if not 1 <= number <= pages:
-        raise UsageError(f"{args.page}: page {number} is out of range for {doc} (1..{pages})")
-    print(f"{args.page} of {pages} ({opened.name})\n{escape(opened.page(doc, number).text)}")
+    page = opened.page(doc, number)  # a document or page the corpus lacks: PageError, one line
+    print(f"{args.page} of {len(opened.texts(doc))} ({opened.name})\n{escape(page.text)}")
     return 0
 
 

@@ -33,6 +33,10 @@ def test_a_corpus_knows_its_store_and_texts(docs):
     first, second = docs.texts("a.pdf")
     assert "seals on the ice" in first and docs.text("a.pdf") == f"{first}\f{second}"
     assert docs.page("a.pdf", 2).text == second and "walrus migration" in second
+    with pytest.raises(CorpusError, match=r"^a.pdf#3: page 3 is out of range for a.pdf \(1..2\)$"):
+        docs.page("a.pdf", 3)
+    with pytest.raises(KeyError, match="'c.pdf' is not a document of corpus 'docs'"):  # as the page store's
+        docs.page("c.pdf", 1)
     assert docs.search("keyword", "walrus", 2).hits[0].doc in ("a.pdf", "b.pdf")
     with pytest.raises(CorpusError, match="not both"):
         ek.corpus("latex", docs=".")
