@@ -49,7 +49,7 @@ report: $(VENV)/.installed
 	$(BIN)/evalkit run --corpus $(CORPUS) --qrels qrels/$(CORPUS).toml --arms '$(ARMS)' --out results/$(CORPUS) --resume
 	$(BIN)/evalkit gate --baseline 'results/$(CORPUS):$(BASELINE)' \
 	  --candidate "results/$(CORPUS):$$($(BIN)/evalkit best results/$(CORPUS) --besides '$(BASELINE)')" || [ $$? -eq 1 ]
-	$(BIN)/evalkit report results/$(CORPUS) --baseline '$(BASELINE)'
+	$(BIN)/evalkit report results/$(CORPUS) --baseline-arm '$(BASELINE)'
 
 # Speed: extraction, embedding vs fastembed, per-arm latency at k = 10 and 100, measures vs pytrec_eval, into
 # results/bench-$(CORPUS)/. `make bench SCALE=25,50,100,200,400` adds the cost curve on the 511-document

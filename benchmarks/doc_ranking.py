@@ -38,7 +38,7 @@ from evalkit.arms.profile import DocumentCentroid, DocumentProfile
 from evalkit.docfigures import markdown_table
 from evalkit.escape import markdown_inline as md
 from evalkit.fusion import weighted_rrf
-from evalkit.records import Hit, Result
+from evalkit.records import Answer, Hit
 from evalkit.results import Results
 
 ARM = "hybrid(centroid=2.0,keyword=global-index,profile=0.5,profile_windows=3)"  # docs/tuning.md's Recommended arm
@@ -91,7 +91,7 @@ class Signals:
 
 def scored(query, signal: Scores) -> dict[str, float]:
     docs = sorted(signal, key=lambda d: (-signal[d], d))[:10]
-    return measures.evaluate(query, Result(tuple(Hit(d, 1, 1.0) for d in docs)), MEASURES)
+    return measures.evaluate(query, Answer(tuple(Hit(d, 1, 1.0) for d in docs)), MEASURES)
 
 
 def mean(xs: Sequence[float]) -> float:

@@ -1,5 +1,5 @@
-"""``python -m evalkit`` and the ``evalkit`` command. The CLI's imports (pandas, PyMuPDF, ...) take about a
-second: Ctrl-C during them is the same one line and exit 130 as Ctrl-C during a command."""
+"""``python -m evalkit`` and the ``evalkit`` command. Ctrl-C while the command line loads is the same one line
+and exit 130 as Ctrl-C during a command (which loads its own modules, pandas or PyMuPDF, as it runs)."""
 import sys
 
 

@@ -74,8 +74,10 @@ def worded_differently(a: QuerySet, b: QuerySet) -> list[str]:
 
 def agree(a: QuerySet, b: QuerySet) -> list[Agreement]:
     """Per class (in CLASSES order, A's class of each query) and ``all``: agreement on the queries both
-    sets contain with the same wording, matched by id."""
+    sets contain with the same wording, matched by id (ValueError when they have none in common)."""
     b_by_id = {q.id: q for q in b.queries}
+    if not any(q.id in b_by_id for q in a.queries):
+        raise ValueError("no query id in common")
     reworded = set(worded_differently(a, b))
     rows: dict[str, list] = {}
     for qa in a.queries:

@@ -23,7 +23,7 @@ from functools import cached_property
 from itertools import accumulate, islice
 from typing import Any
 
-from .records import Chunk, Hit, Result
+from .records import Answer, Chunk, Hit
 from .text import normalize
 
 PAGE_BREAK = "\f"  # between two pages of a document's text: one character, so spans map to pages exactly
@@ -40,7 +40,7 @@ def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def problem(result: Result, pages: Mapping[str, int]) -> str:
+def problem(result: Answer, pages: Mapping[str, int]) -> str:
     """What is wrong with an answer over a corpus whose documents have ``pages`` pages ("" when nothing):
     a document outside the corpus, a page outside 1..pages, a score that is not a finite number, a page
     ranked twice, a confidence that is NaN."""
@@ -62,7 +62,7 @@ def problem(result: Result, pages: Mapping[str, int]) -> str:
     return ""
 
 
-def within(result: Result, k: int) -> tuple[Result, bool]:
+def within(result: Answer, k: int) -> tuple[Answer, bool]:
     """The answer cut to its first ``k`` pages (and the chunks that lie on them), and whether it held more:
     a run's depth is what every measure and the manifest say was kept, so a reciprocal rank can never come
     from a rank the run did not ask for."""
@@ -195,16 +195,16 @@ def as_chunk(item: Any, convert: Callable[[Any], Chunk | None] | None = None) ->
     return chunk
 
 
-def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[str] | Layout],
+def from_output(output: Iterable[Any] | Answer, texts: Callable[[str], Sequence[str] | Layout],
                 collapse_pages: bool = False,
-                convert: Callable[[Any], Chunk | None] | None = None, k: int | None = None) -> Result:
-    """A retriever's answer as a :class:`Result`. Page hits (``Hit`` or ``(doc, page[, score])``) are kept in
+                convert: Callable[[Any], Chunk | None] | None = None, k: int | None = None) -> Answer:
+    """A retriever's answer as a :class:`Answer`. Page hits (``Hit`` or ``(doc, page[, score])``) are kept in
     order, scoreless ones scoring ``n - rank + 1``; with ``collapse_pages`` a repeated page keeps its best
     rank. Anything else is read as chunks, placed on the pages of ``texts(doc)`` (page texts, or the
     document's :class:`Layout`, kept to place many chunks fast) and collapsed. With ``k``, at most k + 1
     items are read (one more than asked shows the answer was longer: :func:`within` cuts it). Raises
     :class:`AnswerError` on what cannot be read or placed."""
-    if isinstance(output, Result):
+    if isinstance(output, Answer):
         return output
     items = list(islice(output, None if k is None else k + 1))
     if all(isinstance(i, (Hit, tuple)) for i in items):
@@ -214,9 +214,9 @@ def from_output(output: Iterable[Any] | Result, texts: Callable[[str], Sequence[
             for h in hits:
                 best.setdefault((h.doc, h.page), h)
             hits = list(best.values())
-        return Result(tuple(hits))
+        return Answer(tuple(hits))
     chunks = tuple(_placed(as_chunk(i, convert), texts) for i in items)
-    return Result(collapse(chunks), chunks=chunks)
+    return Answer(collapse(chunks), chunks=chunks)
 
 
 def _placed(chunk: Chunk, texts: Callable[[str], Sequence[str] | Layout]) -> Chunk:

@@ -13,26 +13,33 @@ before it is read, a query set must fit its corpus, arms are checked before anyt
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from . import answers, dirs, qrels
-from . import comparison as _compare
-from . import corpora
-from . import gating as _gate
-from . import runner
-from .arms import make as make_arm
-from .arms.function import register
+from . import answers, corpora, defaults, dirs, qrels
 from .corpora import Corpus, CorpusError
 from .pages import Ingest, PageStore
 from .qrels import QrelsError, QuerySet
-from .records import Page, Result
-from .results import Results
+from .records import Answer, Page, page_id
+
+if TYPE_CHECKING:  # each function imports what it runs: opening a corpus loads no pandas, SciPy or arm
+    import pandas as pd
+
+    from . import comparison as _compare
+    from . import gating as _gate
+    from .results import Results
+
+
+class PageError(CorpusError, KeyError):
+    """A document or page a corpus does not have: bad input (a CorpusError), and a KeyError as the page
+    store's own lookups raise."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # the message itself, not KeyError's quoted form
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,11 +70,19 @@ class OpenCorpus:
         return answers.PAGE_BREAK.join(self.texts(doc))
 
     def page(self, doc: str, number: int) -> Page:
-        """One page (1-based, physical) as the arms see it."""
+        """One page (1-based, physical) as the arms see it; :class:`PageError` naming a document or page the
+        corpus does not have."""
+        if doc not in self.documents:
+            raise PageError(f"{doc!r} is not a document of corpus {self.name!r}")
+        pages = self.corpus.document(doc).pages or len(self.texts(doc))
+        if not 1 <= number <= pages:
+            raise PageError(f"{page_id(doc, number)}: page {number} is out of range for {doc} (1..{pages})")
         return self.store.page(self.corpus.document(doc), number)
 
-    def search(self, arm: str, query: str, k: int = 10) -> Result:
+    def search(self, arm: str, query: str, k: int = 10) -> Answer:
         """One query on one arm (built-in, plug-in or registered with :func:`arm`)."""
+        from .arms import make as make_arm
+
         built = make_arm(arm, self.corpus, self.store)
         try:
             built.prepare()
@@ -169,20 +184,45 @@ def queries(path: str | Path) -> QuerySet:
     return qrels.load(path)
 
 
-def fit(qs: QuerySet, docs: OpenCorpus | str) -> None:
+def check_fit(qs: QuerySet, corpus: OpenCorpus | str) -> None:
     """Refuse a query set that does not fit a corpus: written for another corpus, or judging pages and
     documents it lacks (QrelsError naming the file and the first problem). Given only a corpus name, the
     cheap half: whether the set was written for it."""
-    where = qs.path or qs.name
-    name = docs if isinstance(docs, str) else docs.name
-    if qs.corpus and qs.corpus != name and (isinstance(docs, str) or docs.pinned):
-        raise QrelsError(f"{where} is a query set for corpus {qs.corpus!r}, not {name!r}")
-    if isinstance(docs, str):
-        return
-    problems = qrels.check(qs, docs.store.corpus_texts(docs.corpus))
+    if isinstance(corpus, str) or corpus.pinned:
+        _written_for(qs, corpus if isinstance(corpus, str) else corpus.name)
+    if not isinstance(corpus, str):
+        _judges_pages_of(qs, corpus)
+
+
+def fit(qs: QuerySet, docs: OpenCorpus | str) -> None:
+    """Deprecated name of :func:`check_fit` (``fit`` trains elsewhere: the learned arm, `evalkit refusal fit`);
+    it goes in the next release."""
+    warnings.warn("ek.fit is deprecated and goes in the next release: use ek.check_fit (the same check)",
+                  DeprecationWarning, stacklevel=2)
+    check_fit(qs, docs)
+
+
+def _written_for(qs: QuerySet, name: str) -> None:
+    if qs.corpus and qs.corpus != name:
+        raise QrelsError(f"{qs.path or qs.name} is a query set for corpus {qs.corpus!r}, not {name!r}")
+
+
+def _judges_pages_of(qs: QuerySet, opened: OpenCorpus) -> None:
+    problems = qrels.check(qs, opened.store.corpus_texts(opened.corpus))
     if problems:
-        raise QrelsError(f"{where} does not fit corpus {docs.name!r} ({len(problems)} problem(s)), e.g. "
-                         f"{problems[0]}; see `evalkit qrels check`")
+        raise QrelsError(f"{qs.path or qs.name} does not fit corpus {opened.name!r} ({len(problems)} problem(s)), "
+                         f"e.g. {problems[0]}; see `evalkit qrels check`")
+
+
+def corpus_for(qs: QuerySet, name: str | None = None, **opening: Any) -> OpenCorpus:
+    """The corpus ``name`` (or ``docs=FOLDER``) opened as :func:`corpus` opens it with ``opening``, for the
+    query set ``qs``: refused, as :func:`check_fit` refuses, by name before it is opened (a set written for another
+    corpus costs nothing) and by the pages it judges once it is open."""
+    if name is not None:
+        _written_for(qs, name)
+    opened = corpus(name, **opening)
+    _judges_pages_of(qs, opened)
+    return opened
 
 
 def arm(retriever: Any, name: str | None = None, *, collapse: bool = False, **params: Any) -> str:
@@ -191,32 +231,51 @@ def arm(retriever: Any, name: str | None = None, *, collapse: bool = False, **pa
     ``search(query, k)``, or a LangChain or LlamaIndex retriever. Hits are :class:`evalkit.Hit`, ``(doc,
     page[, score])`` with 1-based physical pages, or :class:`evalkit.Chunk` (mapped to the pages they lie
     on). The spec is ``NAME@DIGEST``: a digest of the code, its settings and ``params``."""
+    from .arms.function import register
+
     return register(retriever, name, collapse=collapse, **params)
 
 
-def default_out(qs: QuerySet, docs: OpenCorpus) -> Path:
+def default_out(qs: QuerySet, opened: OpenCorpus) -> Path:
     """``results/<set>``, or ``results/<corpus>-<set>`` when the names differ, under the working directory."""
-    return Path("results") / (qs.name if qs.name == docs.name else f"{docs.name}-{qs.name}")
+    return Path("results") / (qs.name if qs.name == opened.name else f"{opened.name}-{qs.name}")
 
 
-def run(docs: OpenCorpus | str, qs: QuerySet | str | Path, arms: Sequence[Any], out: str | Path | None = None,
-        *, k: int = runner.DEPTH, resume: bool = False, progress: bool = True) -> Results:
-    """Run every arm over every query into a results directory and return it loaded. Arms are specs
-    (``"hybrid(keyword=global-index)"``) or retrievers (registered with :func:`arm` under their own name).
-    With ``resume``, an earlier run in ``out`` is continued (see :func:`evalkit.runner.run`)."""
-    specs = [a if isinstance(a, str) else arm(a) for a in arms]
-    runner.check_arms(specs, k)  # a misspelt arm stops the run before the corpus is even opened
+def run(corpus: OpenCorpus | str | None = None, qs: QuerySet | str | Path | None = None, arms: Sequence[Any] = (),
+        out: str | Path | None = None, *, k: int = defaults.DEPTH, resume: bool = False, progress: bool = True,
+        **opening: Any) -> Results:
+    """Run every arm over every query into a results directory and return it loaded. ``corpus`` is an opened
+    corpus, or a corpus name (``None`` with ``docs=FOLDER``) opened here with ``opening`` as :func:`corpus_for`
+    opens it, once the arms are checked. Arms are specs (``"hybrid(keyword=global-index)"``) or retrievers
+    (registered with :func:`arm` under their own name). With ``resume``, an earlier run in ``out`` is continued
+    (see :func:`evalkit.runner.run`)."""
+    from . import runner
+    from .results import Results
+
+    if isinstance(opening.get("docs"), OpenCorpus):  # the opened corpus's old name: kept for one release
+        warnings.warn("ek.run(docs=CORPUS) is deprecated and goes in the next release: pass the opened corpus as "
+                      "ek.run(corpus=...) (docs= is a folder of PDFs, as in ek.corpus)", DeprecationWarning,
+                      stacklevel=2)
+        corpus = opening.pop("docs")
+    if qs is None:
+        raise TypeError("ek.run needs a query set: ek.run(corpus, qs, arms)")
+    checked = runner.check_arms([a if isinstance(a, str) else arm(a) for a in arms], k)  # before the corpus opens
     qs = queries(qs) if not isinstance(qs, QuerySet) else qs
-    fit(qs, docs)
-    docs = corpus(docs, progress=progress) if isinstance(docs, str) else docs
-    fit(qs, docs)
-    path = runner.run(docs.corpus, docs.store, qs, specs, Path(out) if out else default_out(qs, docs), k=k,
-                      resume=resume, progress=progress)
+    if isinstance(corpus, OpenCorpus):
+        check_fit(qs, corpus)
+        opened = corpus
+    else:
+        opened = corpus_for(qs, corpus, progress=progress, **opening)
+    path = runner.run(opened.corpus, opened.store, qs, checked, Path(out) if out else default_out(qs, opened),
+                      k=k, resume=resume, progress=progress)
     return Results.load(path)
 
 
 def side(where: Results | str | Path | _compare.Side, arm_name: str | None = None) -> _compare.Side:
     """One arm of one run: a :class:`Results` with an arm name, or ``"DIR:ARM"`` / ``DIR`` as on the command line."""
+    from . import comparison as _compare
+    from .results import Results
+
     if isinstance(where, _compare.Side):
         return where
     if isinstance(where, Results):
@@ -226,17 +285,21 @@ def side(where: Results | str | Path | _compare.Side, arm_name: str | None = Non
     return _compare.side(where, arm_name)
 
 
-def compare(res: Results, baseline: str, candidates: Sequence[str] | str | None = None,
-            measures: Sequence[str] = _compare.MEASURES, judge: str | Path | None = None,
-            queries: str | Path | None = None, **kw: Any) -> pd.DataFrame:
-    """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline``: per
+def compare(res: Results, baseline_arm: str | None = None, candidates: Sequence[str] | str | None = None,
+            measures: Sequence[str] = defaults.COMPARE_MEASURES, judge: str | Path | None = None,
+            queries: str | Path | None = None, *, baseline: str | None = None, **kw: Any) -> pd.DataFrame:
+    """Paired comparison of candidates (default: every other arm of ``res``) against ``baseline_arm``: per
     measure and class, both means, the difference with its CI, p and p(Holm) over each measure's rows, and
     the minimal detectable difference, indexed by candidate, measure and class. Keyword arguments go to
     :func:`evalkit.comparison.table`. With ``judge`` (a judge's predictions file; ``queries`` as for
     :func:`gate`), on a partially graded set: per measure the judge predicts and class, the prediction-powered
     interval of the difference, graded queries, judge-person r, verdict and more queries to grade
-    (:func:`evalkit.judged.table`)."""
-    base = side(res, baseline)
+    (:func:`evalkit.judged.table`). ``baseline=``: ``baseline_arm``'s old keyword, for one release."""
+    import pandas as pd
+
+    from . import comparison as _compare
+
+    base = side(res, _baseline_arm(baseline_arm, baseline, "compare"))
     names = [candidates] if isinstance(candidates, str) else candidates or [a for a in res.arms if a != base.arm]
     if judge:
         from . import judged
@@ -266,6 +329,7 @@ def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | st
     ``judge``: a judge's predictions file, for a query set a person graded in part; the rules on measures then answer
     pass, fail or undecided (:mod:`evalkit.judged`; ``queries``: the query file the runs were scored with, default the
     one the candidate's manifest names; ``undecided``: "fail" (exit 1, the default) or "pass" (exit 0))."""
+    from . import gating as _gate
     from . import timing
 
     base, cand = side(baseline, baseline_arm), side(candidate, candidate_arm)
@@ -280,6 +344,7 @@ def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | st
 def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _compare.Side) -> Callable:
     """The judge loader :func:`evalkit.gating.evaluate` calls with the pair; CompareError (exit 2) naming the
     file that cannot be used."""
+    from . import comparison as _compare
     from . import judged
 
     path = Path(queries or cand.results.manifest["qrels"].get("path") or "")
@@ -297,14 +362,32 @@ def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _com
 
 
 def report(res: Results | str | Path, out_html: str | Path | None = None,
-           pair: Sequence[str] | str | None = None, baseline: str | None = None) -> Path:
+           pair: Sequence[str] | str | None = None, baseline_arm: str | None = None, *,
+           baseline: str | None = None) -> Path:
     """Execute the report notebook on a results directory (its conclusion and default delta pair against
-    ``baseline``, default: the stored gate verdict's); returns the HTML page's path."""
+    ``baseline_arm``, default: the stored gate verdict's); returns the HTML page's path. ``baseline=``:
+    ``baseline_arm``'s old keyword, for one release."""
+    if baseline is not None:
+        baseline_arm = _baseline_arm(baseline_arm, baseline, "report")
+    from . import gating as _gate
     from . import resultsdir
     from .reports import render
+    from .results import Results
 
     path = res.path if isinstance(res, Results) else Results.load(res).path
     if why := _gate.stale_judge(path):
         raise ValueError(f"{path / _gate.GATE_FILE}: {why}; gate again with the new predictions")
     with resultsdir.owned(path, "evalkit report"):  # never while a run is writing there
-        return render(path, out_html=out_html, pair=pair, baseline=baseline)
+        return render(path, out_html=out_html, pair=pair, baseline=baseline_arm)
+
+
+def _baseline_arm(baseline_arm: str | None, baseline: str | None, function: str) -> str:
+    """``baseline_arm``, or the arm given by its old keyword ``baseline`` (a DeprecationWarning: in ek.gate,
+    ``baseline`` is a results directory)."""
+    if baseline is not None:
+        warnings.warn(f"ek.{function}(baseline=ARM) is deprecated and goes in the next release: it is baseline_arm= "
+                      "now, as in ek.gate (where baseline is a results directory)", DeprecationWarning, stacklevel=3)
+        baseline_arm = baseline_arm or baseline
+    if baseline_arm is None:
+        raise TypeError(f"ek.{function} needs the arm to compare against: baseline_arm=")
+    return baseline_arm

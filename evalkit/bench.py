@@ -38,15 +38,9 @@ from .corpora import Corpus
 from .display import Markdown
 from .embeddings import VECTOR_SCHEMA, Embedder, ModelSpec, ensure_vectors, windows
 from .pages import PageStore
+from .defaults import LATENCY_ARMS, SCALE_ARMS
 from .environment import completed, environment
 
-# the built-in arms, the recommended arm (docs/tuning.md: is it within 2x of the arm it extends?) and the
-# recommended refusing arm (docs/refusal.md: what admission adds to the arm it wraps)
-LATENCY_ARMS = ("keyword", "keyword(tiebreak=page)", "global-index", "score-merge", "semantic", "hybrid",
-                "hybrid(keyword=global-index)",
-                "hybrid(centroid=2.0,keyword=global-index,profile=0.5,profile_windows=3)",
-                "admit(arm=hybrid(keyword=global-index),policy=names(policy=spread,rare=1),threshold=0.0766)")
-SCALE_ARMS = ("keyword", "global-index", "semantic", "hybrid", "hybrid(keyword=global-index)")
 VECTOR_ARMS = ("semantic", "hybrid")  # arms that need a corpus's vectors (hybrid through its semantic input)
 
 

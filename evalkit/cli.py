@@ -1,29 +1,29 @@
-"""The ``evalkit`` command: a thin layer over the public API (everything here is callable from a notebook)."""
+"""The ``evalkit`` command: a thin layer over the public API (everything here is callable from a notebook).
+
+It parses, calls the library once and prints. Each command imports what it uses when it runs: ``--help``,
+``--version`` and a command that reads one file do not load pandas, SciPy, matplotlib or PyMuPDF."""
 from __future__ import annotations
 
 import argparse
 import os
 import select
-import sqlite3
 import sys
-import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from . import agreement, api, arms, comparison, config, draft, executor, pooling, qrels, resultsdir
-from . import corpora, dirs, judging, oserrors, recorded, robustness, runner, simulate, validity
+from . import defaults
 from . import escape as esc
-from .autojudge.features import FeatureError
-from .autojudge.model import JudgeModelError
-from .cache import CacheError, explain
-from .corpora import CorpusError
-from .pages import HIDDEN_TEXT, PageStore, store_path
-from .results import Results
-from .resultsdir import ResultsError
-from .records import split_page_id
 from .text import snippet, split_top
 from .version import __version__
+
+if TYPE_CHECKING:
+    from . import api, qrels
+    from .pages import PageStore
+
+
+Subparsers = Any  # what add_subparsers returns (argparse's _SubParsersAction, a private class)
 
 
 class UsageError(Exception):
@@ -49,21 +49,40 @@ def add_symlinks_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_hidden_text_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hidden-text", choices=HIDDEN_TEXT, default="index",
+    p.add_argument("--hidden-text", choices=defaults.HIDDEN_TEXT, default="index",
                    help="index text no reader sees (invisible, white, tiny) like any text, or drop it "
                         "(visible text only, in a cache of its own: evalkit-visible.sqlite)")
+
+
+def opening(args: argparse.Namespace) -> dict[str, Any]:
+    """How --docs, --root, --cache, --hidden-text and --follow-symlinks open a corpus (:func:`evalkit.api.corpus`'s
+    keywords)."""
+    return {"docs": args.docs, "root": args.root, "cache": args.cache, "hidden_text": args.hidden_text,
+            "follow_symlinks": getattr(args, "follow_symlinks", False)}
 
 
 def open_corpus(args: argparse.Namespace, quiet: bool = False, store: PageStore | None = None) -> api.OpenCorpus:
     """The corpus named by --corpus/--docs with its pages in the store (``store``, else the one --cache and
     --hidden-text name), as :func:`evalkit.api.corpus` opens it."""
-    return api.corpus(args.corpus, docs=args.docs, root=args.root, cache=args.cache, hidden_text=args.hidden_text,
-                      progress=not quiet, store=store, follow_symlinks=getattr(args, "follow_symlinks", False))
+    from . import api
+
+    return api.corpus(args.corpus, progress=not quiet, store=store, **opening(args))
+
+
+def open_run(args: argparse.Namespace) -> tuple[qrels.QuerySet, api.OpenCorpus]:
+    """The query set of --qrels and the corpus it is run on, refused when the judgments do not fit it
+    (:func:`evalkit.api.corpus_for`)."""
+    from . import api
+
+    qs = api.queries(args.qrels)
+    return qs, api.corpus_for(qs, args.corpus, **opening(args))
 
 
 # ---- corpus ---------------------------------------------------------------------------------------------
 
 def cmd_corpus_fetch(args) -> int:
+    from . import corpora
+
     c = corpora.load(args.name, args.dest)
     written = corpora.fetch(c)
     v = corpora.verify(c)
@@ -72,6 +91,8 @@ def cmd_corpus_fetch(args) -> int:
 
 
 def cmd_corpus_verify(args) -> int:
+    from . import corpora
+
     c = corpora.load(args.name, args.root)
     v = corpora.verify(c)
     for label, names in (("missing", v.missing), ("changed", v.changed), ("extra", v.extra)):
@@ -83,6 +104,8 @@ def cmd_corpus_verify(args) -> int:
 
 
 def cmd_corpus_lock(args) -> int:
+    from . import api
+
     lock, entry, _ = api.pin(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache,
                              follow_symlinks=args.follow_symlinks)
     print(f"locked {args.name} in {lock}: {len(entry['document'])} documents, "
@@ -91,6 +114,8 @@ def cmd_corpus_lock(args) -> int:
 
 
 def cmd_corpus_add(args) -> int:
+    from . import api
+
     opened = api.add_corpus(args.name, args.dir, lock=args.lock, description=args.description, cache=args.cache)
     print(f"{opened.name}: {len(opened.documents)} documents, {opened.corpus.pages} pages, ready as --corpus "
           f"{opened.name}")
@@ -98,6 +123,8 @@ def cmd_corpus_add(args) -> int:
 
 
 def cmd_corpus_stats(args) -> int:
+    from . import corpora
+
     if args.name:
         args.corpus, args.docs = args.name, None
     elif not args.docs:
@@ -135,6 +162,8 @@ def _qrels_corpus(args, qs: qrels.QuerySet) -> None:
 
 
 def cmd_qrels_check(args) -> int:
+    from . import qrels, validity
+
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
     opened = open_corpus(args, quiet=True)
@@ -175,16 +204,14 @@ def cmd_qrels_check(args) -> int:
 
 
 def cmd_qrels_plan(args) -> int:
-    from . import effort, planning
+    from . import api, effort, planning, recorded, runner
 
     qs = api.queries(args.file)
     frame = runner.rescore(qs, args.results)
-    if frame.empty or frame["arm"].nunique() < 2:
-        raise UsageError(f"{args.results}: the power planner needs the answers of two or more arms to the "
-                         f"queries of {args.file}")
-    if args.measure not in frame.columns:
-        raise UsageError(f"--measure {args.measure!r} is not one of the run's measures: "
-                         f"{', '.join(c for c in frame.columns if '@' in c or c.startswith('RR'))}")
+    try:
+        planning.check(frame, args.measure)
+    except ValueError as e:
+        raise UsageError(f"{args.results} with {args.file}: {e}") from None
     table = planning.plan(frame, args.measure, args.delta)
     print(planning.text(table, args.measure, args.delta))
     if args.judge:
@@ -199,6 +226,8 @@ def cmd_qrels_plan(args) -> int:
 
 
 def cmd_qrels_regrade(args) -> int:
+    from . import judging, qrels
+
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
     out = judging.regrade_file(args.file, open_corpus(args, quiet=True), args.out, args.n, args.seed)
@@ -208,6 +237,8 @@ def cmd_qrels_regrade(args) -> int:
 
 
 def cmd_qrels_split(args) -> int:
+    from . import qrels
+
     a, b = qrels.write_split(args.file, tuple(args.out), args.seed)
     for out, half in zip(args.out, (a, b), strict=True):
         counts = ", ".join(f"{len(qs)} {c}" for c, qs in half.by_class().items() if qs)
@@ -219,7 +250,7 @@ def cmd_qrels_split(args) -> int:
 
 
 def cmd_qrels_effort(args) -> int:
-    from . import effort
+    from . import effort, qrels
 
     qs = qrels.load(args.file)
     log = effort.read(args.log or effort.log_path(args.file))
@@ -228,10 +259,10 @@ def cmd_qrels_effort(args) -> int:
 
 
 def cmd_qrels_agree(args) -> int:
+    from . import agreement, qrels
+
     a, b = qrels.load(args.a), qrels.load(args.b)
     ids_a, ids_b = {q.id for q in a.queries}, {q.id for q in b.queries}
-    if not ids_a & ids_b:
-        raise UsageError(f"{args.a} and {args.b} have no query id in common")
     try:
         rows = agreement.agree(a, b)
     except ValueError as e:
@@ -247,6 +278,8 @@ def cmd_qrels_agree(args) -> int:
 
 
 def cmd_qrels_export(args) -> int:
+    from . import qrels
+
     qs = qrels.load(args.file)
     out = Path(args.out or Path(args.file).with_suffix(""))
     written = []
@@ -262,6 +295,8 @@ def cmd_qrels_export(args) -> int:
 
 
 def cmd_qrels_import(args) -> int:
+    from . import qrels
+
     qs = qrels.from_trec(Path(args.qrels).read_text(), Path(args.topics).read_text(),
                          name=args.name or Path(args.out).stem, corpus=args.corpus)
     Path(args.out).write_text(qrels.to_toml(qs))
@@ -273,6 +308,8 @@ POOL_ARMS = ["keyword", "global-index", "semantic"]  # `qrels pool`'s arms when 
 
 
 def cmd_qrels_pool(args) -> int:
+    from . import arms, pooling, qrels
+
     qs = qrels.load(args.file)
     _qrels_corpus(args, qs)
     opened = open_corpus(args)
@@ -310,7 +347,7 @@ def cmd_qrels_pool(args) -> int:
 
 
 def cmd_qrels_simulate(args) -> int:
-    from . import effort
+    from . import dirs, effort, qrels, simulate
 
     qs = qrels.load(args.file)
     rules = None if args.no_gate else args.rules or dirs.rules_path()
@@ -343,6 +380,8 @@ def cmd_qrels_judge(args) -> int:
 
 
 def cmd_qrels_draft(args) -> int:
+    from . import draft
+
     opened = open_corpus(args, quiet=True)
     ingest, store = opened.ingest, opened.store
     neighbours = None
@@ -350,12 +389,11 @@ def cmd_qrels_draft(args) -> int:
         other = argparse.Namespace(**{**vars(args), "corpus": args.neighbours, "docs": None})
         neighbours = store.corpus_texts(open_corpus(other, quiet=True, store=store).corpus)
     drafts = draft.draft(store.corpus_texts(ingest.corpus), neighbours, args.per_class)
-    name = ingest.corpus.name
-    out = args.out or Path("qrels") / "drafts" / f"{name}.toml"
-    if out.exists() and not args.force:
-        raise UsageError(f"{out} exists (it may hold an assessor's edits): choose another --out or pass --force")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(draft.to_toml(drafts, name, [h.format(corpus=name) for h in draft.HEADER]))
+    out = args.out or Path("qrels") / "drafts" / f"{ingest.corpus.name}.toml"
+    try:
+        draft.write(drafts, ingest.corpus.name, out, args.force)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     counts = {c: sum(d.cls == c for d in drafts) for c in draft.CLASSES}
     print(f"{out}: {len(drafts)} drafts ({', '.join(f'{c} {n}' for c, n in counts.items())})"
           + ("" if neighbours else "; no abstain drafts without --neighbours"))
@@ -363,6 +401,8 @@ def cmd_qrels_draft(args) -> int:
 
 
 def cmd_arms(args) -> int:
+    from . import arms
+
     builtin, known = arms.builtin(), arms.registry()
     for name in sorted(known):
         try:
@@ -378,6 +418,8 @@ def cmd_arms(args) -> int:
 
 
 def cmd_config(args) -> int:
+    from . import config
+
     if args.name:
         written = config.use_model(args.name, args.dir)
         print(f"model {args.name}" + (f" from {args.dir}" if args.dir else "") + f": written to {written}")
@@ -391,6 +433,8 @@ def cmd_config(args) -> int:
 # ---- search ---------------------------------------------------------------------------------------------
 
 def cmd_search(args) -> int:
+    from . import arms, runner
+
     opened = open_corpus(args)
     ingest, store = opened.ingest, opened.store
     arm = arms.make(args.arm, ingest.corpus, store)
@@ -414,44 +458,33 @@ def cmd_search(args) -> int:
 
 def cmd_page(args) -> int:
     from .judging import escape
+    from .records import split_page_id
 
     try:
         doc, number = split_page_id(args.page)
     except ValueError:
         raise UsageError(f"{args.page!r} is not a page id DOC#N (e.g. booktabs.pdf#6)") from None
     opened = open_corpus(args, quiet=True)
-    if doc not in opened.documents:
-        raise UsageError(f"{doc!r} is not a document of corpus {opened.name!r}")
-    pages = len(opened.texts(doc))
-    if not 1 <= number <= pages:
-        raise UsageError(f"{args.page}: page {number} is out of range for {doc} (1..{pages})")
-    print(f"{args.page} of {pages} ({opened.name})\n{escape(opened.page(doc, number).text)}")
+    page = opened.page(doc, number)  # a document or page the corpus lacks: PageError, one line
+    print(f"{args.page} of {len(opened.texts(doc))} ({opened.name})\n{escape(page.text)}")
     return 0
 
 
 # ---- run and summary -------------------------------------------------------------------------------------
 
-def open_run(args) -> tuple[qrels.QuerySet, api.OpenCorpus]:
-    """The query set of --qrels and the corpus it is run on, refused when the judgments do not fit it."""
-    qs = api.queries(args.qrels)
-    if args.corpus:
-        api.fit(qs, args.corpus)  # before the corpus is opened: a set for another corpus costs nothing
-    opened = open_corpus(args)
-    api.fit(qs, opened)
-    return qs, opened
-
-
 def cmd_run(args) -> int:
-    specs = split_top(args.arms, ",")
-    runner.check_arms(specs, args.k)
-    qs, opened = open_run(args)
-    res = api.run(opened, qs, specs, args.out, k=args.k, resume=args.resume)
+    from . import api
+
+    res = api.run(args.corpus, args.qrels, split_top(args.arms, ","), args.out, k=args.k, resume=args.resume,
+                  **opening(args))
     print(res.table().to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
     print(f"results: {res.path}")
     return 0
 
 
 def cmd_robustness(args) -> int:
+    from . import api, robustness, runner
+
     qs, opened = open_run(args)
     try:
         r = robustness.check(opened.corpus, opened.store, qs, args.arm, args.permutations, args.seed, k=args.k,
@@ -464,6 +497,9 @@ def cmd_robustness(args) -> int:
 
 
 def cmd_summary(args) -> int:
+    from . import resultsdir
+    from .results import Results
+
     res = Results.load(args.results)
     _ = res.manifest  # a damaged manifest is named before the tables are read
     table = res.table(by_class=args.by == "class")
@@ -474,6 +510,8 @@ def cmd_summary(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from . import api
+
     from nbclient.exceptions import CellExecutionError
 
     from . import bench
@@ -483,7 +521,7 @@ def cmd_report(args) -> int:
         if is_bench:
             html = bench.render(args.results, out_html=args.out)
         else:
-            html = api.report(args.results, out_html=args.out, pair=args.pair, baseline=args.baseline)
+            html = api.report(args.results, out_html=args.out, pair=args.pair, baseline_arm=args.baseline_arm)
     except ValueError as e:  # --pair names an arm the run does not have
         raise UsageError(str(e)) from None
     except CellExecutionError as e:  # names the failing cell, its code and the error
@@ -497,6 +535,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_best(args) -> int:
+    from .results import Results
+
     from .reports.selection import best_arm
 
     try:
@@ -509,7 +549,7 @@ def cmd_best(args) -> int:
 # ---- bench ----------------------------------------------------------------------------------------------
 
 def cmd_bench(args) -> int:
-    from . import bench, calibration
+    from . import arms, bench, calibration, config, qrels
     from .arms.semantic import SemanticArm
     from .embeddings import ModelSpec
 
@@ -568,15 +608,18 @@ def _judge_options(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def cmd_compare(args) -> int:
-    if args.baseline:
+    from . import api, comparison
+
+    if args.baseline_arm:
         if len(args.sides) != 1:
-            raise UsageError("with --baseline ARM give one results directory: evalkit compare DIR --baseline ARM")
-        base = comparison.side(args.sides[0], args.baseline)
+            raise UsageError("with --baseline-arm ARM give one results directory: evalkit compare DIR --baseline-arm "
+                             "ARM")
+        base = comparison.side(args.sides[0], args.baseline_arm)
         cands = [comparison.side(args.sides[0], a) for a in base.results.arms if a != base.arm]
     elif len(args.sides) == 2:
         base, cands = comparison.side(args.sides[0]), [comparison.side(args.sides[1])]
     else:
-        raise UsageError("give BASE and CAND (each DIR:ARM, or DIR holding one arm), or DIR --baseline ARM")
+        raise UsageError("give BASE and CAND (each DIR:ARM, or DIR holding one arm), or DIR --baseline-arm ARM")
     pairs = [comparison.pair(base, c, args.allow_different_queries) for c in cands]
     for p in pairs:
         for note in comparison.notes(p):
@@ -597,6 +640,8 @@ def cmd_compare(args) -> int:
 def unrecorded_verdicts() -> Iterator[None]:
     """A verdict the library could not write to gate.json (:class:`evalkit.gating.NotRecorded`) as one
     line on stderr after the block: it is still the verdict, and the exit code is still its own."""
+    import warnings
+
     from .gating import NotRecorded
 
     with warnings.catch_warnings(record=True) as said:
@@ -610,6 +655,8 @@ def unrecorded_verdicts() -> Iterator[None]:
 
 
 def cmd_gate(args) -> int:
+    from . import api
+
     with unrecorded_verdicts():
         verdict = api.gate(args.baseline, args.candidate, args.rules, cache=args.cache, log=print,
                            allow_different_queries=args.allow_different_queries, judge=args.judge, queries=args.qrels,
@@ -645,6 +692,7 @@ def _query_set_on(args, where: str):
 
 
 def cmd_tune(args) -> int:
+    from . import runner
     from .tune import TuneError, grid, tune
 
     axes = {}
@@ -658,7 +706,7 @@ def cmd_tune(args) -> int:
     try:
         with unrecorded_verdicts():
             tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
-                         args.measure, args.baseline, args.rules, args.k,
+                         args.measure, args.baseline_arm, args.rules, args.k,
                          keep=dict.fromkeys(args.keep, args.keep_margin))
     except TuneError as e:
         raise UsageError(str(e)) from None
@@ -681,6 +729,7 @@ REFUSAL_ACTIONS = ("show", "calibrate", "fit")
 
 def cmd_refusal_show(args) -> int:
     from . import refusal_report
+    from .results import Results
 
     try:
         print(refusal_report.text(Results.load(args.results), args.arm, args.threshold, curve=args.curve))
@@ -691,6 +740,7 @@ def cmd_refusal_show(args) -> int:
 
 def cmd_refusal_calibrate(args) -> int:
     from . import refusal_report
+    from .results import Results
 
     res = Results.load(args.results)
     try:
@@ -705,6 +755,8 @@ def cmd_refusal_calibrate(args) -> int:
 
 
 def cmd_refusal_fit(args) -> int:
+    from . import qrels
+
     from .arms.policies import EvidencePolicy, fit_evidence, make_policy
 
     qs = qrels.load(args.qrels)
@@ -733,12 +785,29 @@ def refusal_argv(argv: list[str]) -> list[str]:
 
 # ---- the parser -----------------------------------------------------------------------------------------
 
+# `--baseline` is a results directory and its arm (DIR:ARM) in gate; where an option names an arm alone it is
+# --baseline-arm, as ek.gate's and ek.compare's baseline_arm
+OLD_NAME = " (--baseline: its old name, until the next release)"
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="evalkit", description=__doc__)
+    """The whole command line, one group of commands at a time (docs/cli.md is rendered from it)."""
+    p = argparse.ArgumentParser(prog="evalkit", description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"evalkit {__version__}")
     p.add_argument("--debug", action="store_true", help="let errors through with their Python traceback")
     sub = p.add_subparsers(dest="command", required=True)
+    _corpus_commands(sub)
+    qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action",
+                                                                                                   required=True)
+    for group in (_qrels_grading, _qrels_exchange, _qrels_pooling, _qrels_judging):
+        group(qp)
+    for commands in (_look_commands, _run_commands, _bench_command, _results_commands, _compare_commands,
+                     _tune_commands, _refusal_commands):
+        commands(sub)
+    return p
 
+
+def _corpus_commands(sub: Subparsers) -> None:
     cp = sub.add_parser("corpus", help="fetch, verify, lock and describe corpora").add_subparsers(dest="action",
                                                                                                   required=True)
     f = cp.add_parser("fetch", help="materialise a pinned corpus into a folder, verifying every sha256")
@@ -772,8 +841,9 @@ def parser() -> argparse.ArgumentParser:
     add_hidden_text_arg(st)
     st.set_defaults(func=cmd_corpus_stats, corpus=None)
 
-    qp = sub.add_parser("qrels", help="check, export and import graded query sets").add_subparsers(dest="action",
-                                                                                                   required=True)
+
+def _qrels_grading(qp: Subparsers) -> None:
+    """check, agree, effort, regrade, split: a query set's grades and the people who gave them."""
     ck = qp.add_parser("check", help="validate a query file against its corpus; exit 1 on any problem")
     ck.add_argument("file", type=Path)
     add_corpus_args(ck, required=False)
@@ -797,7 +867,7 @@ def parser() -> argparse.ArgumentParser:
                                        "grades blank, to judge in its own workbench and compare with `qrels agree`")
     rg.add_argument("file", type=Path)
     rg.add_argument("--out", required=True, type=Path, help="the second assessor's query file (must not exist)")
-    rg.add_argument("-n", type=at_least_one, default=20, help="pages in the sample (default 20)")
+    rg.add_argument("-n", type=at_least(1), default=20, help="pages in the sample (default 20)")
     rg.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
     add_corpus_args(rg, required=False)
     rg.set_defaults(func=cmd_qrels_regrade)
@@ -808,6 +878,10 @@ def parser() -> argparse.ArgumentParser:
                     help="the two halves' query files (must not exist)")
     sp.add_argument("--seed", type=int, default=0, help="the split's random seed (default 0)")
     sp.set_defaults(func=cmd_qrels_split)
+
+
+def _qrels_exchange(qp: Subparsers) -> None:
+    """export, import: TREC files."""
     ex = qp.add_parser("export", help="write TREC qrels (page and document level) and a topics file")
     ex.add_argument("file", type=Path)
     ex.add_argument("--format", choices=["trec"], default="trec")
@@ -820,13 +894,17 @@ def parser() -> argparse.ArgumentParser:
     im.add_argument("--name")
     im.add_argument("--corpus", help="corpus name to record in [set]")
     im.set_defaults(func=cmd_qrels_import)
+
+
+def _qrels_pooling(qp: Subparsers) -> None:
+    """pool, plan, simulate: which pages to judge next, and how many queries a set needs."""
     po = qp.add_parser("pool", help="list retrieved pages that have no judgment, to complete a query set")
     po.add_argument("file", type=Path)
     add_corpus_args(po, required=False)
     po.add_argument("--arms", help="comma-separated arm specs (default: the set's [set] pool_arms, else "
                                    f"{','.join(POOL_ARMS)})")
-    po.add_argument("--depth", type=at_least_one, help="top k of each arm (default: the set's [set] pool_depth, else "
-                                                       "10)")
+    po.add_argument("--depth", type=at_least(1), help="top k of each arm (default: the set's [set] pool_depth, else "
+                                                      "10)")
     po.add_argument("--strategy", help="pooling strategy spec: depth(k=10) (the default: every unjudged page of the "
                                        "pool), mtf(k=10), maxmean(k=10) or judge(predictions=PATH) (the next page each "
                                        "query's judgments, or the "
@@ -845,13 +923,17 @@ def parser() -> argparse.ArgumentParser:
                                         "pooling strategy against the arms' order and the gate's decisions")
     si.add_argument("file", type=Path)
     si.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
-    si.add_argument("--strategies", default=",".join(simulate.STRATEGIES),
+    si.add_argument("--strategies", default=",".join(defaults.STRATEGIES),
                     help="comma-separated pooling strategy specs")
     si.add_argument("--rules", type=Path, help="the gate rules whose decisions must not change (default: ./gate.toml, "
                                                "else the rules shipped with evalkit)")
     si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
     si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
     si.set_defaults(func=cmd_qrels_simulate)
+
+
+def _qrels_judging(qp: Subparsers) -> None:
+    """judge, draft: the local judge's grades, and candidate queries drawn from the corpus."""
     ju = qp.add_parser("judge", help="the local judge: its predicted grades for every pooled page, and its agreement "
                                      "with the person's grades on queries it did not train on, per class "
                                      "(docs/judge.md)")
@@ -860,9 +942,9 @@ def parser() -> argparse.ArgumentParser:
     ju.add_argument("--train-on", action="append", default=[], metavar="QRELS=RESULTS",
                     help="train on another query file with its results directory (repeatable); without it and "
                          "without --train-share, the judge is cross-fitted by query on FILE itself")
-    ju.add_argument("--train-share", type=fraction, metavar="F",
+    ju.add_argument("--train-share", type=between(0, 1), metavar="F",
                     help="train on this share of FILE's queries (per class), test on the rest (e.g. 0.2)")
-    ju.add_argument("--folds", type=at_least_two, default=5, help="cross-fitting folds, by query (default 5)")
+    ju.add_argument("--folds", type=at_least(2), default=5, help="cross-fitting folds, by query (default 5)")
     ju.add_argument("--model", default="hgb", choices=["hgb", "logistic"], help="boosted trees (default) or logistic")
     ju.add_argument("--calibration", default="isotonic", choices=["isotonic", "platt", "none"])
     ju.add_argument("--arms", help="comma-separated arm labels whose ranks the judge reads and whose top pages are "
@@ -877,11 +959,14 @@ def parser() -> argparse.ArgumentParser:
     add_corpus_args(dr)
     dr.add_argument("--neighbours", metavar="NAME", help="a neighbouring corpus whose names and headings this one "
                                                           "lacks (abstain drafts)")
-    dr.add_argument("--per-class", type=at_least_one, default=30)
+    dr.add_argument("--per-class", type=at_least(1), default=30)
     dr.add_argument("--out", type=Path, help="the drafts file (default: qrels/drafts/<corpus>.toml)")
     dr.add_argument("--force", action="store_true", help="overwrite an existing drafts file")
     dr.set_defaults(func=cmd_qrels_draft)
 
+
+def _look_commands(sub: Subparsers) -> None:
+    """config, arms, search, page: settings, the arms there are, and one query or one page looked at."""
     cf = sub.add_parser("config", help="settings kept once for every command and notebook (the embedding model)")
     cf.add_argument("setting", choices=["model"])
     cf.add_argument("name", nargs="?", help="the model's name (without it: print the current setting)")
@@ -890,19 +975,19 @@ def parser() -> argparse.ArgumentParser:
     cf.set_defaults(func=cmd_config)
     ar = sub.add_parser("arms", help="list the arms this installation knows, with their parameters")
     ar.set_defaults(func=cmd_arms)
-
     se = sub.add_parser("search", help="run one arm on one query and print ranked pages with snippets")
     se.add_argument("query")
     add_corpus_args(se)
     se.add_argument("--arm", default="keyword", help="an arm spec, e.g. hybrid or keyword(idf_scope=corpus)")
-    se.add_argument("-k", type=at_least_one, default=10)
+    se.add_argument("-k", type=at_least(1), default=10)
     se.set_defaults(func=cmd_search)
-
     pg = sub.add_parser("page", help="print a whole page as the arms see it (the page store's text), to judge it")
     pg.add_argument("page", metavar="DOC#N", help="a page id, e.g. booktabs.pdf#6 (1-based, physical)")
     add_corpus_args(pg)
     pg.set_defaults(func=cmd_page)
 
+
+def _run_commands(sub: Subparsers) -> None:
     rn = sub.add_parser("run", help="run arms over a query set into a results directory")
     add_corpus_args(rn)
     rn.add_argument("--qrels", required=True, type=Path)
@@ -910,17 +995,17 @@ def parser() -> argparse.ArgumentParser:
                     help="comma-separated arm specs")
     rn.add_argument("--out", type=Path, help="results directory (default: results/<corpus>)")
     rn.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    rn.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
+    rn.add_argument("-k", type=at_least(1), default=defaults.DEPTH, help="hits kept per query")
     rn.set_defaults(func=cmd_run)
 
-    from .bench import LATENCY_ARMS, SCALE_ARMS
 
+def _bench_command(sub: Subparsers) -> None:
     be = sub.add_parser("bench",
                         help="speed: extraction, embedding, per-arm latency, measures; --scale: the cost curve")
     add_corpus_args(be, required=False)  # default: --corpus latex
     be.add_argument("--qrels", type=Path, help="queries to time (default: qrels/<corpus>.toml)")
     be.add_argument("--out", type=Path, help="bench directory (default: results/bench-<corpus>)")
-    be.add_argument("--arms", default=",".join(LATENCY_ARMS))
+    be.add_argument("--arms", default=",".join(defaults.LATENCY_ARMS))
     be.add_argument("--runs", type=int, default=3, help="cold extraction runs (the median is reported)")
     be.add_argument("--rounds", type=int, default=3, help="timed passes over the queries per arm and k")
     be.add_argument("--embed-docs", type=int, default=5, help="documents for the cold embedding figure (0: skip)")
@@ -928,7 +1013,7 @@ def parser() -> argparse.ArgumentParser:
                     help="random queries for measures vs pytrec_eval (0: skip)")
     be.add_argument("--scale", metavar="N,N,…", help="nested subset sizes for the cost curve, e.g. 25,50,100,200,400")
     be.add_argument("--scale-corpus", default="texdocs", metavar="NAME", help="corpus the subsets are drawn from")
-    be.add_argument("--scale-arms", default=",".join(SCALE_ARMS))
+    be.add_argument("--scale-arms", default=",".join(defaults.SCALE_ARMS))
     be.add_argument("--embed", action="store_true", help="embed the largest subset first (else vector arms need cached "
                                                          "vectors)")
     be.add_argument("--seed", type=int, default=0)
@@ -939,6 +1024,9 @@ def parser() -> argparse.ArgumentParser:
                     help="print two bench directories' figures side by side, absolute and calibrated, and stop")
     be.set_defaults(func=cmd_bench)
 
+
+def _results_commands(sub: Subparsers) -> None:
+    """robustness, summary, report, best: what one run says."""
     rb = sub.add_parser("robustness", help="rename every document at random, re-run one arm and report how far "
                                            "each measure moves (a name-independent arm moves 0)")
     add_corpus_args(rb)
@@ -946,37 +1034,38 @@ def parser() -> argparse.ArgumentParser:
     rb.add_argument("--arm", required=True, help="an arm spec, e.g. keyword or hybrid(keyword=global-index)")
     rb.add_argument("--permutations", type=int, default=5, help="random renamings (default: 5)")
     rb.add_argument("--seed", type=int, default=0)
-    rb.add_argument("--measures", default=",".join(robustness.MEASURES), help="comma-separated measure names")
+    rb.add_argument("--measures", default=",".join(defaults.ROBUSTNESS_MEASURES), help="comma-separated measure names")
     rb.add_argument("--out", type=Path, help="folder for robustness.json (default: results/<corpus>/robustness/<arm>)")
-    rb.add_argument("-k", type=int, default=runner.DEPTH, help="hits kept per query")
+    rb.add_argument("-k", type=int, default=defaults.DEPTH, help="hits kept per query")
     rb.set_defaults(func=cmd_robustness)
-
     sm = sub.add_parser("summary", help="print the comparison table of a results directory")
     sm.add_argument("results", type=Path)
     sm.add_argument("--by", choices=["class"], help="one row per arm and class")
     sm.set_defaults(func=cmd_summary)
-
     rp = sub.add_parser("report", help="execute the report notebook on a results directory (or a bench directory): "
                                        "HTML, notebook, figures")
     rp.add_argument("results", type=Path)
     rp.add_argument("--out", type=Path, help="HTML file (default: RESULTS/report.html)")
     rp.add_argument("--pair", metavar="A,B", help="two arms for the per-query deltas (default: the best arm vs the "
                                                   "baseline)")
-    rp.add_argument("--baseline", metavar="ARM", help="the arm the conclusion compares against "
-                                                      "(default: the baseline of RESULTS/gate.json)")
+    rp.add_argument("--baseline-arm", "--baseline", metavar="ARM",
+                    help="the arm the conclusion compares against (default: the baseline of RESULTS/gate.json)"
+                         + OLD_NAME)
     rp.set_defaults(func=cmd_report)
-
     be = sub.add_parser("best", help="print the arm with the highest mean of a measure over answerable queries")
     be.add_argument("results", type=Path)
     be.add_argument("--measure", default="nDCG@10(doc)", help="the measure to rank arms by")
     be.add_argument("--besides", metavar="ARM", help="leave this arm out (a baseline: gate the best other arm)")
     be.set_defaults(func=cmd_best)
 
+
+def _compare_commands(sub: Subparsers) -> None:
     co = sub.add_parser("compare", help="paired per-query comparison of two arms: Δ, CI, p, Holm, win/tie/loss, MDD")
     co.add_argument("sides", nargs="+", metavar="SIDE", help="BASE CAND, each DIR:ARM (or DIR holding one arm); or DIR "
-                                                             "with --baseline")
-    co.add_argument("--baseline", metavar="ARM", help="compare every other arm of DIR against ARM")
-    co.add_argument("--measures", default=",".join(comparison.MEASURES), help="comma-separated measures")
+                                                             "with --baseline-arm")
+    co.add_argument("--baseline-arm", "--baseline", metavar="ARM",
+                    help="compare every other arm of DIR against ARM" + OLD_NAME)
+    co.add_argument("--measures", default=",".join(defaults.COMPARE_MEASURES), help="comma-separated measures")
     co.add_argument("--allow-different-queries", action="store_true",
                     help="compare the queries two different query sets share (the rest are listed)")
     co.add_argument("--resamples", type=int, default=10_000, help="bootstrap and sign-flip resamples (seeded)")
@@ -984,7 +1073,6 @@ def parser() -> argparse.ArgumentParser:
     _judge_options(co, "each difference the judge can predict with its prediction-powered interval and how many more "
                        "queries to grade whole to decide it")
     co.set_defaults(func=cmd_compare)
-
     ga = sub.add_parser("gate", help="decide whether a candidate may replace a baseline: exit 0 pass, 1 fail, 2 cannot "
                                      "tell")
     ga.add_argument("--baseline", required=True, metavar="DIR:ARM",
@@ -1005,6 +1093,8 @@ def parser() -> argparse.ArgumentParser:
                                                "(default: $EVALKIT_CACHE/evalkit.sqlite)")
     ga.set_defaults(func=cmd_gate)
 
+
+def _tune_commands(sub: Subparsers) -> None:
     tu = sub.add_parser("tune", help="sweep an arm's parameters on one query set, gate the choice on another")
     tu.add_argument("--arm", required=True, help="the arm to sweep (with --grid), or comma-separated candidate specs")
     tu.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2",
@@ -1015,8 +1105,8 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--held-out", required=True, metavar="CORPUS=QRELS", help="where the chosen arm is gated")
     tu.add_argument("--measure", default="nDCG@10(doc)",
                     help="what the choice maximises (mean over answerable queries)")
-    tu.add_argument("--baseline", default="hybrid(keyword=global-index)",
-                    help="the arm the chosen one is gated against")
+    tu.add_argument("--baseline-arm", "--baseline", default="hybrid(keyword=global-index)", metavar="SPEC",
+                    help="the arm the chosen one is gated against" + OLD_NAME)
     tu.add_argument("--keep", action="append", default=[], metavar="MEASURE",
                     help="choose only among arms whose mean of MEASURE on the tuning set is at least the baseline's "
                          "minus --keep-margin (e.g. choose by nDCG@10(doc) keeping nDCG@10); repeat for more")
@@ -1024,19 +1114,20 @@ def parser() -> argparse.ArgumentParser:
                                                                     "fall (default 0.02, the shipped gate's margin)")
     tu.add_argument("--rules", type=Path, help="rules file (default: ./gate.toml, else the rules shipped with evalkit)")
     tu.add_argument("--out", type=Path, default=Path("results/tune"), help="results directories go here")
-    tu.add_argument("-k", type=at_least_one, default=runner.DEPTH, help="hits kept per query")
+    tu.add_argument("-k", type=at_least(1), default=defaults.DEPTH, help="hits kept per query")
     tu.add_argument("--root", type=Path, help="where the corpora live (default: the evalkit data dir)")
     tu.add_argument("--cache", type=Path, help="page store / index database (default: $EVALKIT_CACHE/evalkit.sqlite)")
     add_hidden_text_arg(tu)
     tu.set_defaults(func=cmd_tune)
-
     le = sub.add_parser("learn", help="fit the learned arm's weights on a development query set; print its spec")
     add_corpus_args(le)
     le.add_argument("--qrels", required=True, type=Path)
     le.add_argument("--seed", type=int, default=0, help="draws the negative pages of each query")
-    le.add_argument("--negatives", type=at_least_one, default=50, help="non-relevant candidate pages kept per query")
+    le.add_argument("--negatives", type=at_least(1), default=50, help="non-relevant candidate pages kept per query")
     le.set_defaults(func=cmd_learn)
 
+
+def _refusal_commands(sub: Subparsers) -> None:
     rf = sub.add_parser("refusal", help="refusal measures of arms that record a confidence; calibrate; fit",
                         description="evalkit refusal [show] RESULTS --arm SPEC | calibrate RESULTS --arm SPEC "
                                     "--max-wrongful R | fit --qrels FILE").add_subparsers(dest="action", required=True)
@@ -1056,47 +1147,53 @@ def parser() -> argparse.ArgumentParser:
     add_corpus_args(fi, required=False)
     fi.add_argument("--policy", default="evidence", help="an evidence(...) policy spec (its other parameters are kept)")
     fi.set_defaults(func=cmd_refusal_fit)
-    return p
 
 
-def at_least_two(text: str) -> int:
-    """An argparse type for folds: one fold would train on nothing."""
-    value = at_least_one(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be at least 2, not {value}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """An argparse type for a share strictly between 0 and 1."""
+def _number(text: str, whole: bool, low: float, high: float | None) -> float:
+    want = "a whole number" if whole else f"a number between {low:g} and {high:g}"
     try:
-        value = float(text)
+        value = int(text) if whole else float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"want a number between 0 and 1, not {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value}")
+        raise argparse.ArgumentTypeError(f"want {want}, not {text!r}") from None
+    if high is None and value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low:g}, not {value}")
+    if high is not None and not low < value < high:
+        raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}, not {value}")
     return value
 
 
-def at_least_one(text: str) -> int:
-    """An argparse type for counts such as -k: a negative k would cut hits from the end, 0 keeps none."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"want a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type for counts: -k (a negative k would cut hits from the end, 0 keeps none), folds (one
+    fold would train on nothing)."""
+    return lambda text: int(_number(text, True, low, None))
 
 
-BAD_INPUT = (CorpusError, UsageError, config.ConfigError, qrels.QrelsError, arms.ArmError, arms.ArmFailure,
-             runner.RunError, ResultsError,
-             CacheError, comparison.CompareError, executor.ExecutorError, judging.JudgingError, FeatureError,
-             JudgeModelError)
+def between(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type for a share strictly between ``low`` and ``high``."""
+    return lambda text: _number(text, False, low, high)
+
+
+# the library's errors that are bad input, by the module that defines each: a command that never loaded the
+# module cannot have raised its error, so telling them apart loads nothing
+BAD_INPUT = {"evalkit.corpora": "CorpusError", "evalkit.config": "ConfigError", "evalkit.qrels": "QrelsError",
+             "evalkit.specs": "ArmError", "evalkit.arms": "ArmFailure", "evalkit.runner": "RunError",
+             "evalkit.resultsdir": "ResultsError", "evalkit.cache": "CacheError",
+             "evalkit.comparison": "CompareError", "evalkit.executor": "ExecutorError",
+             "evalkit.judging_file": "JudgingError", "evalkit.autojudge.features": "FeatureError",
+             "evalkit.autojudge.model": "JudgeModelError"}
+
+
+def bad_input(e: Exception) -> bool:
+    return isinstance(e, UsageError) or any(isinstance(e, getattr(sys.modules[m], name))
+                                            for m, name in BAD_INPUT.items() if m in sys.modules)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    with executor.use(getattr(args, "executor", "local")):
+    if not hasattr(args, "executor"):
+        return args.func(args)
+    from . import executor
+
+    with executor.use(args.executor):
         return args.func(args)
 
 
@@ -1161,19 +1258,34 @@ def _main(argv: list[str] | None) -> int:
         return _dispatch(args)
     try:
         return _dispatch(args)
-    except BAD_INPUT as e:
-        return fail(e, 2)
-    except OSError as e:  # a path that is a folder, unreadable, missing, on a full disk: name it and why
-        if isinstance(e, BrokenPipeError) and reader_gone():
-            raise  # not an error: main ends quietly
-        return fail(oserrors.describe(e), 2)
-    except sqlite3.DatabaseError as e:  # a full disk, a read-only folder, a busy lock, or damage
-        return fail(explain(store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index")), e), 2)
     except KeyboardInterrupt:
         return interrupted(args.command)
-    except Exception as e:  # noqa: BLE001 - a bug, or out of memory: one line, and how to see more
-        return fail(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)",
-                    2 if args.command == "gate" else 1)
+    except Exception as e:  # noqa: BLE001 - bad input, an OS or database error named, else a bug: one line
+        return failed(args, e)
+
+
+def failed(args: argparse.Namespace, e: Exception) -> int:
+    """The one line and exit code for what a command raised: bad input 2; a path that is a folder,
+    unreadable, missing, on a full disk, named with why, 2; a full disk, read-only folder, busy lock or
+    damage in the page store, 2; anything else is a bug, or out of memory: 1 (2 for ``gate``, whose 1 is
+    a verdict)."""
+    import sqlite3
+
+    if bad_input(e):
+        return fail(e, 2)
+    if isinstance(e, OSError):
+        if isinstance(e, BrokenPipeError) and reader_gone():
+            raise e  # not an error: main ends quietly
+        from . import oserrors
+
+        return fail(oserrors.describe(e), 2)
+    if isinstance(e, sqlite3.DatabaseError):
+        from .cache import explain
+        from .pages import store_path
+
+        return fail(explain(store_path(getattr(args, "cache", None), getattr(args, "hidden_text", "index")), e), 2)
+    return fail(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)",
+                2 if args.command == "gate" else 1)
 
 
 if __name__ == "__main__":

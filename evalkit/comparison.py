@@ -23,11 +23,12 @@ import pandas as pd
 
 from . import escape as esc
 from . import stats
+from .defaults import COMPARE_MEASURES
 from .records import CLASSES
 from .results import Results
 from .resultsdir import ResultsError
 
-MEASURES = ("nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "RR")
+MEASURES = COMPARE_MEASURES
 ANSWERABLE = tuple(c for c in CLASSES if c != "abstain")
 ALL = "all"
 ENVIRONMENT_KEYS = ("python", "implementation", "sqlite", "packages", "machine")

@@ -23,7 +23,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from wordfreq import zipf_frequency
 
@@ -305,3 +305,12 @@ HEADER = (
     "into a question, reads its pages, judges them, and only then copies it into qrels/{corpus}.toml; never accept",
     "one blind. `source` says where each came from; `pages` are the pages to read first, not judgments.",
 )
+
+
+def write(drafts: Sequence[Draft], corpus: str, out: Path, force: bool = False) -> None:
+    """Write the drafts file ``out`` with its header; refused (ValueError) when ``out`` exists, unless ``force``:
+    it may hold an assessor's edits."""
+    if out.exists() and not force:
+        raise ValueError(f"{out} exists (it may hold an assessor's edits): choose another --out or pass --force")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(to_toml(drafts, corpus, [h.format(corpus=corpus) for h in HEADER]))

@@ -31,9 +31,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import pymupdf
+if TYPE_CHECKING:
+    import pymupdf
 
 TINY_PT = 1.5  # a font size no one reads
 SAMPLE = 120  # characters of a page's hidden text kept to show it
@@ -141,6 +142,8 @@ def _hidden_kind(alpha: int, size: float, color: int) -> str | None:
 def hidden_text(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> tuple[dict[str, int], str, str]:
     """:func:`hidden_in` of a page. ``textpage``: the page's parsed text, reused (parsing the page is a
     third of the cost, the span dictionary read from it nearly half)."""
+    import pymupdf  # here, not above: reading a page store's texts needs no PDF library
+
     tp = textpage or page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
     return hidden_in(tp.extractDICT()["blocks"], lambda: painted(page))
 
@@ -179,6 +182,8 @@ def hidden_in(blocks: list[dict], backgrounds: Callable[[], list[tuple[Rect, flo
 def extract(path: Path, visible_only: bool = False) -> Extraction:
     """Read every page of ``path`` in this process. Never raises: failures are in the result. With
     ``visible_only`` a page with hidden text keeps only its visible text."""
+    import pymupdf
+
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
         pdf = pymupdf.open(path)
@@ -324,6 +329,8 @@ def extract_all(paths: list[Path], workers: int = 1, seconds: float = SECONDS, m
     either is replaced, as is one whose document went over its memory bound; none outlives this generator.
     Each worker gets its next document before the caller sees the last one's result, so storing results
     does not keep the workers waiting."""
+    import pymupdf  # noqa: F401 - loaded once here, where forked workers inherit it
+
     ctx = _context()
     todo = list(enumerate(paths))[::-1]
     idle: list[_Process] = []

@@ -351,9 +351,19 @@ ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
 }
 
 
-def judge(path: str | Path, docs: "OpenCorpus", arms: Sequence[Any] = judging.DEFAULT_ARMS,
-          strategy: str = judging.DEFAULT_STRATEGY, drafts: str | Path = Path("qrels") / "drafts") -> Workbench:
-    """Open the judging workbench on a query file (created when missing) over a corpus; see :mod:`evalkit.judging`.
-    A workbench this kernel already has open on the file is closed first (the cell run again replaces it);
-    one in another process is refused."""
-    return Workbench(Session(path, docs, arms, strategy, replace=True), drafts)
+def judge(path: str | Path, corpus: OpenCorpus | None = None, arms: Sequence[Any] = judging.DEFAULT_ARMS,
+          strategy: str = judging.DEFAULT_STRATEGY, drafts: str | Path = Path("qrels") / "drafts", *,
+          docs: OpenCorpus | None = None) -> Workbench:
+    """Open the judging workbench on a query file (created when missing) over an opened corpus; see
+    :mod:`evalkit.judging`. A workbench this kernel already has open on the file is closed first (the cell run
+    again replaces it); one in another process is refused. ``docs=``: the corpus's old keyword, for one release."""
+    if docs is not None:
+        import warnings
+
+        warnings.warn("ek.judge(path, docs=CORPUS) is deprecated and goes in the next release: pass the opened "
+                      "corpus as ek.judge(path, corpus=...) (docs= is a folder of PDFs, as in ek.corpus)",
+                      DeprecationWarning, stacklevel=2)
+        corpus = docs
+    if corpus is None:
+        raise TypeError("ek.judge needs the opened corpus: ek.judge(path, ek.corpus(...))")
+    return Workbench(Session(path, corpus, arms, strategy, replace=True), drafts)

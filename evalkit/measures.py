@@ -21,7 +21,7 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
-from .records import Query, Result, page_id, split_page_id
+from .records import Answer, Query, page_id, split_page_id
 from .text import contains
 
 Ranking = Sequence[str]
@@ -239,13 +239,13 @@ def page_qrels(query: Query) -> dict[str, int]:
     return out
 
 
-def ranking_of(result: Result) -> tuple[str, ...]:
+def ranking_of(result: Answer) -> tuple[str, ...]:
     """The page ranking of a result, in the arm's order; a refusal or an error ranks nothing even if it
     carries hits."""
     return () if result.refused or result.error else tuple(page_id(h.doc, h.page) for h in result.hits)
 
 
-def evaluate(query: Query, result: Result, names: Iterable[str] = DEFAULT) -> dict[str, float]:
+def evaluate(query: Query, result: Answer, names: Iterable[str] = DEFAULT) -> dict[str, float]:
     """Score one query. Answerable: a refused, errored or empty result scores 0.0 on every ranking measure
     (an empty answer must count, unlike BEIR/trec_eval's default of dropping it). Abstain: every ranking measure is
     NaN, so abstain queries never enter ranking means; they are scored by :func:`refusal_outcome` instead.
@@ -279,7 +279,7 @@ def evidence_hit(chunk_texts: Sequence[str], quotes: Iterable[str], k: int = 10)
     return float(any(contains(t, q) for t in texts for q in quotes))
 
 
-def evidence(query: Query, result: Result, k: int = 10) -> float:
+def evidence(query: Query, result: Answer, k: int = 10) -> float:
     """:func:`evidence_hit` of a chunk retriever's answer to an answerable query over its relevant
     judgments' quotes; NaN for abstain queries and answers without chunks, 0.0 for a refusal or an error."""
     if not query.answerable or not (result.chunks or result.refused or result.error):
@@ -296,7 +296,7 @@ def evidence(query: Query, result: Result, k: int = 10) -> float:
 OUTCOMES = ("correct_refusal", "answered_abstain", "wrongful_refusal", "answered", "error")
 
 
-def refusal_outcome(query: Query, result: Result) -> str:
+def refusal_outcome(query: Query, result: Answer) -> str:
     """Classify a query's result for refusal measures; an empty result counts as a refusal, an error is an
     outcome of its own (the arm did not answer: neither a refusal nor an answer)."""
     if result.error:

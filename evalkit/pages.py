@@ -11,17 +11,18 @@ import os
 import sqlite3
 import sys
 from dataclasses import dataclass, field, replace
+from importlib.metadata import version
 from pathlib import Path
 
-import pymupdf
 from tqdm import tqdm
 
 from . import cache, dirs, executor, extraction
 from .corpora import Corpus
+from .defaults import HIDDEN_TEXT
 from .extraction import Extraction, extract_all
 from .records import Document, Page
 
-EXTRACTOR = f"pymupdf-{pymupdf.VersionBind}:text"
+EXTRACTOR = f"pymupdf-{version('pymupdf')}:text"  # its installed version, without loading it
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -39,7 +40,6 @@ REPORT_VERSION = "report-2"
 # Visible text follows the hidden-text rule, so its extractor name (which keys its pages, indexes and
 # vectors) carries the rule's version: text kept since report-2 is indexed and embedded anew.
 VISIBLE_ONLY = f"+visible-only:{REPORT_VERSION}"
-HIDDEN_TEXT = ("index", "drop")  # index hidden text like any text (the default), or read visible text only
 
 
 def default_path() -> Path:

@@ -34,6 +34,15 @@ def sd_of_pairs(wide: pd.DataFrame) -> tuple[float, int]:
     return (float(np.median(sds)), len(sds)) if sds else (math.nan, 0)
 
 
+def check(frame: pd.DataFrame, measure: str) -> None:
+    """Refuse (ValueError) per-query rows the planner cannot plan from: fewer than two arms, or no ``measure``."""
+    if frame.empty or frame["arm"].nunique() < 2:
+        raise ValueError("the power planner needs the answers of two or more arms to the set's queries")
+    if measure not in frame.columns:
+        raise ValueError(f"--measure {measure!r} is not one of the run's measures: "
+                         f"{', '.join(c for c in frame.columns if '@' in c or c.startswith('RR'))}")
+
+
 def plan(frame: pd.DataFrame, measure: str = "nDCG@10(doc)", delta: float = 0.05, alpha: float = stats.ALPHA,
          target: float = stats.POWER) -> pd.DataFrame:
     """Per answerable class and for all of them (``per_query`` rows of two or more arms): queries, arm

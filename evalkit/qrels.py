@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import tomllib
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -141,21 +142,10 @@ def parse(raw: bytes, path: Path) -> QuerySet:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise QrelsError(f"{path}: not valid TOML: {e}") from None
-    header = data.get("set", {})
-    if not isinstance(header, dict):
-        raise QrelsError(f"{path}: [set] is not a table")
-    gains = header.get("gains", DEFAULT_GAINS)
-    if not isinstance(gains, dict) or not all(str(k).lstrip("-").isdigit() for k in gains):
-        raise QrelsError(f"{path}: [set.gains] wants integer keys (\"3\" = \"directly answers\"), got {gains!r}")
-    gains = {int(k): str(v) for k, v in gains.items()}
+    header, gains, depth, pool_arms = _header(data, path)
     entries = data.get("query", [])
     if not isinstance(entries, list):
         raise QrelsError(f"{path}: 'query' must be [[query]] tables, not {type(entries).__name__} {entries!r}")
-    depth, pool_arms = header.get("pool_depth"), header.get("pool_arms", [])
-    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
-        raise QrelsError(f"{path}: [set] pool_depth is not a positive integer: {depth!r}")
-    if not isinstance(pool_arms, list) or not all(isinstance(a, str) for a in pool_arms):
-        raise QrelsError(f"{path}: [set] pool_arms is not a list of arm specs: {pool_arms!r}")
     queries, pooled = [], {}
     reread: dict[str, list[tuple[str, int]]] = {}
     found: dict[str, dict[tuple[str, int], str]] = {}
@@ -164,33 +154,12 @@ def parse(raw: bytes, path: Path) -> QuerySet:
             raise QrelsError(f"{path}: query #{i} is not a table")
         qid = q.get("id")
         where = f"{path}: query {qid!r}" if qid else f"{path}: query #{i}"
-        for key, typ in (("id", str), ("class", str), ("text", str)):
-            if not isinstance(q.get(key), typ):
-                raise QrelsError(f"{where}: field {key!r} is missing or not a {typ.__name__}")
-        judgments = []
-        if not isinstance(q.get("judgments", []), list):
-            raise QrelsError(f"{where}: field 'judgments' is not a list")
-        for j, jd in enumerate(q.get("judgments", []), 1):
-            if not isinstance(jd, dict):
-                raise QrelsError(f"{where}: judgments[{j}] is not a table")
-            for key, want in (("doc", str), ("page", int), ("gain", int)):
-                if not isinstance(jd.get(key), want) or isinstance(jd.get(key), bool):
-                    raise QrelsError(f"{where}: judgments[{j}].{key} is missing or not a {want.__name__}")
-            if why := ids.unsafe(jd["doc"]):
-                raise QrelsError(f"{where}: judgments[{j}].doc {jd['doc']!r} {why}")
-            if not isinstance(jd.get("reread", ""), str):
-                raise QrelsError(f"{where}: judgments[{j}].reread is not a string (the wording it was graded under)")
-            if jd.get("reread"):
-                reread.setdefault(q["id"], []).append((jd["doc"], jd["page"]))
-            if "found_by" in jd:
-                found.setdefault(q["id"], {})[(jd["doc"], jd["page"])] = parse_found_by(jd["found_by"],
-                                                                                        f"{where}: judgments[{j}]")
-            judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
-        for key in ("notes", "distractor", "kind", "drafted"):
-            if not isinstance(q.get(key, ""), str):
-                raise QrelsError(f"{where}: field {key!r} is not a string")
-        queries.append(Query(q["id"], q["class"], q["text"], tuple(judgments), q.get("notes", ""),
-                             q.get("distractor", ""), q.get("kind", "")))
+        query, again, by_search = _query(q, where)
+        queries.append(query)
+        if again:
+            reread.setdefault(query.id, []).extend(again)
+        if by_search:
+            found.setdefault(query.id, {}).update(by_search)
         if "pooled" in q:
             pooled[q["id"]] = _pooled(q["pooled"], where)
     if not queries:
@@ -202,6 +171,53 @@ def parse(raw: bytes, path: Path) -> QuerySet:
                     header.get("description", ""), gains, hashlib.sha256(text.encode()).hexdigest(), depth,
                     tuple(pool_arms),
                     path, pooled, {qid: tuple(p) for qid, p in reread.items()}, found)
+
+
+def _header(data: dict, path: Path) -> tuple[dict, dict[int, str], int | None, list[str]]:
+    """The ``[set]`` table, with its gains, pool depth and pool arms checked."""
+    header = data.get("set", {})
+    if not isinstance(header, dict):
+        raise QrelsError(f"{path}: [set] is not a table")
+    gains = header.get("gains", DEFAULT_GAINS)
+    if not isinstance(gains, dict) or not all(str(k).lstrip("-").isdigit() for k in gains):
+        raise QrelsError(f"{path}: [set.gains] wants integer keys (\"3\" = \"directly answers\"), got {gains!r}")
+    depth, pool_arms = header.get("pool_depth"), header.get("pool_arms", [])
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
+        raise QrelsError(f"{path}: [set] pool_depth is not a positive integer: {depth!r}")
+    if not isinstance(pool_arms, list) or not all(isinstance(a, str) for a in pool_arms):
+        raise QrelsError(f"{path}: [set] pool_arms is not a list of arm specs: {pool_arms!r}")
+    return header, {int(k): str(v) for k, v in gains.items()}, depth, pool_arms
+
+
+def _query(q: dict, where: str) -> tuple[Query, list[tuple[str, int]], dict[tuple[str, int], str]]:
+    """One ``[[query]]`` table with its fields' types checked, the pages it graded under an earlier wording,
+    and the arm that found each page a search found."""
+    for key, typ in (("id", str), ("class", str), ("text", str)):
+        if not isinstance(q.get(key), typ):
+            raise QrelsError(f"{where}: field {key!r} is missing or not a {typ.__name__}")
+    judgments, reread, found = [], [], {}
+    if not isinstance(q.get("judgments", []), list):
+        raise QrelsError(f"{where}: field 'judgments' is not a list")
+    for j, jd in enumerate(q.get("judgments", []), 1):
+        if not isinstance(jd, dict):
+            raise QrelsError(f"{where}: judgments[{j}] is not a table")
+        for key, want in (("doc", str), ("page", int), ("gain", int)):
+            if not isinstance(jd.get(key), want) or isinstance(jd.get(key), bool):
+                raise QrelsError(f"{where}: judgments[{j}].{key} is missing or not a {want.__name__}")
+        if why := ids.unsafe(jd["doc"]):
+            raise QrelsError(f"{where}: judgments[{j}].doc {jd['doc']!r} {why}")
+        if not isinstance(jd.get("reread", ""), str):
+            raise QrelsError(f"{where}: judgments[{j}].reread is not a string (the wording it was graded under)")
+        if jd.get("reread"):
+            reread.append((jd["doc"], jd["page"]))
+        if "found_by" in jd:
+            found[(jd["doc"], jd["page"])] = parse_found_by(jd["found_by"], f"{where}: judgments[{j}]")
+        judgments.append(Judgment(jd["doc"], jd["page"], jd["gain"], str(jd.get("evidence", ""))))
+    for key in ("notes", "distractor", "kind", "drafted"):
+        if not isinstance(q.get(key, ""), str):
+            raise QrelsError(f"{where}: field {key!r} is not a string")
+    return (Query(q["id"], q["class"], q["text"], tuple(judgments), q.get("notes", ""), q.get("distractor", ""),
+                  q.get("kind", "")), reread, found)
 
 
 def parse_found_by(value: object, where: str) -> str:
@@ -260,21 +276,8 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
         if len(set(keys)) != len(keys):
             bad("judgments", "a page is judged twice")
         for n, j in enumerate(q.judgments, 1):
-            fld = f"judgments[{n}]"
-            if not 0 <= j.gain <= 3:
-                bad(f"{fld}.gain", f"{j.gain} is not in 0..3 (0 = read, does not answer)")
-            if pages is None:
-                continue
-            if j.doc not in pages:
-                bad(f"{fld}.doc", f"{j.doc!r} is not in the corpus{_other_form(j.doc, pages)}")
-                continue
-            if not 1 <= j.page <= len(pages[j.doc]):
-                bad(f"{fld}.page", f"{j.page} is out of range for {j.doc} (1..{len(pages[j.doc])})")
-                continue
-            if strict and j.gain > 0 and not j.evidence.strip():
-                bad(f"{fld}.evidence", "missing (required with --strict for gain > 0)")
-            elif strict and j.evidence.strip() and not contains(pages[j.doc][j.page - 1], j.evidence):
-                bad(f"{fld}.evidence", f"not found on {page_id(j.doc, j.page)}: {j.evidence!r}")
+            for fld, msg in _judgment_problems(j, pages, strict):
+                bad(f"judgments[{n}]{fld}", msg)
         unread = [page_id(*p) for p in qs.pooled.get(q.id, ()) if p not in set(keys)]
         if strict and unread:
             bad("pooled", f"{len(unread)} pooled page(s) not judged yet: {', '.join(unread[:5])}"
@@ -289,6 +292,22 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
                 bad("text", f"described query shares {share:.0%} of its content words with a judged page "
                             f"(max {DESCRIBED_MAX_OVERLAP:.0%}): {', '.join(sorted(shared))}")
     return problems
+
+
+def _judgment_problems(j: Judgment, pages: dict[str, list[str]] | None, strict: bool) -> Iterator[tuple[str, str]]:
+    """One judgment's problems, as (the field after ``judgments[N]``, the message)."""
+    if not 0 <= j.gain <= 3:
+        yield ".gain", f"{j.gain} is not in 0..3 (0 = read, does not answer)"
+    if pages is None:
+        return
+    if j.doc not in pages:
+        yield ".doc", f"{j.doc!r} is not in the corpus{_other_form(j.doc, pages)}"
+    elif not 1 <= j.page <= len(pages[j.doc]):
+        yield ".page", f"{j.page} is out of range for {j.doc} (1..{len(pages[j.doc])})"
+    elif strict and j.gain > 0 and not j.evidence.strip():
+        yield ".evidence", "missing (required with --strict for gain > 0)"
+    elif strict and j.evidence.strip() and not contains(pages[j.doc][j.page - 1], j.evidence):
+        yield ".evidence", f"not found on {page_id(j.doc, j.page)}: {j.evidence!r}"
 
 
 def _other_form(name: str, pages: dict[str, list[str]]) -> str:

@@ -4,7 +4,7 @@ runner, the arms, the gate or PyMuPDF."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -13,28 +13,45 @@ import pandas as pd
 from . import estimates, measures
 from .pooling import PageKey
 from .qrels import QuerySet
-from .records import Hit, Judgment, Query, Result, page_id
+from .records import Answer, Chunk, Hit, Judgment, Query, page_id
 from .results import Results
 from .resultsdir import ResultsError
 
 
-def answers(results: Results) -> dict[str, dict[str, Result]]:
-    """Every arm's recorded answers, ``{arm label: {query id: Result}}``, read from ``runs/<file>.jsonl``
-    (the latest line per query; a line cut short is skipped, as the runner does)."""
-    out: dict[str, dict[str, Result]] = {}
+def records(lines: Iterable[str]) -> dict[str, dict]:
+    """The records of an arm's ``runs/<file>.jsonl`` lines, the latest per query; a line cut short by an
+    interruption is skipped (the runner asks its query again)."""
+    done = {}
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        done[rec["query"]] = rec
+    return done
+
+
+def read_records(path: Path) -> dict[str, dict]:
+    """:func:`records` of the file ``path``; none when it does not exist yet."""
+    return records(path.read_text().splitlines() if path.exists() else [])
+
+
+def answer(rec: dict) -> Answer:
+    """The answer a record holds: what the runner recorded (its ``_record`` is the inverse), chunks and
+    confidence included."""
+    chunks = tuple(Chunk(d, t, s, pages=tuple(p)) for d, p, s, t in rec.get("chunks", ()))
+    return Answer(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec.get("reason", ""),
+                  confidence=rec.get("confidence"), error=rec.get("error", ""), chunks=chunks)
+
+
+def answers(results: Results) -> dict[str, dict[str, Answer]]:
+    """Every arm's recorded answers, ``{arm label: {query id: Answer}}``, read from ``runs/<file>.jsonl``."""
+    out: dict[str, dict[str, Answer]] = {}
     for info in results.manifest["arms"]:
         path = results.path / "runs" / f"{info['file']}.jsonl"
         if not path.exists():
             raise ResultsError(f"{path} is missing: the answers of arm {info['label']!r} are needed to rescore it")
-        recs: dict[str, Result] = {}
-        for line in path.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            recs[r["query"]] = Result(tuple(Hit(d, p, s) for d, p, s in r["hits"]), r["refused"], r.get("reason", ""),
-                                      error=r.get("error", ""))
-        out[info["label"]] = recs
+        out[info["label"]] = {qid: answer(rec) for qid, rec in read_records(path).items()}
     return out
 
 
@@ -45,7 +62,7 @@ def check_run(qs: QuerySet, results: Results) -> None:
                            f"({results.manifest['qrels']['digest'][:12]}), not this one ({qs.digest[:12]})")
 
 
-def rankings(ans: Mapping[str, Mapping[str, Result]], qid: str) -> dict[str, tuple[PageKey, ...]]:
+def rankings(ans: Mapping[str, Mapping[str, Answer]], qid: str) -> dict[str, tuple[PageKey, ...]]:
     """One query's rankings as page keys; a refusal, an error or a missing answer ranks nothing."""
     out = {}
     for arm, by_query in ans.items():
@@ -58,7 +75,7 @@ def gains(q: Query) -> dict[PageKey, int]:
     return {(j.doc, j.page): j.gain for j in q.judgments}
 
 
-def rescore(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], base: pd.DataFrame,
+def rescore(qs: QuerySet, ans: Mapping[str, Mapping[str, Answer]], base: pd.DataFrame,
             found: Mapping[str, Mapping[PageKey, int]], names: Sequence[str] = measures.DEFAULT) -> pd.DataFrame:
     """``base`` (a results directory's per-query rows) with the measures ``names`` recomputed under the
     judgments ``found`` per query instead of the query set's own; every other measure column is dropped

@@ -104,7 +104,7 @@ class Chunk:
 
 
 @dataclass(frozen=True)
-class Result:
+class Answer:
     """An arm's answer to one query: ranked hits, or a refusal with a reason (a refusal is data), or an
     error with its message (the arm failed to answer: never a refusal, scored 0 where a ranking is due).
 
@@ -124,5 +124,16 @@ class Result:
     chunks: tuple[Chunk, ...] = field(default=(), kw_only=True)
 
     @classmethod
-    def refusal(cls, reason: str, confidence: float | None = None) -> "Result":
+    def refusal(cls, reason: str, confidence: float | None = None) -> "Answer":
         return cls(refused=True, reason=reason, confidence=confidence)
+
+
+def __getattr__(name: str) -> type:
+    """``Result``, the old name of :class:`Answer` (beside ``ek.Results``, a results directory), for one release."""
+    if name == "Result":
+        import warnings
+
+        warnings.warn("evalkit's Result is deprecated and goes in the next release: it is Answer now (an arm's "
+                      "answer to one query; Results is a results directory)", DeprecationWarning, stacklevel=2)
+        return Answer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,12 +28,12 @@ from tqdm import tqdm
 
 from . import arms, measures
 from .corpora import Corpus
+from .defaults import DEPTH
+from .defaults import ROBUSTNESS_MEASURES as MEASURES
 from .pages import PageStore
 from .qrels import QuerySet
-from .records import Hit, Result, page_id
-from .runner import DEPTH
+from .records import Answer, Hit, page_id
 
-MEASURES = ("nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "RR", "RR(doc)", "Recall@10")
 TOP = 10  # a query whose first TOP hits differ under some renaming counts as a changed ranking
 
 
@@ -61,7 +61,7 @@ def renamed(corpus: Corpus, names: dict[str, str]) -> Iterator[Corpus]:
 
 
 def answers(arm: arms.Arm, qs: QuerySet, k: int, original: dict[str, str], progress: bool = False,
-            desc: str = "") -> dict[str, Result]:
+            desc: str = "") -> dict[str, Answer]:
     """Every query's result, hits mapped back to the original names through ``original`` (new -> old)."""
     out = {}
     for q in tqdm(qs.queries, desc=desc or arm.label, unit="query", disable=not progress, file=sys.stderr):
@@ -74,7 +74,7 @@ def answers(arm: arms.Arm, qs: QuerySet, k: int, original: dict[str, str], progr
     return out
 
 
-def scores(qs: QuerySet, results: dict[str, Result], names: Sequence[str]) -> pd.DataFrame:
+def scores(qs: QuerySet, results: dict[str, Answer], names: Sequence[str]) -> pd.DataFrame:
     """One row per query: class, every measure in ``names`` (NaN on abstain queries) and the top hits."""
     rows = []
     for q in qs.queries:

@@ -19,8 +19,8 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -28,20 +28,20 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from . import answers, arms, executor, ids, measures, resultsdir
+from . import answers, arms, executor, ids, measures, recorded, resultsdir
 from .atomic import replacing
 from .corpora import Corpus
+from .defaults import DEPTH
 from .embeddings import ModelSpec
 from .environment import completed, environment
 from .oserrors import naming
 from .pages import EXTRACTOR, PageStore
 from .qrels import QuerySet
-from .records import Chunk, Hit, Query, Result, page_id
+from .records import Answer, Hit, Query, page_id
 from .results import Results, summarize
 from .resultsdir import slug
 from .version import __version__
 
-DEPTH = 100  # hits kept per query: enough for RR and pooling; measures at 10 read the first 10
 CHUNK_TEXTS = 10  # chunks whose text a record keeps: what the evidence measure at 10 reads
 
 
@@ -83,25 +83,9 @@ def trec_lines(qid: str, hits: tuple[Hit, ...], tag: str) -> list[str]:
             for rank, h in enumerate(hits, 1)]
 
 
-def recorded(path: Path) -> dict[str, dict]:
-    """Answers recorded so far, the latest per query; a line cut short by an interruption is dropped
-    (and asked again)."""
-    return _parse_jsonl(path.read_text().splitlines() if path.exists() else [])
-
-
-def _parse_jsonl(lines: list[str]) -> dict[str, dict]:
-    done = {}
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        done[rec["query"]] = rec
-    return done
-
-
-def _record(q: Query, result: Result, latency: float, cut: int | None = None) -> dict:
-    """The jsonl record of one answer: what ``_result`` reads back and --resume compares by query text. A
+def _record(q: Query, result: Answer, latency: float, cut: int | None = None) -> dict:
+    """The jsonl record of one answer: what :func:`evalkit.recorded.answer` reads back and --resume compares
+    by query text. A
     chunk retriever's chunks are kept with the pages each was mapped to (the text of the first
     :data:`CHUNK_TEXTS` only); ``cut``: the depth an answer longer than it was cut to."""
     rec = {"query": q.id, "text": q.text, "hits": [[h.doc, h.page, h.score] for h in result.hits],
@@ -115,14 +99,7 @@ def _record(q: Query, result: Result, latency: float, cut: int | None = None) ->
     return rec
 
 
-def _result(rec: dict) -> Result:
-    """The answer a jsonl record holds (its inverse is ``_record``)."""
-    chunks = tuple(Chunk(d, t, s, pages=tuple(p)) for d, p, s, t in rec.get("chunks", ()))
-    return Result(tuple(Hit(d, p, s) for d, p, s in rec["hits"]), rec["refused"], rec["reason"],
-                  confidence=rec.get("confidence"), error=rec.get("error", ""), chunks=chunks)
-
-
-def checked(result: Result, pages: dict[str, int], k: int) -> tuple[Result, bool]:
+def checked(result: Answer, pages: dict[str, int], k: int) -> tuple[Answer, bool]:
     """The answer as recorded, and whether it was longer than ``k``: its first k pages
     (:func:`evalkit.answers.within`) when valid (:func:`evalkit.answers.problem`), else an error of its query
     that says what was wrong, so one bad answer never stops a run nor reaches a measure."""
@@ -131,7 +108,7 @@ def checked(result: Result, pages: dict[str, int], k: int) -> tuple[Result, bool
     return (replace(result, hits=(), chunks=(), error=f"invalid answer: {problem}") if problem else result), cut
 
 
-def answer(arm: arms.Arm, query: str, k: int) -> Result:
+def answer(arm: arms.Arm, query: str, k: int) -> Answer:
     """One query answered as a run records it (an exception or an invalid answer is the query's error), for
     `evalkit search`: what one query shows is what a run would have measured."""
     return checked(_timed_search(arm, query, k)[0], page_counts(arm), k)[0]
@@ -142,7 +119,15 @@ def page_counts(arm: arms.Arm) -> dict[str, int]:
     return {d.name: d.pages or len(arm.store.texts(d)) for d in arm.corpus.documents}  # 0: not counted yet
 
 
-def check_arms(specs: list[str], k: int) -> None:
+@dataclass(frozen=True)
+class CheckedArms:
+    """Arm specs :func:`check_arms` accepted for depth ``k``: :func:`run` given them does not check again."""
+
+    specs: tuple[str, ...]
+    k: int
+
+
+def check_arms(specs: Sequence[str], k: int) -> CheckedArms:
     """Refuse, before any work, arm lists a run cannot use: empty, misspelt, out of range, or one arm twice."""
     if not specs or not all(s.strip() for s in specs):
         raise RunError(f"--arms lists no arm or an empty one: {','.join(specs)!r}")
@@ -150,20 +135,24 @@ def check_arms(specs: list[str], k: int) -> None:
         raise RunError(f"-k must be at least 1 (hits kept per query), not {k}")
     for spec in specs:
         arms.validate(spec)
-    if twins := arms.same_arm(specs):
+    if twins := arms.same_arm(list(specs)):
         raise RunError(f"--arms names one arm twice ({twins[0]!r} and {twins[1]!r}): it would count every query twice")
+    return CheckedArms(tuple(specs), k)
 
 
-def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: Path, k: int = DEPTH,
-        resume: bool = False, progress: bool = True) -> Path:
+def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: Sequence[str] | CheckedArms, out: Path,
+        k: int = DEPTH, resume: bool = False, progress: bool = True) -> Path:
     """Run ``specs`` over ``qs`` and write the results directory ``out``; returns ``out``.
 
     With ``resume``, a directory from an earlier run on the same corpus and depth is continued: an answer
     already recorded for a query with the same text is not asked again and nothing recorded is lost.
     Judgments may have changed (every measure is recomputed), queries may be added or reworded (only
     those are asked), and arms may be added (they run) or left out (their files stay, but the tables and
-    the manifest list only ``specs``)."""
-    check_arms(specs, k)  # a misspelt arm stops the run before anything is written
+    the manifest list only ``specs``). Specs are checked before anything is written, unless
+    :func:`check_arms` checked them for this ``k`` already."""
+    checked = specs if isinstance(specs, CheckedArms) else check_arms(specs, k)
+    if checked.k != k:
+        checked = check_arms(checked.specs, k)
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
             "qrels": {"name": qs.name, "path": str(qs.path or ""), "digest": qs.digest, "queries": len(qs.queries),
@@ -180,15 +169,15 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], out: P
                 if old.get(key) != plan[key]:
                     raise RunError(f"cannot resume {out}: its {key} differs from this run's "
                                    "(remove the directory or choose another --out)")
-            manifest = {**old, "qrels": plan["qrels"], "specs": list(specs)}
+            manifest = {**old, "qrels": plan["qrels"], "specs": list(checked.specs)}
         else:
-            manifest = {**plan, "specs": list(specs), "evalkit": __version__, "started": _now(),
+            manifest = {**plan, "specs": list(checked.specs), "evalkit": __version__, "started": _now(),
                         "environment": environment(), "arms": []}
         manifest["status"] = "running"
         manifest.pop("error", None)
         resultsdir.write_json(manifest_path, manifest)
         try:
-            _run_all(corpus, store, qs, specs, out, manifest, k, progress)
+            _run_all(corpus, store, qs, list(checked.specs), out, manifest, k, progress)
         except BaseException as e:  # Ctrl-C or a failing arm: the manifest says so, and --resume continues
             manifest.update(status="interrupted" if isinstance(e, KeyboardInterrupt) else "failed",
                             error=f"{type(e).__name__}: {e}".strip(), finished=_now())
@@ -238,7 +227,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
             _close(arm, spec)
         with replacing(runs / f"{info['file']}.trec") as tmp:
             tmp.write_text("".join(line for rec in _ordered(qs, runs / f"{info['file']}.jsonl")
-                                   for line in trec_lines(rec[0].id, _result(rec[1]).hits, info["file"])))
+                                   for line in trec_lines(rec[0].id, recorded.answer(rec[1]).hits, info["file"])))
 
     frame = per_query(qs, manifest["arms"], runs)
     frame.attrs["evalkit"] = resultsdir.measured(manifest)  # what these measures belong to, kept in the file
@@ -257,18 +246,18 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
     """Ask ``arm`` every query not answered yet and append the answers to ``path`` in query order (so an
     interrupted run, local or distributed, leaves a prefix that --resume continues)."""
     lines = path.read_text().splitlines() if path.exists() else []
-    done = _parse_jsonl(lines)
+    done = recorded.records(lines)
     if len(done) != len(lines):  # drop a half-written line (and answers superseded by a re-asked query)
         with replacing(path) as tmp:
             tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [q for q in qs.queries if done.get(q.id, {}).get("text") != q.text]
     ex = executor.current()
-    answers: Iterator[tuple[int, tuple[Result, float]]]
+    answers: Iterator[tuple[int, tuple[Answer, float]]]
     if ex is None:
         answers = ((i, _timed_search(arm, q.text, k)) for i, q in enumerate(todo))
     else:
         answers = ex.map(search_task, [(*_where(spec, arm), q.text, k) for q in todo])
-    ready: dict[int, tuple[Result, float]] = {}
+    ready: dict[int, tuple[Answer, float]] = {}
     written = 0
     pages = page_counts(arm)
     with naming(path), open(path, "a") as f, tqdm(total=len(todo), desc=arm.label, unit="query", file=sys.stderr,
@@ -284,7 +273,7 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
                 written += 1
 
 
-def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Result, float]:
+def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Answer, float]:
     """One answer and its wall-clock time. An exception is that query's error (a retriever's bug on one
     query does not stop the run), except :class:`evalkit.arms.ArmFailure`: an arm that cannot go on."""
     t0 = time.perf_counter()
@@ -293,7 +282,7 @@ def _timed_search(arm: arms.Arm, query: str, k: int) -> tuple[Result, float]:
     except arms.ArmFailure:
         raise
     except Exception as e:  # noqa: BLE001 - whatever a retriever raises is recorded as its error
-        result = Result(error=f"{type(e).__name__}: {e}")
+        result = Answer(error=f"{type(e).__name__}: {e}")
     return result, time.perf_counter() - t0
 
 
@@ -324,7 +313,7 @@ def _worker_key(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> tupl
     return spec, corpus.digest(), cache, hidden_text
 
 
-def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, query: str, k: int) -> tuple[Result, float]:
+def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, query: str, k: int) -> tuple[Answer, float]:
     """One query on one arm, timed where it runs: the task a remote executor runs. A worker process builds
     each arm once (reading indexes and vectors from the cache at the same path), prepares it, and keeps it
     until the arm's run is recorded (:func:`release_task`)."""
@@ -370,7 +359,7 @@ def _close(arm: arms.Arm, spec: str) -> None:
 
 
 def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
-    recs = recorded(path)
+    recs = recorded.read_records(path)
     return [(q, recs[q.id]) for q in qs.queries]
 
 
@@ -380,7 +369,7 @@ def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
     rows = []
     for info in arm_infos:
         for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
-            result = _result(rec)
+            result = recorded.answer(rec)
             rows.append({"query": q.id, "class": q.cls, "kind": q.kind, "arm": info["label"],
                          **measures.evaluate(q, result), measures.EVIDENCE: measures.evidence(q, result),
                          "outcome": measures.refusal_outcome(q, result),
@@ -398,6 +387,6 @@ def rescore(qs: QuerySet, results_path: Path) -> pd.DataFrame:
     planner (:mod:`evalkit.planning`) reads the spread of differences from."""
     res = Results.load(results_path)
     infos = res.manifest["arms"]
-    asked = [recorded(res.path / "runs" / f"{a['file']}.jsonl") for a in infos]
+    asked = [recorded.read_records(res.path / "runs" / f"{a['file']}.jsonl") for a in infos]
     shared = tuple(q for q in qs.queries if all(a.get(q.id, {}).get("text") == q.text for a in asked))
     return per_query(replace(qs, queries=shared), infos, res.path / "runs")

@@ -26,16 +26,16 @@ from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
 from . import comparison, gating, pooling
+from .defaults import STRATEGIES
 from .effort import ReadingModel
 from .pooling import GOLD, RELEVANT, TAU, PageKey, kendall_tau
 from .qrels import QuerySet
 from .recorded import Rejudged, answers, check_run, gains, rankings, rescore
-from .records import Result
+from .records import Answer
 from .results import Results
 from .rules import load as load_rules
 
 REFERENCE = "depth(k=10)"  # today's pool: every arm's top 10, read whole
-STRATEGIES = ("depth(k=10)", "depth(k=10,order=rank)", "mtf", "maxmean")
 BUDGETS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 23, 26, 30, 35, 40, 50, 60, 70)
 LEVELS = {"page": "nDCG@10", "doc": "nDCG@10(doc)"}
 LOO_MEASURES = (*LEVELS.values(), "Judged@10")
@@ -97,7 +97,7 @@ def _gain(known: Mapping[PageKey, int], page: PageKey) -> int:
     return known.get(page, 0)
 
 
-def replay(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], spec: str,
+def replay(qs: QuerySet, ans: Mapping[str, Mapping[str, Answer]], spec: str,
            without: str | None = None) -> Replay:
     """Read every query's pool to the end in ``spec``'s order (``without``: leave that arm out of the pool)."""
     strat = pooling.strategy(spec)
@@ -182,7 +182,7 @@ def _stopping(qs: QuerySet, ans, found: Mapping[str, Mapping[PageKey, int]], dep
             "est_tau": est.tau, "est_shift": est.shift, "stop": est.stable, "knee_ratio": k.ratio, "knee": k.stop}
 
 
-def leave_one_out(qs: QuerySet, ans: Mapping[str, Mapping[str, Result]], pooled: pd.DataFrame,
+def leave_one_out(qs: QuerySet, ans: Mapping[str, Mapping[str, Answer]], pooled: pd.DataFrame,
                   spec: str = REFERENCE) -> pd.DataFrame:
     """For every arm: read the whole pool of the *other* arms (``spec``) and score the left-out arm on what
     was found, against its score under the pool of every arm (``pooled``: the rows rescored with it).

@@ -21,7 +21,7 @@ from .corpora import Corpus, verify
 from .latency import PairedTiming, Untimed
 from .pages import VISIBLE_ONLY, PageStore
 from .records import Document
-from .runner import recorded
+from .recorded import read_records
 
 WARMUP = 5  # untimed queries asked of both arms first: imports, SQLite pages, model sessions
 
@@ -89,7 +89,7 @@ def recorded_corpus(side: comparison.Side) -> Corpus | Untimed:
 def query_texts(side: comparison.Side) -> dict[str, str]:
     """Query id -> text, as the side's arm was asked it (its recorded answers)."""
     info = next(a for a in side.results.manifest["arms"] if a["label"] == side.arm)
-    return {qid: rec["text"] for qid, rec in recorded(side.results.path / "runs" / f"{info['file']}.jsonl").items()}
+    return {qid: rec["text"] for qid, rec in read_records(side.results.path / "runs" / f"{info['file']}.jsonl").items()}
 
 
 def _spec(side: comparison.Side) -> str:

@@ -1,8 +1,8 @@
 """The `evalkit` command for the docs' shell examples, without paying its imports per command.
 
-Importing evalkit's command line takes seconds of CPU, and the docs' examples call it a few dozen times, so
+Importing what evalkit's commands use takes seconds of CPU, and the docs' examples call it a few dozen times, so
 `tests/test_docs.py` puts a small client on PATH as `evalkit`: it hands its arguments, working directory,
-environment and standard streams (by /proc/PID/fd) to this server, which has imported `evalkit.cli` once,
+environment and standard streams (by /proc/PID/fd) to this server, which has imported evalkit's modules once,
 forks, and runs `evalkit.cli.main` in the child: the same code path as `python -m evalkit`, in a process of
 its own, with the example's files, streams and exit code.
 
@@ -57,7 +57,8 @@ def run(request: dict) -> int:
 
 
 def serve(path: str) -> None:
-    from evalkit import cli  # noqa: F401  - the imports every command would otherwise pay
+    # the command line loads a command's modules when it runs: load the heavy ones once, here, for every child
+    from evalkit import api, cli, comparison, gating, runner  # noqa: F401
 
     server = socket.socket(socket.AF_UNIX)
     server.bind(path + ".new")

@@ -65,6 +65,24 @@ def install_plugin(site: Path, module: str, source: str, arms: dict[str, str]) -
     return site
 
 
+def query(qid: str, cls: str, text: str, *judgments: tuple, **fields: object) -> dict:
+    """One ``[[query]]`` table of :func:`query_file`: a judgment is ``(doc, page, gain)`` or ``(doc, page, gain,
+    evidence)``; ``fields`` are the query's others (``kind``, ``distractor``, ``notes``, ``pooled``)."""
+    keys = ("doc", "page", "gain", "evidence")
+    return {"id": qid, "class": cls, "text": text,
+            "judgments": [dict(zip(keys, j, strict=False)) for j in judgments], **fields}
+
+
+def query_file(path: Path, *queries: dict, **header: object) -> Path:
+    """Write a valid query file, one :func:`query` per ``[[query]]``, under a ``[set]`` of ``header``
+    (``name`` is the file's stem unless given; ``corpus``, ``gains``, ``pool_depth``, ``pool_arms``): the one
+    builder of the query sets tests write, in the form a person writes them (TOML, by tomli_w, not evalkit)."""
+    import tomli_w
+
+    path.write_text(tomli_w.dumps({"set": {"name": path.stem, **header}, "query": list(queries)}))
+    return path
+
+
 def make_pdf(path: Path, pages: list[str]) -> Path:
     """A PDF with one page per string (an empty string makes a page with no text, like a scan)."""
     doc = pymupdf.open()

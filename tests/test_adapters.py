@@ -11,7 +11,7 @@ import pytest
 import evalkit as ek
 from evalkit.answers import AnswerError
 
-from .conftest import ROOT, make_pdf
+from .conftest import ROOT, make_pdf, query, query_file
 
 lc_core = pytest.importorskip("langchain_core.retrievers")
 # The loaders whose page convention the adapter follows live in langchain_community, which is sunset and says
@@ -140,29 +140,15 @@ def test_a_label_on_several_pages_that_the_text_does_not_decide_is_an_error(docs
         docs.search(arm, "not on")
 
 
-QUERIES = '''
-[set]
-name = "labels"
-[[query]]
-id = "in"
-class = "needle"
-text = "topic5"
-judgments = [{ doc = "labelled.pdf", page = 5, gain = 3 }]
-[[query]]
-id = "out"
-class = "needle"
-text = "topic11"
-judgments = [{ doc = "plain.pdf", page = 1, gain = 1 }]
-[[query]]
-id = "label"
-class = "needle"
-text = "topic9"
-judgments = [{ doc = "plain.pdf", page = 2, gain = 1 }]
-'''
+QUERIES = (
+    query("in", "needle", "topic5", ("labelled.pdf", 5, 3)),
+    query("out", "needle", "topic11", ("plain.pdf", 1, 1)),
+    query("label", "needle", "topic9", ("plain.pdf", 2, 1)),
+)
 
 
 def test_hits_outside_the_corpus_are_errors_of_their_queries_and_the_run_goes_on(docs, folder, isolated):
-    (isolated / "q.toml").write_text(QUERIES)
+    query_file(isolated / "q.toml", *QUERIES, name="labels")
     lc = Grep(documents=PyPDFLoader(str(folder / "labelled.pdf")).load()
               + PyPDFLoader(str(isolated / "elsewhere.pdf")).load())
     stray = TextNode(text="Plain page about topic9.", metadata={"file_name": "plain.pdf", "page_label": "iv"})

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from evalkit import agreement, qrels
 from evalkit.cli import main
 
+from .conftest import query, query_file
+
 # Six pages graded by two assessors: four agree, two are one step apart (3/2 and 2/3).
 PAIRS = [(0, 0), (1, 1), (2, 2), (3, 3), (3, 2), (2, 3)]
 
@@ -48,44 +50,22 @@ def test_weighted_kappa_matches_a_brute_force_over_pairs(pairs, power):
     assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, abs=1e-12)
 
 
-A = '''
-[[query]]
-id = "n1"
-class = "needle"
-text = "margins"
-judgments = [{ doc = "a.pdf", page = 1, gain = 0 }, { doc = "a.pdf", page = 2, gain = 1 },
-             { doc = "a.pdf", page = 3, gain = 2 }, { doc = "a.pdf", page = 4, gain = 3 },
-             { doc = "a.pdf", page = 5, gain = 3 }]
-[[query]]
-id = "s1"
-class = "spread"
-text = "tables"
-judgments = [{ doc = "b.pdf", page = 1, gain = 2 }, { doc = "b.pdf", page = 2, gain = 3 }]
-[[query]]
-id = "x1"
-class = "needle"
-text = "only in A"
-judgments = [{ doc = "a.pdf", page = 9, gain = 3 }]
-'''
-B = '''
-[[query]]
-id = "n1"
-class = "needle"
-text = "margins"
-judgments = [{ doc = "a.pdf", page = 1, gain = 0 }, { doc = "a.pdf", page = 2, gain = 1 },
-             { doc = "a.pdf", page = 3, gain = 2 }, { doc = "a.pdf", page = 4, gain = 3 },
-             { doc = "a.pdf", page = 5, gain = 2 }, { doc = "a.pdf", page = 6, gain = 1 }]
-[[query]]
-id = "s1"
-class = "spread"
-text = "tables"
-judgments = [{ doc = "b.pdf", page = 1, gain = 3 }, { doc = "c.pdf", page = 1, gain = 1 }]
-'''
+A = (
+    query("n1", "needle", "margins", ("a.pdf", 1, 0), ("a.pdf", 2, 1), ("a.pdf", 3, 2), ("a.pdf", 4, 3),
+          ("a.pdf", 5, 3)),
+    query("s1", "spread", "tables", ("b.pdf", 1, 2), ("b.pdf", 2, 3)),
+    query("x1", "needle", "only in A", ("a.pdf", 9, 3)),
+)
+B = (
+    query("n1", "needle", "margins", ("a.pdf", 1, 0), ("a.pdf", 2, 1), ("a.pdf", 3, 2), ("a.pdf", 4, 3),
+          ("a.pdf", 5, 2), ("a.pdf", 6, 1)),
+    query("s1", "spread", "tables", ("b.pdf", 1, 3), ("c.pdf", 1, 1)),
+)
 
 
 def _sets(tmp_path):
-    (tmp_path / "a.toml").write_text(A)
-    (tmp_path / "b.toml").write_text(B)
+    query_file(tmp_path / "a.toml", *A)
+    query_file(tmp_path / "b.toml", *B)
     return qrels.load(tmp_path / "a.toml"), qrels.load(tmp_path / "b.toml")
 
 
@@ -106,7 +86,7 @@ def test_agree_compares_the_pages_both_judged_per_class(tmp_path):
 
 def test_a_query_worded_differently_is_not_compared(tmp_path):
     a, b = _sets(tmp_path)
-    (tmp_path / "c.toml").write_text(B.replace('text = "tables"', 'text = "rules in tables"'))
+    query_file(tmp_path / "c.toml", B[0], {**B[1], "text": "rules in tables"})
     c = qrels.load(tmp_path / "c.toml")
     assert agreement.worded_differently(a, c) == ["s1"]
     rows = {r.cls: r for r in agreement.agree(a, c)}
@@ -121,9 +101,10 @@ def test_cli_agree(isolated, capsys):
     all_row = next(line for line in out.splitlines() if line.startswith("all "))
     assert all_row.split() == ["all", "2", "6", "0.667", f"{1 - 2 / 7:.3f}", f"{1 - 12 / 82:.3f}", "1", "2"]
     assert "A 3    0    0    1    1" in out
-    (isolated / "c.toml").write_text(B.replace("page = 6, gain = 1", "page = 6, gain = 5"))
+    five = {**B[0], "judgments": [*B[0]["judgments"][:-1], {"doc": "a.pdf", "page": 6, "gain": 5}]}  # a.pdf#6 graded 5
+    query_file(isolated / "c.toml", five, B[1])
     assert main(["qrels", "agree", str(isolated / "a.toml"), str(isolated / "c.toml")]) == 2
     assert "B's query 'n1' grades a.pdf#6 5, outside 0..3" in capsys.readouterr().err
-    (isolated / "c.toml").write_text(A.replace('id = "', 'id = "other-'))
+    query_file(isolated / "c.toml", *({**q, "id": f"other-{q['id']}"} for q in A))
     assert main(["qrels", "agree", str(isolated / "a.toml"), str(isolated / "c.toml")]) == 2
     assert "no query id in common" in capsys.readouterr().err

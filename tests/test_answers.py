@@ -3,7 +3,7 @@ import math
 import pytest
 
 from evalkit.answers import AnswerError, collapse, from_output, page_starts, place, problem
-from evalkit.records import Chunk, Hit, Result
+from evalkit.records import Answer, Chunk, Hit
 
 PAGES = {"a.pdf": 2, "b.pdf": 1}
 TEXTS = {"a.pdf": ["alpha beta gamma", "delta epsilon"], "b.pdf": ["zeta eta theta"]}
@@ -19,12 +19,12 @@ TEXTS = {"a.pdf": ["alpha beta gamma", "delta epsilon"], "b.pdf": ["zeta eta the
     ((Hit("a.pdf", 1, 2.0), Hit("b.pdf", 1, 1.0), Hit("a.pdf", 1, 0.5)), "hit 3 repeats page a.pdf#1"),
 ])
 def test_problem_names_the_hit_and_why(hits, needle):
-    assert needle in problem(Result(hits), PAGES)
+    assert needle in problem(Answer(hits), PAGES)
 
 
 def test_a_valid_answer_has_no_problem_and_a_veto_confidence_is_a_number():
-    assert problem(Result((Hit("a.pdf", 2, 0.3), Hit("b.pdf", 1, 0.2)), confidence=-math.inf), PAGES) == ""
-    assert "confidence nan" in problem(Result((), confidence=math.nan), PAGES)
+    assert problem(Answer((Hit("a.pdf", 2, 0.3), Hit("b.pdf", 1, 0.2)), confidence=-math.inf), PAGES) == ""
+    assert "confidence nan" in problem(Answer((), confidence=math.nan), PAGES)
 
 
 def test_spans_map_to_the_pages_they_overlap():

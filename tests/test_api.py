@@ -9,29 +9,13 @@ from evalkit import dirs, executor
 from evalkit.corpora import CorpusError
 from evalkit.qrels import QrelsError
 from evalkit.runner import RunError
-from tests.conftest import make_pdf
+from tests.conftest import make_pdf, query, query_file
 
-QUERIES = '''
-[set]
-name = "tiny"
-corpus = "docs"
-[[query]]
-id = "q1"
-class = "needle"
-text = "walrus migration"
-judgments = [{ doc = "a.pdf", page = 2, gain = 3, evidence = "walrus migration routes" }]
-[[query]]
-id = "q2"
-class = "spread"
-text = "walrus"
-judgments = [{ doc = "a.pdf", page = 2, gain = 2, evidence = "walrus migration" },
-             { doc = "b.pdf", page = 1, gain = 2, evidence = "a walrus" }]
-[[query]]
-id = "q3"
-class = "abstain"
-kind = "absent-name"
-text = "narwhal tusks"
-'''
+QUERIES = (
+    query("q1", "needle", "walrus migration", ("a.pdf", 2, 3, "walrus migration routes")),
+    query("q2", "spread", "walrus", ("a.pdf", 2, 2, "walrus migration"), ("b.pdf", 1, 2, "a walrus")),
+    query("q3", "abstain", "narwhal tusks", kind="absent-name"),
+)
 
 
 @pytest.fixture
@@ -40,7 +24,7 @@ def docs(isolated):
     folder.mkdir()
     make_pdf(folder / "a.pdf", ["seals on the ice", "walrus migration routes north"])
     make_pdf(folder / "b.pdf", ["penguins and a walrus"])
-    (isolated / "q.toml").write_text(QUERIES)
+    query_file(isolated / "q.toml", *QUERIES, name="tiny", corpus="docs")
     return ek.corpus(docs=folder, progress=False)
 
 
@@ -49,6 +33,10 @@ def test_a_corpus_knows_its_store_and_texts(docs):
     first, second = docs.texts("a.pdf")
     assert "seals on the ice" in first and docs.text("a.pdf") == f"{first}\f{second}"
     assert docs.page("a.pdf", 2).text == second and "walrus migration" in second
+    with pytest.raises(CorpusError, match=r"^a.pdf#3: page 3 is out of range for a.pdf \(1..2\)$"):
+        docs.page("a.pdf", 3)
+    with pytest.raises(KeyError, match="'c.pdf' is not a document of corpus 'docs'"):  # as the page store's
+        docs.page("c.pdf", 1)
     assert docs.search("keyword", "walrus", 2).hits[0].doc in ("a.pdf", "b.pdf")
     with pytest.raises(CorpusError, match="not both"):
         ek.corpus("latex", docs=".")
@@ -57,14 +45,19 @@ def test_a_corpus_knows_its_store_and_texts(docs):
 def test_a_query_set_remembers_its_file_and_must_fit(docs, isolated):
     qs = ek.queries(isolated / "q.toml")
     assert qs.path == isolated / "q.toml"
-    ek.fit(qs, docs)
-    (isolated / "other.toml").write_text(QUERIES.replace('corpus = "docs"', 'corpus = "latex"'))
+    ek.check_fit(qs, docs)
+    with pytest.warns(DeprecationWarning, match="ek.check_fit"):
+        ek.fit(qs, docs)  # the old name, for one release
+    query_file(isolated / "other.toml", *QUERIES, name="tiny", corpus="latex")
     with pytest.raises(QrelsError, match="is a query set for corpus 'latex', not 'rmanuals'"):
         ek.run("rmanuals", ek.queries(isolated / "other.toml"), ["keyword"], isolated / "never")  # before opening
-    ek.fit(ek.queries(isolated / "other.toml"), docs)  # a folder's name says nothing of its documents
-    (isolated / "bad.toml").write_text(QUERIES.replace("page = 2, gain = 3", "page = 7, gain = 3"))
+    ek.check_fit(ek.queries(isolated / "other.toml"), docs)  # a folder's name says nothing of its documents
+    query_file(isolated / "bad.toml", query("q1", "needle", "walrus migration", ("a.pdf", 7, 3)), *QUERIES[1:],
+               name="tiny", corpus="docs")
     with pytest.raises(QrelsError, match="does not fit corpus 'docs'"):
         ek.run(docs, isolated / "bad.toml", ["keyword"], isolated / "never")
+    with pytest.warns(DeprecationWarning, match="ek.run.corpus="), pytest.raises(QrelsError, match="does not fit"):
+        ek.run(docs=docs, qs=isolated / "bad.toml", arms=["keyword"], out=isolated / "never")  # the old keyword
     assert not (isolated / "never").exists()
 
 
@@ -113,6 +106,8 @@ def test_compare_and_gate_take_short_names(docs, isolated, tmp_path):
     res = ek.run(docs, isolated / "q.toml", ["keyword", "global-index"], isolated / "res", progress=False)
     frame = ek.compare(res, "keyword")
     assert set(frame.index.get_level_values("candidate")) == {"global-index"} and "p_holm" in frame
+    with pytest.warns(DeprecationWarning, match="baseline_arm="):  # the old keyword, for one release
+        assert ek.compare(res, baseline="keyword").equals(ek.compare(res, baseline_arm="keyword"))
     assert res.compare("keyword", "global-index").n == 2
     rules = tmp_path / "gate.toml"
     rules.write_text('[[rule]]\ntype = "non-inferiority"\nmeasure = "nDCG@10"\nmargin = 0.5\n')
@@ -207,3 +202,11 @@ def test_no_name_of_the_front_door_is_also_a_module_of_the_package():
     package = Path(ek.__file__).parent
     assert not [n for n in ek._EXPORTS if (package / n).is_dir() or (package / f"{n}.py").is_file()]
     assert ek.report is api.report
+
+
+def test_the_old_names_work_for_one_release_and_say_what_replaces_them():
+    from evalkit import records
+
+    with pytest.warns(DeprecationWarning, match="Answer"):
+        old = records.Result  # ek.Result too: it is read from here
+    assert old is ek.Answer and "Result" not in ek.__all__ and "fit" not in ek.__all__

@@ -10,32 +10,14 @@ from evalkit import cache, corpora
 from evalkit.arms.lexical import ensure_global_index
 from evalkit.pages import PageStore
 
-from .conftest import make_pdf
+from .conftest import make_pdf, query, query_file
 
-QUERIES = '''
-[set]
-name = "four"
-[[query]]
-id = "parskip"
-class = "needle"
-text = "space between paragraphs instead of indentation"
-judgments = [{ doc = "parskip.pdf", page = 1, gain = 3 }]
-[[query]]
-id = "spacing"
-class = "needle"
-text = "double line spacing for a thesis"
-judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 3 }]
-[[query]]
-id = "cite"
-class = "needle"
-text = "sort and compress numeric citations"
-judgments = [{ doc = "cite.pdf", page = 1, gain = 3 }]
-[[query]]
-id = "gantt"
-class = "abstain"
-text = "draw a gantt chart"
-judgments = []
-'''
+QUERIES = (
+    query("parskip", "needle", "space between paragraphs instead of indentation", ("parskip.pdf", 1, 3)),
+    query("spacing", "needle", "double line spacing for a thesis", ("setspace-doc.pdf", 1, 3)),
+    query("cite", "needle", "sort and compress numeric citations", ("cite.pdf", 1, 3)),
+    query("gantt", "abstain", "draw a gantt chart"),
+)
 
 
 def test_check_names_a_damaged_database(tmp_path):
@@ -68,7 +50,7 @@ def test_two_runs_embed_into_one_cold_vector_cache_at_once(latex, tmp_path):
         shutil.copy(c.path(name), docs / name)
     shutil.copy(c.path("parskip.pdf"), docs / "the copy.pdf")
     q = tmp_path / "four.toml"
-    q.write_text(QUERIES)
+    query_file(q, *QUERIES, name="four")
     env = {**os.environ, "EVALKIT_CACHE": str(tmp_path / "cache")}
     procs = [subprocess.Popen([sys.executable, "-m", "evalkit", "run", "--docs", str(docs), "--qrels", str(q),
                                "--arms", "semantic,hybrid", "--out", str(tmp_path / f"res{i}")],

@@ -147,14 +147,14 @@ def test_arms_lists_every_arm_with_its_parameters(capsys):
                                         (("z.pdf", 1, 1.0), "names document 'z.pdf', which is not in the corpus")])
 def test_search_shows_an_invalid_answer_as_the_error_a_run_records(tiny, capsys, monkeypatch, hit, shown):
     from evalkit import arms
-    from evalkit.records import Hit, Result
+    from evalkit.records import Answer, Hit
 
     class Odd(arms.Arm):
         """Answers every query with one given hit."""
         name = "odd"
 
         def search(self, query, k):
-            return Result((Hit(*hit),))
+            return Answer((Hit(*hit),))
 
     real = arms.registry
     monkeypatch.setattr(arms, "registry", lambda: {**real(), "odd": Odd})
@@ -191,7 +191,7 @@ def test_compare_prints_every_measure_and_class_with_the_family(results, capsys)
 
 
 def test_compare_every_arm_against_a_baseline(results, capsys):
-    assert main(["compare", str(results), "--baseline", "keyword", "--measures", "nDCG@10"]) == 0
+    assert main(["compare", str(results), "--baseline-arm", "keyword", "--measures", "nDCG@10"]) == 0
     out = capsys.readouterr().out
     assert f"candidate {results}:global-index" in out and f"candidate {results}:score-merge" in out
     assert "Holm over the 8 rows of each measure (2 candidate(s) x slices)" in out
@@ -201,7 +201,7 @@ def test_compare_every_arm_against_a_baseline(results, capsys):
     (["{r}:keyword", "{r}:nope"], "has no arm 'nope'; it has keyword, global-index, score-merge"),
     (["{r}", "{r}:keyword"], "holds 3 arms"),
     (["{r}:keyword"], "give BASE and CAND"),
-    (["{r}", "{r}", "--baseline", "keyword"], "with --baseline ARM give one results directory"),
+    (["{r}", "{r}", "--baseline", "keyword"], "with --baseline-arm ARM give one results directory"),
 ])
 
 

@@ -7,22 +7,12 @@ from evalkit import effort
 from evalkit.cli import main
 from evalkit.qrels import QrelsError
 
-from .conftest import one_line_error
+from .conftest import one_line_error, query, query_file
 
-QUERIES = '''
-[set]
-name = "tiny"
-[[query]]
-id = "n1"
-class = "needle"
-text = "walrus migration"
-judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]
-[[query]]
-id = "d1"
-class = "described"
-text = "where the big animals go in winter"
-judgments = [{ doc = "a.pdf", page = 1, gain = 0 }]
-'''
+QUERIES = (
+    query("n1", "needle", "walrus migration", ("a.pdf", 2, 3)),
+    query("d1", "described", "where the big animals go in winter", ("a.pdf", 1, 0)),
+)
 
 
 def line(action, query, seconds, doc=None, page=None, display=None, **extra):
@@ -87,7 +77,7 @@ def test_a_last_line_cut_short_by_a_killed_kernel_is_left_out_and_said(tmp_path)
 
 def test_qrels_effort_reads_the_log_beside_the_query_file(tmp_path, capsys):
     q = tmp_path / "q.toml"
-    q.write_text(QUERIES)
+    query_file(q, *QUERIES, name="tiny")
     assert effort.log_path(q) == tmp_path / ".q.toml.time"
     assert main(["qrels", "effort", str(q)]) == 2
     one_line_error(capsys, f"{tmp_path / '.q.toml.time'}: no time log")
@@ -105,7 +95,7 @@ def test_qrels_effort_reads_the_log_beside_the_query_file(tmp_path, capsys):
 
 def test_the_reading_model_takes_the_median_seconds_of_a_graded_page_from_the_log(tmp_path):
     q = tmp_path / "q.toml"
-    q.write_text(QUERIES)
+    query_file(q, *QUERIES, name="tiny")
     assert effort.beside(q) is None
     alone = effort.reading_model(None)
     # 80 words at 250 words/min: 0.32 min = 19.2 s a page; 100 pages = 1920 s

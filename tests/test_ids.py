@@ -11,7 +11,7 @@ from evalkit import ids
 from evalkit.cli import main
 from evalkit.records import page_id, split_page_id
 
-from .conftest import make_pdf
+from .conftest import make_pdf, query, query_file
 
 
 @given(st.text())
@@ -27,20 +27,10 @@ def test_non_ascii_is_written_as_is_and_nfc_nfd_clash_is_found():
     assert ids.normalization_clashes(["café.pdf", nfd, "x.pdf"]) == [("café.pdf", nfd)]
 
 
-QUERIES = '''
-[set]
-name = "odd"
-[[query]]
-id = "q 1"
-class = "needle"
-text = "walrus migration"
-judgments = [{ doc = "my notes.pdf", page = 2, gain = 3 }, { doc = "a#b.pdf", page = 1, gain = 1 }]
-[[query]]
-id = "q#2"
-class = "needle"
-text = "penguin colony"
-judgments = [{ doc = "café ø.pdf", page = 1, gain = 3 }]
-'''
+QUERIES = (
+    query("q 1", "needle", "walrus migration", ("my notes.pdf", 2, 3), ("a#b.pdf", 1, 1)),
+    query("q#2", "needle", "penguin colony", ("café ø.pdf", 1, 3)),
+)
 
 
 def test_odd_names_score_the_same_in_trec_eval(isolated, capsys):
@@ -51,7 +41,7 @@ def test_odd_names_score_the_same_in_trec_eval(isolated, capsys):
     make_pdf(docs / "café ø.pdf", ["penguin colony penguin", "walrus"])
     make_pdf(docs / "plain.pdf", ["penguin colony size and walrus migration"])
     q = isolated / "odd.toml"
-    q.write_text(QUERIES)
+    query_file(q, *QUERIES, name="odd")
     out = isolated / "res"
     assert main(["run", "--docs", str(docs), "--qrels", str(q), "--arms", "keyword,global-index", "--out",
                  str(out)]) == 0

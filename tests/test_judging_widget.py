@@ -2,6 +2,8 @@
 view itself): keys become judgments in the file, and the view gets text only."""
 from __future__ import annotations
 
+import pytest
+
 import evalkit as ek
 from evalkit import judging_file, qrels
 from tests.test_judging import ARMS, HEADER, docs  # noqa: F401 - fixture
@@ -42,7 +44,8 @@ def test_keys_become_judgments_and_a_reopened_workbench_resumes(docs, isolated):
     send(w, action="image")
     assert w.view["image"].startswith("iVBOR")  # a PNG
     w.close()
-    again = ek.judge(path, docs, ARMS)
+    with pytest.warns(DeprecationWarning, match="corpus="):
+        again = ek.judge(path, docs=docs, arms=ARMS)  # the corpus's old keyword, for one release
     assert again.view["item"]["id"] != first and again.view["item"]["gain"] is None
     assert qrels.load(path)["q1"].judgments[0].gain == 2
     again.close()

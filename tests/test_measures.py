@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalkit import measures as M
-from evalkit.records import Hit, Judgment, Query, Result
+from evalkit.records import Answer, Hit, Judgment, Query
 
 L2_3 = math.log2(3)  # discount of rank 2
 
@@ -120,11 +120,11 @@ def _query(cls="needle", judgments=(("a.pdf", 2, 3), ("b.pdf", 1, 1))):
 
 
 def test_evaluate_abstain_is_nan_and_refused_or_empty_answerable_is_zero():
-    hits = Result(hits=(Hit("b.pdf", 1, 0.9), Hit("a.pdf", 2, 0.5)))
+    hits = Answer(hits=(Hit("b.pdf", 1, 0.9), Hit("a.pdf", 2, 0.5)))
     abst = M.evaluate(_query("abstain", ()), hits)
     assert set(abst) == set(M.DEFAULT) and all(math.isnan(v) for n, v in abst.items() if n != "Judged@10")
-    for r in (Result.refusal("below threshold"), Result(),
-              Result(hits=(Hit("a.pdf", 2, 1.0),), refused=True, reason="refused anyway")):
+    for r in (Answer.refusal("below threshold"), Answer(),
+              Answer(hits=(Hit("a.pdf", 2, 1.0),), refused=True, reason="refused anyway")):
         scores = M.evaluate(_query(), r)
         assert set(scores) == set(M.DEFAULT) and all(v == 0.0 for n, v in scores.items() if n != "Judged@10")
         assert math.isnan(scores["Judged@10"])  # a refusal shows no page to judge
@@ -132,7 +132,7 @@ def test_evaluate_abstain_is_nan_and_refused_or_empty_answerable_is_zero():
 
 def test_judged_is_measured_on_abstain_queries_too():
     """On an abstain query, Judged@10 is the share of the top 10 read and found not to answer."""
-    hits = Result(hits=(Hit("b.pdf", 1, 0.9), Hit("a.pdf", 2, 0.5), Hit("c.pdf", 1, 0.1)))
+    hits = Answer(hits=(Hit("b.pdf", 1, 0.9), Hit("a.pdf", 2, 0.5), Hit("c.pdf", 1, 0.1)))
     got = M.evaluate(_query("abstain", (("a.pdf", 2, 0), ("b.pdf", 1, 0))), hits)
     assert got["Judged@10"] == pytest.approx(2 / 3) and math.isnan(got["nDCG@10"])
     assert M.evaluate(_query(), hits)["Judged@10"] == pytest.approx(2 / 3)
@@ -143,16 +143,16 @@ def test_judged_is_measured_on_abstain_queries_too():
 
 def test_evaluate_refuses_a_page_judged_twice():
     with pytest.raises(ValueError, match="twice"):
-        M.evaluate(_query(judgments=(("a.pdf", 1, 1), ("a.pdf", 1, 2))), Result())
+        M.evaluate(_query(judgments=(("a.pdf", 1, 1), ("a.pdf", 1, 2))), Answer())
 
 
 def test_refusal_outcomes_and_both_rates():
-    hits = Result(hits=(Hit("a.pdf", 1, 1.0),))
-    assert M.refusal_outcome(_query("abstain", ()), Result.refusal("no")) == "correct_refusal"
-    assert M.refusal_outcome(_query("abstain", ()), Result()) == "correct_refusal"
+    hits = Answer(hits=(Hit("a.pdf", 1, 1.0),))
+    assert M.refusal_outcome(_query("abstain", ()), Answer.refusal("no")) == "correct_refusal"
+    assert M.refusal_outcome(_query("abstain", ()), Answer()) == "correct_refusal"
     assert M.refusal_outcome(_query("abstain", ()), hits) == "answered_abstain"
-    assert M.refusal_outcome(_query(), Result.refusal("no")) == "wrongful_refusal"
-    assert M.refusal_outcome(_query(), Result()) == "wrongful_refusal"
+    assert M.refusal_outcome(_query(), Answer.refusal("no")) == "wrongful_refusal"
+    assert M.refusal_outcome(_query(), Answer()) == "wrongful_refusal"
     assert M.refusal_outcome(_query(), hits) == "answered"
     outcomes = ["correct_refusal", "answered_abstain", "answered_abstain", "wrongful_refusal"] + ["answered"] * 3
     assert M.refusal_rates(outcomes) == {"correct_refusal_rate": 1 / 3, "wrongful_refusal_rate": 1 / 4}
@@ -165,7 +165,7 @@ def test_refusal_outcomes_and_both_rates():
 
 
 def test_an_error_is_neither_a_refusal_nor_an_answer():
-    failed = Result(hits=(Hit("a.pdf", 1, 1.0),), error="timeout")
+    failed = Answer(hits=(Hit("a.pdf", 1, 1.0),), error="timeout")
     assert M.refusal_outcome(_query(), failed) == "error"
     assert M.refusal_outcome(_query("abstain", ()), failed) == "error"
     assert M.ranking_of(failed) == ()  # hits carried by an error rank nothing
@@ -287,6 +287,6 @@ def test_empty_run_is_dropped_by_pytrec_eval_but_scored_zero_by_evalkit():
     qrels = {"a.pdf#1": 2}
     # A run file with no lines for a query: pytrec_eval leaves the query out, so its means skip it.
     assert _trec(qrels, None) == {}
-    scores = M.evaluate(Query("q", "needle", "?", (Judgment("a.pdf", 1, 2),)), Result())
+    scores = M.evaluate(Query("q", "needle", "?", (Judgment("a.pdf", 1, 2),)), Answer())
     assert scores["nDCG@10"] == scores["RR"] == scores["Recall@10"] == 0.0
     assert _ours([], qrels) == ZERO

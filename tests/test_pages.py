@@ -2,7 +2,7 @@ import pymupdf
 import pytest
 
 from evalkit import corpora
-from evalkit.pages import PageStore
+from evalkit.pages import EXTRACTOR, PageStore
 
 from .conftest import make_pdf
 
@@ -14,6 +14,12 @@ def folder(tmp_path):
     make_pdf(d / "a.pdf", ["Alpha page one: the geometry of margins", "", "Alpha page three"])
     make_pdf(d / "b.pdf", ["Beta page one"])
     return d
+
+
+def test_the_store_names_the_pymupdf_that_extracts():
+    """A page store's identity takes PyMuPDF's version from its installed metadata, so reading a store loads
+    no PDF library: it must be the version the library itself reports."""
+    assert EXTRACTOR == f"pymupdf-{pymupdf.VersionBind}:text"
 
 
 def test_extracts_every_page_with_physical_numbers(tmp_path, folder):

@@ -9,37 +9,18 @@ from evalkit import refusal_report as RR
 from evalkit.cli import main
 from evalkit.results import Results
 
-QUERIES = '''
-[set]
-name = "small-refusal"
-[[query]]
-id = "q1"
-class = "needle"
-text = "How do I put extra space between rows of a table?"
-judgments = [{ doc = "booktabs.pdf", page = 6, gain = 3 }, { doc = "ctable.pdf", page = 5, gain = 1 }]
-[[query]]
-id = "q2"
-class = "spread"
-text = "define a new float type"
-judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 2 }]
-[[query]]
-id = "q3"
-class = "described"
-text = "the distance between lines of the whole document should be larger"
-judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 2 }]
-[[query]]
-id = "a1"
-class = "abstain"
-kind = "absent-name"
-text = "How do I draw a gantt chart with pgfgantt?"
-judgments = []
-[[query]]
-id = "a2"
-class = "abstain"
-kind = "off-domain"
-text = "How long should a smoked brisket rest before slicing?"
-judgments = []
-'''
+from .conftest import query, query_file
+
+QUERIES = (
+    query("q1", "needle", "How do I put extra space between rows of a table?",
+          ("booktabs.pdf", 6, 3),
+          ("ctable.pdf", 5, 1)),
+    query("q2", "spread", "define a new float type", ("float.pdf", 3, 3), ("newfloat.pdf", 2, 2)),
+    query("q3", "described", "the distance between lines of the whole document should be larger",
+          ("setspace-doc.pdf", 1, 2)),
+    query("a1", "abstain", "How do I draw a gantt chart with pgfgantt?", kind="absent-name"),
+    query("a2", "abstain", "How long should a smoked brisket rest before slicing?", kind="off-domain"),
+)
 INNER = "hybrid(keyword=global-index)"
 RECORD = f"admit(arm={INNER},policy=semantic)"
 
@@ -48,7 +29,7 @@ RECORD = f"admit(arm={INNER},policy=semantic)"
 def results(small, tmp_path_factory):
     c, store = small
     tmp = tmp_path_factory.mktemp("refusal")
-    (tmp / "q.toml").write_text(QUERIES)
+    query_file(tmp / "q.toml", *QUERIES, name="small-refusal")
     qs = qrels.load(tmp / "q.toml")
     # q3's confidence decides the threshold: refuse it (wrongly) and whatever is below it
     conf = {q.id: _confidence(c, store, q.text) for q in qs.queries}
@@ -147,7 +128,7 @@ def test_cli_fit_prints_an_evidence_policy_that_runs(small, tmp_path, capsys):
     from evalkit import arms
 
     c, store = small
-    (tmp_path / "q.toml").write_text(QUERIES)
+    query_file(tmp_path / "q.toml", *QUERIES, name="small-refusal")
     cache = ["--cache", str(store.path)]
     assert main(["refusal", "fit", "--qrels", str(tmp_path / "q.toml"), "--docs", str(c.root), *cache]) == 0
     policy = capsys.readouterr().out.strip().splitlines()[-1]

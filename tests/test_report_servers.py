@@ -7,7 +7,7 @@ import pytest
 from evalkit import arms, corpora, qrels, report_servers
 from evalkit import runner
 from evalkit.pages import PageStore
-from evalkit.records import Hit, Result
+from evalkit.records import Answer, Hit
 from evalkit.results import Results
 from tests.conftest import make_pdf
 
@@ -18,8 +18,8 @@ class Served(arms.Arm):
 
     def search(self, query, k):
         if query == "fail":
-            return Result(error="timeout: no answer within 1 s")
-        return Result((Hit("a.pdf", 1, 1.0),))
+            return Answer(error="timeout: no answer within 1 s")
+        return Answer((Hit("a.pdf", 1, 1.0),))
 
     def describe(self):
         return {"definition": "x", "definition_sha256": "d" * 64, "restarts": 1, "warmup_seconds": [2.0, 0.5],

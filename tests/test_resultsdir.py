@@ -4,7 +4,7 @@ import pytest
 
 from evalkit import arms, resultsdir
 from evalkit.cli import main
-from evalkit.records import Result
+from evalkit.records import Answer
 
 from .conftest import SMALL_QUERIES, one_line_error, write_results
 
@@ -49,7 +49,7 @@ class Broken(arms.Arm):
     that query's error instead (tests/test_api.py)."""
     name = "broken"
 
-    def search(self, query, k) -> Result:
+    def search(self, query, k) -> Answer:
         raise arms.ArmFailure("the arm fell over")
 
 
@@ -139,7 +139,7 @@ def test_resume_refuses_to_mix_all_text_and_visible_text(tiny, capsys):
 class CtrlC(arms.Arm):
     name = "ctrl-c"
 
-    def search(self, query, k) -> Result:
+    def search(self, query, k) -> Answer:
         raise KeyboardInterrupt
 
 

@@ -11,41 +11,23 @@ from evalkit.arms.keyword import KeywordArm
 from evalkit.arms.lexical import query_terms
 from evalkit.cli import main
 from evalkit.fusion import fuse
-from evalkit.records import Hit, Result
-from tests.conftest import one_line_error
+from evalkit.records import Answer, Hit
+from tests.conftest import one_line_error, query, query_file
 
 # Real questions about manuals of the `small` fixture; most words occur in several of the ten documents,
 # so per-document fusion leaves the gold page inside a tied band.
-QUERIES = r'''
-[set]
-name = "robust-test"
-corpus = "small"
-
-[[query]]
-id = "n1"
-class = "needle"
-text = "How do I put a little extra vertical space before the total row of a table?"
-judgments = [{ doc = "booktabs.pdf", page = 5, gain = 3 }, { doc = "ctable.pdf", page = 5, gain = 1 }]
-[[query]]
-id = "n2"
-class = "needle"
-text = "Which preamble command sets double spacing for the whole document?"
-judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 3 }]
-[[query]]
-id = "n3"
-class = "needle"
-text = "sort numeric citations into ascending order"
-judgments = [{ doc = "cite.pdf", page = 1, gain = 3 }]
-[[query]]
-id = "s1"
-class = "spread"
-text = "define my own new floating environment type, like a Program float"
-judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 3 }]
-[[query]]
-id = "a1"
-class = "abstain"
-text = "How do I draw a Gantt chart with pgfgantt?"
-'''
+QUERIES = (
+    query("n1", "needle", "How do I put a little extra vertical space before the total row of a table?",
+          ("booktabs.pdf", 5, 3),
+          ("ctable.pdf", 5, 1)),
+    query("n2", "needle", "Which preamble command sets double spacing for the whole document?",
+          ("setspace-doc.pdf", 1, 3)),
+    query("n3", "needle", "sort numeric citations into ascending order", ("cite.pdf", 1, 3)),
+    query("s1", "spread", "define my own new floating environment type, like a Program float",
+          ("float.pdf", 3, 3),
+          ("newfloat.pdf", 2, 3)),
+    query("a1", "abstain", "How do I draw a Gantt chart with pgfgantt?"),
+)
 
 
 class ByName(KeywordArm):
@@ -53,10 +35,10 @@ class ByName(KeywordArm):
 
     name = "by-name"
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         ranked = self.per_document(query_terms(query), k)
         fused = fuse(([(doc, page) for page, _ in pages] for doc, pages in ranked.items()), tiebreak=lambda dp: dp)
-        return Result(tuple(Hit(doc, page, score) for (doc, page), score in fused[:k]))
+        return Answer(tuple(Hit(doc, page, score) for (doc, page), score in fused[:k]))
 
 
 class Remembered(arms.Arm):
@@ -64,8 +46,8 @@ class Remembered(arms.Arm):
 
     name = "remembered"
 
-    def search(self, query: str, k: int) -> Result:
-        return Result((Hit("booktabs.pdf", 5, 1.0),))
+    def search(self, query: str, k: int) -> Answer:
+        return Answer((Hit("booktabs.pdf", 5, 1.0),))
 
 
 @pytest.fixture
@@ -77,7 +59,7 @@ def with_by_name(monkeypatch):
 @pytest.fixture(scope="module")
 def qs_path(small, tmp_path_factory):
     path = tmp_path_factory.mktemp("robust") / "robust-test.toml"
-    path.write_text(QUERIES)
+    query_file(path, *QUERIES, name="robust-test", corpus="small")
     c, store = small
     assert qrels.check(qrels.load(path), store.corpus_texts(c)) == []
     return path

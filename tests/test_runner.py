@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 import pytrec_eval
 
-from evalkit import arms, qrels
+from evalkit import arms, qrels, recorded
 from evalkit import runner
 from evalkit.cli import main
-from evalkit.records import Hit, Query, Result
+from evalkit.records import Answer, Hit, Query
 from evalkit.results import Results
 
 from .conftest import SMALL_QUERIES
@@ -124,15 +124,15 @@ def test_trec_lines_keep_the_arms_order_through_trec_eval():
 
 
 @pytest.mark.parametrize("result", [
-    Result((Hit("a.pdf", 3, 1.25), Hit("b#1.pdf", 1, -0.5)), confidence=0.75),
-    Result(refused=True, reason="no evidence", confidence=0.0),
-    Result(error="TimeoutError: no answer in 5 s"),
+    Answer((Hit("a.pdf", 3, 1.25), Hit("b#1.pdf", 1, -0.5)), confidence=0.75),
+    Answer(refused=True, reason="no evidence", confidence=0.0),
+    Answer(error="TimeoutError: no answer in 5 s"),
 ])
 def test_a_jsonl_record_reads_back_as_the_same_answer(result):
     q = Query("q1", "needle", "extra space between rows", ())
     rec = json.loads(json.dumps(runner._record(q, result, 0.012)))  # through the file's own encoding
     assert (rec["query"], rec["text"], rec["latency"]) == ("q1", q.text, 0.012)
-    assert runner._result(rec) == result
+    assert recorded.answer(rec) == result
 
 
 def test_an_interrupted_run_resumes_without_recomputing_or_losing(small, qset, tmp_path, with_flaky):

@@ -4,22 +4,17 @@ import pytest
 
 from evalkit import qrels, recorded, simulate
 
-from .conftest import write_results
+from .conftest import query, query_file, write_results
 
 N = 6  # needle queries
 
 
-def query_file(path):
+def sim_set(path):
     """Each query: one gold page (gain 3) that arm `good` ranks first and arm `bad` does not list; nine
     pages both list, judged 0; `bad` also lists one page nobody judged."""
-    lines = ['[set]', 'name = "sim"', 'corpus = "fixture"', ""]
-    for q in range(N):
-        judged = [f'{{ doc = "gold{q}.pdf", page = 1, gain = 3, evidence = "x" }}']
-        judged += [f'{{ doc = "common.pdf", page = {q * 10 + i}, gain = 0 }}' for i in range(1, 10)]
-        lines += ["[[query]]", f'id = "q{q}"', 'class = "needle"', f'text = "question {q}"',
-                  "judgments = [" + ", ".join(judged) + "]", ""]
-    path.write_text("\n".join(lines))
-    return qrels.load(path)
+    sets = [query(f"q{q}", "needle", f"question {q}", (f"gold{q}.pdf", 1, 3, "x"),
+                  *(("common.pdf", q * 10 + i, 0) for i in range(1, 10))) for q in range(N)]
+    return qrels.load(query_file(path, *sets, name="sim", corpus="fixture"))
 
 
 def answers_of(q):
@@ -29,7 +24,7 @@ def answers_of(q):
 
 @pytest.fixture
 def case(tmp_path):
-    qs = query_file(tmp_path / "sim.toml")
+    qs = sim_set(tmp_path / "sim.toml")
     d = write_results(tmp_path / "results", {"good": {"nDCG@10": [0.5] * N}, "bad": {"nDCG@10": [0.5] * N}},
                       ["needle"] * N, queries=qs.digest, ids=[f"q{q}" for q in range(N)])
     (d / "runs").mkdir()

@@ -188,9 +188,10 @@ def test_a_notebook_function_is_retimed_in_its_notebook_and_the_shell_says_why_n
     """The notebook (its ek.arm registered) re-times it; the shell (a process without it) skips the latency
     rule saying the arm is a notebook function, not "unknown arm" (issue 33)."""
     from evalkit import arms
+    from evalkit.arms import function
 
     monkeypatch.setattr(arms, "_LOCAL", {})
-    spec = arms.function.register(first_pages, "mine")
+    spec = function.register(first_pages, "mine")
     c, store = small
     out = run(c, store, qrels.load(runs["quiet"].parent / "q.toml"), ["keyword", spec],
               runs["quiet"].parent / f"fn-{spec}", progress=False)

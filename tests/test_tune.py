@@ -5,28 +5,14 @@ from evalkit import dirs, qrels
 from evalkit.cli import main
 from evalkit.tune import QuerySetOn, TuneError, check_held_out, choose, grid, means, tune
 
-from .conftest import SMALL_QUERIES, one_line_error
+from .conftest import SMALL_QUERIES, one_line_error, query, query_file
 
 # Three other questions about the same ten manuals: the held-out set
-OTHER_QUERIES = '''
-[set]
-name = "small-other"
-[[query]]
-id = "o1"
-class = "needle"
-text = "set the line spacing to double"
-judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 3 }]
-[[query]]
-id = "o2"
-class = "needle"
-text = "include pages of an external PDF document"
-judgments = [{ doc = "pdfpages.pdf", page = 1, gain = 2 }]
-[[query]]
-id = "o3"
-class = "spread"
-text = "captions of subfigures"
-judgments = [{ doc = "subcaption.pdf", page = 1, gain = 2 }]
-'''
+OTHER_QUERIES = (
+    query("o1", "needle", "set the line spacing to double", ("setspace-doc.pdf", 1, 3)),
+    query("o2", "needle", "include pages of an external PDF document", ("pdfpages.pdf", 1, 2)),
+    query("o3", "spread", "captions of subfigures", ("subcaption.pdf", 1, 2)),
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +20,7 @@ def sets(small, tmp_path_factory):
     c, store = small
     d = tmp_path_factory.mktemp("tune-sets")
     (d / "a.toml").write_text(SMALL_QUERIES)
-    (d / "b.toml").write_text(OTHER_QUERIES)
+    query_file(d / "b.toml", *OTHER_QUERIES, name="small-other")
     return (QuerySetOn(c, store, qrels.load(d / "a.toml")), QuerySetOn(c, store, qrels.load(d / "b.toml")), d)
 
 
@@ -51,13 +37,8 @@ def test_a_held_out_set_that_is_the_tuning_set_or_shares_a_query_is_refused(sets
     with pytest.raises(TuneError, match="is the tuning set: its figures would be in-sample"):
         check_held_out(a, a)
     leaky = tmp_path / "leaky.toml"  # b plus one of a's questions, reworded only in case
-    leaky.write_text(OTHER_QUERIES + '''
-[[query]]
-id = "o4"
-class = "spread"
-text = "DEFINE A NEW FLOAT TYPE"
-judgments = [{ doc = "float.pdf", page = 3, gain = 3 }]
-''')
+    query_file(leaky, *OTHER_QUERIES, query("o4", "spread", "DEFINE A NEW FLOAT TYPE", ("float.pdf", 3, 3)),
+               name="small-other")
     with pytest.raises(TuneError, match="shares 1 query text"):
         check_held_out(a, QuerySetOn(b.corpus, b.store, qrels.load(leaky)))
     check_held_out(a, b)  # disjoint: fine

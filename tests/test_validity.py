@@ -127,9 +127,10 @@ def test_every_validity_rule_has_a_failing_example(tmp_path, tiny, old, new, que
 def test_a_pooled_notebook_function_checks_alike_registered_or_not(tmp_path, tiny, isolated, monkeypatch):
     """The notebook (its retriever registered) and the shell (not) give the same check of a set it pooled."""
     from evalkit import arms
+    from evalkit.arms import function
 
     monkeypatch.setattr(arms, "_LOCAL", {})
-    spec = arms.function.register(lambda query, k: [], name="lc-bm25-1000")
+    spec = function.register(lambda query, k: [], name="lc-bm25-1000")
     text = VALID.replace('pool_arms = ["keyword", "global-index"]', f'pool_arms = ["keyword", "{spec}"]')
     registered = _check(tmp_path, tiny, text)
     monkeypatch.setattr(arms, "_LOCAL", {})

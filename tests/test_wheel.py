@@ -22,27 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, make_pdf
+from .conftest import ROOT, make_pdf, query, query_file
 
-QUERIES = '''
-[set]
-name = "wheel"
-[[query]]
-id = "q1"
-class = "needle"
-text = "walrus migration routes"
-judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]
-[[query]]
-id = "q2"
-class = "spread"
-text = "walrus and penguins"
-judgments = [{ doc = "a.pdf", page = 2, gain = 2 }, { doc = "b.pdf", page = 1, gain = 2 }]
-[[query]]
-id = "q3"
-class = "abstain"
-text = "quantum chromodynamics lattice"
-judgments = []
-'''
+QUERIES = (
+    query("q1", "needle", "walrus migration routes", ("a.pdf", 2, 3)),
+    query("q2", "spread", "walrus and penguins", ("a.pdf", 2, 2), ("b.pdf", 1, 2)),
+    query("q3", "abstain", "quantum chromodynamics lattice"),
+)
 
 
 def clean_copy(tmp: Path) -> Path:
@@ -93,7 +79,7 @@ def test_the_wheel_runs_corpus_run_report_and_gate_outside_the_checkout(tmp_path
     (work / "docs").mkdir(parents=True)
     make_pdf(work / "docs" / "a.pdf", ["seals on the ice", "walrus migration routes along the coast"])
     make_pdf(work / "docs" / "b.pdf", ["emperor penguins huddle in winter, watched by a walrus"])
-    (work / "wheel.toml").write_text(QUERIES)
+    query_file(work / "wheel.toml", *QUERIES, name="wheel")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVALKIT_LOCK")}
     env.update(EVALKIT_DATA=str(tmp_path / "data"), EVALKIT_CACHE=str(tmp_path / "cache"),
                JUPYTER_PATH=str(Path(sys.prefix) / "share" / "jupyter"))

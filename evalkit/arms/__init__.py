@@ -1,6 +1,6 @@
 """Retriever arms: one protocol, a registry of built-ins, and plug-ins from the ``evalkit.arms`` entry points.
 
-An arm is built from a corpus whose pages are in the page store and answers ``search(query, k) -> Result``.
+An arm is built from a corpus whose pages are in the page store and answers ``search(query, k) -> Answer``.
 Every arm gives a total order (ties are broken explicitly, never by dict or sort stability), so the top k
 is a prefix of the top k' for k < k'. An arm declares its parameters with defaults; its canonical name
 lists the non-default ones (``keyword(idf_scope=corpus)``), and that string labels every output.
@@ -11,7 +11,7 @@ Writing an arm in another package::
         name = "mine"
         defaults = {"depth": 50}
         def __init__(self, corpus, store, **params): super().__init__(corpus, store, **params); ...
-        def search(self, query, k): return Result(hits=(...))
+        def search(self, query, k): return Answer(hits=(...))
 
     # pyproject.toml
     [project.entry-points."evalkit.arms"]
@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from ..corpora import Corpus
 from ..pages import PageStore
-from ..records import Result
+from ..records import Answer
 from ..specs import ArmError, Configurable, is_function, lookup, parse_spec
 
 
@@ -40,7 +40,7 @@ class Arm(Configurable):
     # an arm whose class a Dask worker can import by name (built-ins, plug-ins); a notebook's cannot
     travels: ClassVar[bool] = True
 
-    def search(self, query: str, k: int) -> Result:  # pragma: no cover - the protocol
+    def search(self, query: str, k: int) -> Answer:  # pragma: no cover - the protocol
         raise NotImplementedError
 
     def prepare(self) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..records import Result
+from ..records import Answer
 from . import Arm, ArmError, make, validate
 from .policies import make_policy
 from .policies import validate as validate_policy
@@ -40,7 +40,7 @@ class AdmitArm(Arm):
         # canonical names inside the label, so one arm has one label however its spec was written
         self.params.update(arm=self.inner.label, policy=self.policy.label)
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         result = self.inner.search(query, max(k, self.policy.depth))
         verdict = self.policy.assess(query, result)
         c, threshold = verdict.confidence, self.params["threshold"]
@@ -50,7 +50,7 @@ class AdmitArm(Arm):
             why = "" if c == -math.inf else f"{verdict.measure} {c:.3g} < {threshold:.3g}"
         else:
             return replace(result, hits=result.hits[:k], confidence=c)
-        return Result.refusal("; ".join(p for p in (verdict.evidence, why) if p), c)
+        return Answer.refusal("; ".join(p for p in (verdict.evidence, why) if p), c)
 
     def prepare(self) -> None:
         self.inner.prepare()

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from .. import answers
 from ..adapters import Adapter, detect
-from ..records import Result
+from ..records import Answer
 from . import Arm, ArmError, register as register_class
 
 _NAME = re.compile(r"[A-Za-z][\w.-]*")
@@ -73,7 +73,7 @@ class FunctionArm(Arm):
     collapse: ClassVar[bool] = False
     travels = False
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         output = self.adapter.ask(self.target, query, k, self.params)
         return answers.from_output(output, self.layout, self.collapse, lambda item: self.adapter.convert(item, self), k)
 

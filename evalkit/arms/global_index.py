@@ -6,7 +6,7 @@ the query's weight. ``prf=0`` (the default) is plain BM25.
 """
 from __future__ import annotations
 
-from ..records import Hit, Result
+from ..records import Answer, Hit
 from . import Arm, ArmError
 from .feedback import Feedback
 from .lexical import GlobalIndex, query_terms
@@ -32,7 +32,7 @@ class GlobalIndexArm(Arm):
         self.feedback = Feedback(self.global_index, store, corpus, p["prf"], p["prf_terms"],
                                  p["prf_weight"]) if p["prf"] else None
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         terms = query_terms(query)
         hits = self.feedback.ranked(terms, k) if self.feedback and terms else self.global_index.bm25(terms, k)
-        return Result(tuple(Hit(d, p, s) for d, p, s in hits))
+        return Answer(tuple(Hit(d, p, s) for d, p, s in hits))

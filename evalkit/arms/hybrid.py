@@ -22,7 +22,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from ..fusion import NORMS, convex, diversify, weighted_rrf
-from ..records import Hit, Result
+from ..records import Answer, Hit
 from . import Arm, ArmError, make
 from .lexical import GlobalIndex, query_terms
 from .profile import DocumentCentroid, DocumentProfile
@@ -93,12 +93,12 @@ class HybridArm(Arm):
         return weighted_rrf([ranks(inputs[n], by_doc=n in PRIORS) for n in names],
                             [weights[n] * (1 if n in PRIORS else 2) for n in names], self.params["rrf_k"])
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         fused = self.fused(self.inputs(query))
         content = self.index.content_scores(query_terms(query))
         order = sorted(fused, key=lambda p: (-fused[p], -content.get(p[0], 0.0), self.sha[p[0]], p[1]))
         shown = diversify(order, self.params["diversify"])[:k]
-        return Result(tuple(Hit(doc, page, fused[doc, page]) for doc, page in shown))
+        return Answer(tuple(Hit(doc, page, fused[doc, page]) for doc, page in shown))
 
 
 def ranks(scores: dict[tuple[str, int], float], by_doc: bool = False) -> dict[tuple[str, int], int]:

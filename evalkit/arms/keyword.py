@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fusion import fuse_disjoint, round_robin_depth
-from ..records import Hit, Result
+from ..records import Answer, Hit
 from . import Arm
 from .lexical import GlobalIndex, query_terms
 
@@ -69,10 +69,10 @@ class KeywordArm(Arm):
             out.setdefault(index.docs[d], []).append((page, s))
         return out
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         terms = query_terms(query)
         if not terms:
-            return Result()
+            return Answer()
         index = self.global_index
         rows, _, rank = self._ranked(terms, k, fused=True)
         doc = index.doc[rows]
@@ -80,5 +80,5 @@ class KeywordArm(Arm):
         by_page = -by_row[rows] if self.params["tiebreak"] == "page" else np.zeros(len(rows))
         order, fused = fuse_disjoint(rank, (by_page, -by_doc[doc], index.sha_rank[doc], index.page[rows]),
                                      self.params["rrf_k"], k)
-        return Result(tuple(Hit(index.docs[d], p, s) for d, p, s in
+        return Answer(tuple(Hit(index.docs[d], p, s) for d, p, s in
                             zip(doc[order].tolist(), index.page[rows[order]].tolist(), fused.tolist(), strict=True)))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..records import Hit, Result
+from ..records import Answer, Hit
 from . import Arm, ArmError, make
 from .lexical import query_terms
 from .policies import fit_logistic, format_weights, logistic, parse_weights
@@ -76,14 +76,14 @@ class LearnedArm(Arm):
                              np.log(index.page[cand]), by_row[cand] / total])
         return cand, x
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         if not self.weights.size:
             raise ArmError("arm 'learned' needs weights=… (fit them with `evalkit learn` on another query set)")
         rows, x = self.features(query)
         p = logistic(x, self.weights)
         index = self.index
         order = np.lexsort((index.page[rows], index.sha_rank[index.doc[rows]], -p))[:k]
-        return Result(tuple(Hit(index.docs[index.doc[rows[i]]], int(index.page[rows[i]]), float(p[i])) for i in order))
+        return Answer(tuple(Hit(index.docs[index.doc[rows[i]]], int(index.page[rows[i]]), float(p[i])) for i in order))
 
 
 def parse(text: str) -> list[float]:

@@ -6,7 +6,7 @@ tool is called until it reports it is done; then every query calls one tool with
 the answer (``structuredContent``, else the JSON of its text content) is mapped by a small declarative
 :class:`Mapping` to ranked (document, page, score), a refusal, or an error.
 
-Errors are not refusals: a tool error, a timeout or an answer that cannot be read is a ``Result`` with
+Errors are not refusals: a tool error, a timeout or an answer that cannot be read is a ``Answer`` with
 ``error`` set, recorded and counted as such. A server that dies is restarted once (with its warm-up);
 a second death stops the arm with :class:`~evalkit.arms.ArmFailure`. A timed-out call leaves the server
 in an unknown state, so it is restarted too, outside that budget.
@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from .. import dirs, ids
-from ..records import Hit, Result
+from ..records import Answer, Hit
 from . import Arm, ArmError, ArmFailure
 
 NAME_STYLES = ("name", "stem", "path", "uri")
@@ -77,36 +77,36 @@ class Mapping:
     refuse_field: str = ""
     refuse_value: Any = True
 
-    def result(self, payload: Any, documents: set[str]) -> Result:
-        """The Result of one answer; ``documents`` are the corpus's document names. Anything that does not fit the
-        mapping is an error Result naming what and where."""
+    def result(self, payload: Any, documents: set[str]) -> Answer:
+        """The Answer of one answer; ``documents`` are the corpus's document names. Anything that does not fit the
+        mapping is an error Answer naming what and where."""
         if self.error and (message := _get(payload, self.error)):
-            return Result(error=f"the tool answered with an error: {_short(message)}")
+            return Answer(error=f"the tool answered with an error: {_short(message)}")
         items = _get(payload, self.hits)
         if not isinstance(items, list):
-            return Result(error=f"no list of hits at {self.hits or 'the top level'!r} in the answer: {_short(payload)}")
+            return Answer(error=f"no list of hits at {self.hits or 'the top level'!r} in the answer: {_short(payload)}")
         hits, seen = [], set()
         for rank, item in enumerate(items, 1):
             raw_doc, raw_page = _get(item, self.document), _get(item, self.page)
             doc = name_key(str(raw_doc), self.names) if raw_doc is not None else None
             if doc not in documents:
-                return Result(error=f"hit {rank}: {self.document}={_short(raw_doc)} is not a document of the corpus")
+                return Answer(error=f"hit {rank}: {self.document}={_short(raw_doc)} is not a document of the corpus")
             if not isinstance(raw_page, int) or isinstance(raw_page, bool) or raw_page - self.page_base < 0:
-                return Result(error=f"hit {rank}: {self.page}={_short(raw_page)} is not a page number")
+                return Answer(error=f"hit {rank}: {self.page}={_short(raw_page)} is not a page number")
             page = raw_page - self.page_base + 1
             if (doc, page) in seen:
-                return Result(error=f"hit {rank}: repeats {doc}#{page}")
+                return Answer(error=f"hit {rank}: repeats {doc}#{page}")
             seen.add((doc, page))
             if self.score:
                 score = _get(item, self.score)
                 if not isinstance(score, (int, float)) or isinstance(score, bool):
-                    return Result(error=f"hit {rank}: {self.score}={_short(score)} is not a number")
+                    return Answer(error=f"hit {rank}: {self.score}={_short(score)} is not a number")
             else:  # no score in the answer: the tool's order, as strictly decreasing scores
                 score = len(items) - rank + 1
             hits.append(Hit(doc, page, float(score)))
         if self.refuse_field and _get(payload, self.refuse_field) == self.refuse_value:
-            return Result(tuple(hits), refused=True, reason=f"{self.refuse_field} = {self.refuse_value!r}")
-        return Result(tuple(hits))
+            return Answer(tuple(hits), refused=True, reason=f"{self.refuse_field} = {self.refuse_value!r}")
+        return Answer(tuple(hits))
 
 
 @dataclass(frozen=True)
@@ -530,7 +530,7 @@ class McpArm(Arm):
 
     # -- the protocol
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         self.prepare()
         assert self.server is not None  # started by prepare (or it raised)
         d = self.definition
@@ -546,16 +546,16 @@ class McpArm(Arm):
                 self._restart()
             except CallTimeout as e:
                 self._restart()  # its state is unknown, and the next query must not queue behind this one
-                return Result(error=f"timeout: {e}")
+                return Answer(error=f"timeout: {e}")
             except Exception as e:  # noqa: BLE001 - a protocol error answering this query is this query's error
-                return Result(error=f"{d.search.tool} failed: {_describe(e)}")
+                return Answer(error=f"{d.search.tool} failed: {_describe(e)}")
         if answer.isError:
             text = " ".join(c.text for c in answer.content if getattr(c, "type", "") == "text")
-            return Result(error=f"{d.search.tool} returned an error: {_short(text)}")
+            return Answer(error=f"{d.search.tool} returned an error: {_short(text)}")
         try:
             payload = payload_of(answer)
         except ValueError as e:
-            return Result(error=f"unreadable answer: {e}")
+            return Answer(error=f"unreadable answer: {e}")
         result = d.mapping.result(payload, self.documents)
         return replace(result, hits=result.hits[:k])
 

@@ -37,7 +37,7 @@ from importlib.metadata import entry_points
 import numpy as np
 from scipy.optimize import minimize
 
-from ..records import Result
+from ..records import Answer
 from ..text import names, rare_words
 from . import ArmError, Configurable, lookup, make
 from .conformal import p_value, pseudo_queries
@@ -63,7 +63,7 @@ class Policy(Configurable):
     kind = "policy"
     depth: int = 0
 
-    def assess(self, query: str, result: Result) -> Verdict:  # pragma: no cover - the protocol
+    def assess(self, query: str, result: Answer) -> Verdict:  # pragma: no cover - the protocol
         raise NotImplementedError
 
 
@@ -129,7 +129,7 @@ class IdfMassPolicy(Policy):
         super().__init__(corpus, store, **params)
         self.lexicon = Lexicon(store, corpus)
 
-    def assess(self, query: str, result: Result) -> Verdict:
+    def assess(self, query: str, result: Answer) -> Verdict:
         terms = query_terms(query)
         return Verdict(self.lexicon.familiarity(terms), "term familiarity (1 - mean IDF / max IDF)",
                        absent_phrase(self.lexicon.absent(terms)))
@@ -173,7 +173,7 @@ class ScorePolicy(Policy):
         self.other = make(self.params["of"], corpus, store) if self.params["of"] else None
         self.depth = 0 if self.other else self.params["depth"]
 
-    def assess(self, query: str, result: Result) -> Verdict:
+    def assess(self, query: str, result: Answer) -> Verdict:
         ranking = self.other.search(query, self.params["depth"]) if self.other else result
         scores = [h.score for h in ranking.hits[:self.params["depth"]]]
         who = self.other.label if self.other else "the arm"
@@ -203,7 +203,7 @@ class SemanticPolicy(Policy):
         closest = f"closest page {page}{extra}" if page else ""
         return "; ".join(p for p in (absent, closest) if p)
 
-    def assess(self, query: str, result: Result) -> Verdict:
+    def assess(self, query: str, result: Answer) -> Verdict:
         c, page = self.best(query)
         return Verdict(c, "best semantic match", self.evidence(query, page))
 
@@ -233,7 +233,7 @@ class SpreadPolicy(SemanticPolicy):
             raise ArmError(f"policy 'spread': of={self.params['of']} is not a semantic arm (it needs every window's "
                            "score)")
 
-    def assess(self, query: str, result: Result) -> Verdict:
+    def assess(self, query: str, result: Answer) -> Verdict:
         scores = self.semantic.window_scores(query)
         if self.params["over"] == "pages":
             scores = page_maxima(scores, self.semantic.starts)
@@ -276,7 +276,7 @@ class NamesPolicy(Policy):
         rare = rare_words(query, english_frequency, self.params["rare"]) if self.params["rare"] > 0 else []
         return self.lexicon.absent(list(dict.fromkeys([*names(query), *rare])))
 
-    def assess(self, query: str, result: Result) -> Verdict:
+    def assess(self, query: str, result: Answer) -> Verdict:
         missing = self.absent(query)
         if missing:
             them = " or ".join(f"'{n}'" for n in missing)
@@ -362,7 +362,7 @@ class EvidencePolicy(SemanticPolicy):
                 "agreement": agreement([d for d, _, _ in kw], [h.doc for h in sem]),
                 "familiarity": self.lexicon.familiarity(terms)}
 
-    def assess(self, query: str, result: Result) -> Verdict:
+    def assess(self, query: str, result: Answer) -> Verdict:
         s = self.signals(query)
         c = float(logistic(np.array([[s[n] for n in SIGNALS]]), self.weights)[0])
         absent = absent_phrase(self.lexicon.absent(query_terms(query)))
@@ -420,7 +420,7 @@ class ConformalPolicy(Policy):
         """The base policy's confidences on ``n`` pseudo-queries of ``words`` words, sorted (cached)."""
         if words not in self.by_length:
             p = self.params
-            got = np.sort([self.base.assess(q, Result()).confidence
+            got = np.sort([self.base.assess(q, Answer()).confidence
                            for q in pseudo_queries(self.pages, p["n"], words, p["seed"])])
             if not len(got):
                 raise ArmError(f"policy 'conformal': no page of {self.corpus_name} has {words} words to draw a "
@@ -428,7 +428,7 @@ class ConformalPolicy(Policy):
             self.by_length[words] = got
         return self.by_length[words]
 
-    def assess(self, query: str, result: Result) -> Verdict:
+    def assess(self, query: str, result: Answer) -> Verdict:
         v = self.base.assess(query, result)
         if v.confidence == -math.inf:  # a veto stays one
             return Verdict(-math.inf, v.measure, v.evidence)

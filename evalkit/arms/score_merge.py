@@ -6,7 +6,7 @@ show the trap next to rank fusion.
 """
 from __future__ import annotations
 
-from ..records import Hit, Result
+from ..records import Answer, Hit
 from .keyword import KeywordArm
 from .lexical import query_terms
 
@@ -15,10 +15,10 @@ class ScoreMergeArm(KeywordArm):
     name = "score-merge"
     defaults = {"idf_scope": "doc"}
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         terms = query_terms(query)
         if not terms:
-            return Result()
+            return Answer()
         merged = [(doc, page, score) for doc, pages in self.per_document(terms, k).items() for page, score in pages]
         merged.sort(key=lambda h: (-h[2], self.sha[h[0]], h[1]))
-        return Result(tuple(Hit(*h) for h in merged[:k]))
+        return Answer(tuple(Hit(*h) for h in merged[:k]))

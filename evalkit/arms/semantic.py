@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import config
 from ..embeddings import Embedder, ModelSpec, ensure_vectors, load_vectors
-from ..records import Hit, Result
+from ..records import Answer, Hit
 from . import Arm
 
 
@@ -77,12 +77,12 @@ class SemanticArm(Arm):
         self._last = (query, scores)
         return scores
 
-    def search(self, query: str, k: int) -> Result:
+    def search(self, query: str, k: int) -> Answer:
         if not query.strip() or not len(self.starts):
-            return Result()
+            return Answer()
         scores = page_maxima(self.window_scores(query), self.starts)
         order = np.lexsort((self.page_number, self.page_doc_rank, -scores))[:k]
-        return Result(tuple(Hit(self.doc_names[self.page_doc_rank[i]], int(self.page_number[i]), float(scores[i]))
+        return Answer(tuple(Hit(self.doc_names[self.page_doc_rank[i]], int(self.page_number[i]), float(scores[i]))
                             for i in order))
 
 

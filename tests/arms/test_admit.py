@@ -6,7 +6,7 @@ import pytest
 from evalkit import arms
 from evalkit.arms import ArmError
 from evalkit.arms.policies import (agreement, coverage, fit_logistic, idf, logistic, make_policy, score_feature, spread)
-from evalkit.records import Result
+from evalkit.records import Answer
 
 QUERIES = ["space between rows of a table", "double spacing of the text", "define a new float type",
            "insert pages of another PDF", "pgfplots addplot logarithmic axis", "How long should brisket rest?"]
@@ -51,7 +51,7 @@ def test_spread_refuses_with_a_reason_and_reads_every_window(small):
     assert r.reason.startswith("no page contains 'pgfplots' or 'addplot' or 'logarithmic' or 'axis'; closest page ")
     assert "(best semantic match 0." in r.reason
     assert r.reason.endswith(f"; spread of semantic similarity over {windows} windows {r.confidence:.3g} < 1")
-    pages = make_policy("spread(over=pages)", c, store).assess("pgfplots addplot", Result())
+    pages = make_policy("spread(over=pages)", c, store).assess("pgfplots addplot", Answer())
     assert pages.measure == f"spread of semantic similarity over {c.pages} pages"
     with pytest.raises(ArmError, match="policy 'spread': of=global-index is not a semantic arm"):
         make_policy("spread(of=global-index)", c, store)
@@ -68,7 +68,7 @@ def test_names_vetoes_a_query_naming_what_no_page_holds_and_leaves_the_rest_to_i
     answered = arm.search(asked, 10)
     assert not answered.refused
     assert answered.hits == arms.make("hybrid(keyword=global-index)", c, store).search(asked, 10).hits
-    assert answered.confidence == make_policy("spread", c, store).assess(asked, Result()).confidence
+    assert answered.confidence == make_policy("spread", c, store).assess(asked, Answer()).confidence
     # recording only (threshold -inf), a vetoed query is answered and records -inf, which calibration refuses
     record = arms.make("admit(arm=global-index,policy=names)", c, store)
     vetoed = record.search(r"\addplot a table with rows", 10)
@@ -110,7 +110,7 @@ def test_evidence_signals_are_bounded(small):
     for q in QUERIES:
         s = p.signals(q)
         assert 0 <= s["coverage"] <= 1 and 0 <= s["agreement"] <= 1 and 0 <= s["familiarity"] <= 1
-        assert 0 < p.assess(q, Result()).confidence < 1
+        assert 0 < p.assess(q, Answer()).confidence < 1
     assert p.signals("pgfplots addplot")["coverage"] == 0.0
 
 

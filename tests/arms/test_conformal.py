@@ -7,7 +7,7 @@ from evalkit import arms
 from evalkit.arms import ArmError
 from evalkit.arms.conformal import p_value, pseudo_queries
 from evalkit.arms.policies import make_policy
-from evalkit.records import Result
+from evalkit.records import Answer
 
 
 def test_p_value_by_hand():
@@ -43,13 +43,13 @@ def test_conformal_policy_gives_the_p_value_of_its_base_policy(small):
     assert pol.label == "conformal(n=40,seed=3)" and len(calibration) == 40
     base = make_policy("spread", c, store)
     q = "How do I put extra space between rows of a table?"
-    v = pol.assess(q, Result())
-    assert v.confidence == p_value(calibration, base.assess(q, Result()).confidence)
+    v = pol.assess(q, Answer())
+    assert v.confidence == p_value(calibration, base.assess(q, Answer()).confidence)
     assert 0 < v.confidence <= 1 and "p-value of spread" in v.measure
     # the calibration is the base policy's confidence on the pseudo-queries themselves
     pages = [t for d in sorted(c.documents, key=lambda d: d.sha256) for t in store.texts(d)]
     first = pseudo_queries(pages, 40, 12, 3)[0]
-    assert base.assess(first, Result()).confidence in calibration
+    assert base.assess(first, Answer()).confidence in calibration
 
 
 def test_words_0_compares_each_query_with_passages_of_its_own_length(small):
@@ -60,9 +60,9 @@ def test_words_0_compares_each_query_with_passages_of_its_own_length(small):
     pages = [t for d in sorted(c.documents, key=lambda d: d.sha256) for t in store.texts(d)]
     for q in ("space between rows of a table", "How do I put extra space between the rows of a long table?"):
         n = len(q.split())
-        v = pol.assess(q, Result())
-        own = np.sort([base.assess(p, Result()).confidence for p in pseudo_queries(pages, 30, n, 0)])
-        assert v.confidence == p_value(own, base.assess(q, Result()).confidence) and f"{n}-word passages" in v.measure
+        v = pol.assess(q, Answer())
+        own = np.sort([base.assess(p, Answer()).confidence for p in pseudo_queries(pages, 30, n, 0)])
+        assert v.confidence == p_value(own, base.assess(q, Answer()).confidence) and f"{n}-word passages" in v.measure
     assert sorted(pol.by_length) == [6, 13]
 
 
@@ -79,9 +79,9 @@ def test_names_with_rare_vetoes_lower_case_names_no_page_holds(small):
     plain = make_policy("names", c, store)
     rare = make_policy("names(rare=2)", c, store)
     q = "make a qrcode of the table with xgboost"
-    assert plain.assess(q, Result()).confidence == 1.0  # lower case: not a name to the spelling rule
-    v = rare.assess(q, Result())
+    assert plain.assess(q, Answer()).confidence == 1.0  # lower case: not a name to the spelling rule
+    v = rare.assess(q, Answer())
     assert v.confidence == -math.inf and v.evidence == "the query names 'qrcode' or 'xgboost', which no page contains"
     # a rare word some page holds is not vetoed (booktabs is in the corpus); nor is a common word it lacks
-    assert rare.assess("booktabs rules in a table", Result()).confidence == 1.0
-    assert rare.assess("a lottery table", Result()).confidence == 1.0
+    assert rare.assess("booktabs rules in a table", Answer()).confidence == 1.0
+    assert rare.assess("a lottery table", Answer()).confidence == 1.0

@@ -18,7 +18,7 @@ from evalkit.arms.mcp import Mapping, fill, load_definition
 from evalkit.cli import main
 from evalkit.pages import PageStore
 from evalkit.results import Results
-from tests.conftest import make_pdf
+from tests.conftest import make_pdf, query, query_file
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 SLOW_FIXTURES = {"setup", "shared"}  # each starts the test server: these tests are slow (tests/conftest.py)
@@ -277,30 +277,9 @@ def test_a_run_records_errors_apart_from_refusals(setup, tmp_path):
     """End to end: errors land in the jsonl with their message, as outcome ``error`` and in ``errors``."""
     c, config, _ = setup
     qfile = tmp_path / "q.toml"
-    qfile.write_text('''
-[set]
-name = "tiny"
-[[query]]
-id = "ok"
-class = "needle"
-text = "anything"
-judgments = [{ doc = "a.pdf", page = 1, gain = 3 }]
-[[query]]
-id = "err"
-class = "needle"
-text = "tool error"
-judgments = [{ doc = "a.pdf", page = 1, gain = 3 }]
-[[query]]
-id = "no"
-class = "abstain"
-text = "refuse"
-judgments = []
-[[query]]
-id = "err-abstain"
-class = "abstain"
-text = "inline error"
-judgments = []
-''')
+    query_file(qfile, query("ok", "needle", "anything", ("a.pdf", 1, 3)),
+               query("err", "needle", "tool error", ("a.pdf", 1, 3)), query("no", "abstain", "refuse"),
+               query("err-abstain", "abstain", "inline error"), name="tiny")
     qs = qrels.load(qfile)
     with PageStore(tmp_path / "cache.sqlite") as store:  # the mcp arm reads no page; the run records the extractor
         out = runner.run(c, store, qs, [f"mcp(config={config},name=test)"], tmp_path / "res", progress=False)

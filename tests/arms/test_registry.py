@@ -46,7 +46,7 @@ def test_bad_specs_name_the_arm_and_parameter(small, spec, message):
 
 EXTERNAL = textwrap.dedent('''
     from evalkit.arms import Arm
-    from evalkit.records import Hit, Result
+    from evalkit.records import Answer, Hit
 
     class FirstPages(Arm):
         """Every document's first page, documents by sha256: a deliberately naive external arm."""
@@ -55,7 +55,7 @@ EXTERNAL = textwrap.dedent('''
 
         def search(self, query, k):
             docs = sorted(self.corpus.documents, key=lambda d: d.sha256)
-            return Result(tuple(Hit(d.name, self.params["page"], 1.0 / (i + 1)) for i, d in enumerate(docs[:k])))
+            return Answer(tuple(Hit(d.name, self.params["page"], 1.0 / (i + 1)) for i, d in enumerate(docs[:k])))
 ''')
 
 

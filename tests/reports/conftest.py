@@ -13,61 +13,29 @@ from evalkit.reports import rendering
 from evalkit.results import Results
 from evalkit.runner import run
 
+from ..conftest import query, query_file
 
-QUERIES = r'''
-[set]
-name = "report-test"
-corpus = "small"
-[set.gains]
-3 = "answers it"
-2 = "helps"
-1 = "mentions it"
-
-[[query]]
-id = "n1"
-class = "needle"
-text = "How do I put a little extra vertical space before the total row of a table?"
-judgments = [{ doc = "booktabs.pdf", page = 5, gain = 3, evidence = "Occasionally we want to put an extra space between certain rows of a table" },
-             { doc = "ctable.pdf", page = 5, gain = 1 }]
-[[query]]
-id = "n2"
-class = "needle"
-text = "Which preamble command sets double spacing for the whole document?"
-judgments = [{ doc = "setspace-doc.pdf", page = 1, gain = 3, evidence = 'The commands \singlespacing, \onehalfspacing, and \doublespacing,' }]
-[[query]]
-id = "n3"
-class = "needle"
-text = "insert the pages of an external PDF document into my document"
-judgments = [{ doc = "pdfpages.pdf", page = 2, gain = 3, evidence = "Inserts pages of an external PDF document." }]
-[[query]]
-id = "n4"
-class = "needle"
-text = "sort numeric citations into ascending order"
-judgments = [{ doc = "cite.pdf", page = 1, gain = 3, evidence = "Citations in a list are sorted into ascending order." }]
-[[query]]
-id = "s1"
-class = "spread"
-text = "define my own new floating environment type, like a Program float"
-judgments = [{ doc = "float.pdf", page = 3, gain = 3 }, { doc = "newfloat.pdf", page = 2, gain = 3 }]
-[[query]]
-id = "t1"
-class = "trap"
-text = "make each chapter's bibliography a section instead of a chapter"
-judgments = [{ doc = "chapterbib.pdf", page = 3, gain = 3, evidence = "to convert your bibliographies from" }]
-[[query]]
-id = "d1"
-class = "described"
-text = "little pictures side by side inside one figure, each labelled (a), (b) underneath"
-judgments = [{ doc = "subcaption.pdf", page = 4, gain = 2 }]
-[[query]]
-id = "a1"
-class = "abstain"
-text = "How do I draw a Gantt chart with pgfgantt?"
-[[query]]
-id = "a2"
-class = "abstain"
-text = "typeset a chess board diagram from a FEN string"
-'''  # noqa: E501 (a TOML inline table, a judgment, is one line)
+SET = {"name": "report-test", "corpus": "small", "gains": {"3": "answers it", "2": "helps", "1": "mentions it"}}
+QUERIES = (
+    query("n1", "needle", "How do I put a little extra vertical space before the total row of a table?",
+          ("booktabs.pdf", 5, 3, "Occasionally we want to put an extra space between certain rows of a table"),
+          ("ctable.pdf", 5, 1)),
+    query("n2", "needle", "Which preamble command sets double spacing for the whole document?",
+          ("setspace-doc.pdf", 1, 3, "The commands \\singlespacing, \\onehalfspacing, and \\doublespacing,")),
+    query("n3", "needle", "insert the pages of an external PDF document into my document",
+          ("pdfpages.pdf", 2, 3, "Inserts pages of an external PDF document.")),
+    query("n4", "needle", "sort numeric citations into ascending order",
+          ("cite.pdf", 1, 3, "Citations in a list are sorted into ascending order.")),
+    query("s1", "spread", "define my own new floating environment type, like a Program float",
+          ("float.pdf", 3, 3),
+          ("newfloat.pdf", 2, 3)),
+    query("t1", "trap", "make each chapter's bibliography a section instead of a chapter",
+          ("chapterbib.pdf", 3, 3, "to convert your bibliographies from")),
+    query("d1", "described", "little pictures side by side inside one figure, each labelled (a), (b) underneath",
+          ("subcaption.pdf", 4, 2)),
+    query("a1", "abstain", "How do I draw a Gantt chart with pgfgantt?"),
+    query("a2", "abstain", "typeset a chess board diagram from a FEN string"),
+)
 
 
 ARMS = ["keyword", "global-index"]
@@ -79,7 +47,7 @@ def results_dir(small, tmp_path_factory):
     c, store = small
     d = tmp_path_factory.mktemp("report")
     path = d / "report-test.toml"
-    path.write_text(QUERIES)
+    query_file(path, *QUERIES, **SET)
     qs = qrels.load(path)
     assert qrels.check(qs, store.corpus_texts(c)) == []
     return run(c, store, qs, ARMS, d / "results", progress=False)

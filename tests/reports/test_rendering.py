@@ -17,8 +17,8 @@ from evalkit.reports import prose, rendering, selection
 from evalkit.results import Results
 from evalkit.runner import run
 
-from ..conftest import ROOT
-from .conftest import ARMS, QUERIES, _copy
+from ..conftest import ROOT, query_file
+from .conftest import ARMS, QUERIES, SET, _copy
 
 
 @pytest.mark.slow
@@ -223,7 +223,7 @@ def test_a_run_of_abstain_queries_only_renders(small, tmp_path):
     Judged@10 to warn about; the report still renders, with its refusal figures."""
     c, store = small
     path = tmp_path / "held-out.toml"
-    path.write_text(QUERIES[:QUERIES.index("[[query]]")] + QUERIES[QUERIES.index('[[query]]\nid = "a1"'):])
+    query_file(path, *(q for q in QUERIES if q["class"] == "abstain"), **SET)
     out = run(c, store, qrels.load(path), ARMS, tmp_path / "results", progress=False)
     res = Results.load(out)
     assert set(res.per_query["class"]) == {"abstain"} and selection.resolve_pair(res) is None
