@@ -367,11 +367,13 @@ class Estimate:
         i = self.interval
         return "better" if i.low > 0 else "worse" if i.high < 0 else "undecided"
 
-    def more_to_grade(self, margin: float = 0.0, power: float = 0.8) -> int:
+    def more_to_grade(self, margin: float = 0.0, power: float = 0.8, alpha: float = 0.05) -> int:
         """How many more queries, drawn at random from the ungraded ones, the person should grade whole for
-        the interval to decide about ``margin`` (0: the sign) with probability ``power`` if the difference
-        is what it looks like now (:func:`graded_needed` from this estimate's spread and judge
-        correlation); 0 when it decides already, ``unlabeled`` + 1 when grading every query would not do."""
+        the interval (at level ``alpha``: the interval's own) to decide about ``margin`` (0: the sign) with
+        probability ``power`` if the difference is what it looks like now (:func:`graded_needed` from this
+        estimate's spread and judge correlation); 0 when it decides already, at least 1 when it does not
+        (the normal approximation may say the queries graded suffice where the t interval is still open),
+        ``unlabeled`` + 1 when grading every query would not do."""
         i, p = self.interval, self.person_only
         if i.low > margin or i.high < margin:
             return 0
@@ -380,7 +382,7 @@ class Estimate:
             return i.unlabeled + 1
         rho = self.correlation if self.correlation == self.correlation else 0.0
         total = i.n + i.unlabeled
-        return max(0, graded_needed(i.mean - margin, sd, rho, total, power=power) - i.n)
+        return max(1, graded_needed(i.mean - margin, sd, rho, total, alpha, power) - i.n)
 
     def text(self) -> str:
         """The interval, what it rests on and, when undecided, what deciding takes (in pages too when the

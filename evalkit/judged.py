@@ -16,7 +16,6 @@ queries (:meth:`evalkit.estimates.Estimate.more_to_grade`) drawn at random from 
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from . import comparison, estimates, rules
+from .autojudge.record import sha256
 from .qrels import QuerySet
 from .results import Results
 from .resultsdir import ResultsError
@@ -37,10 +37,6 @@ def graded_queries(qs: QuerySet) -> frozenset[str]:
     """The queries graded whole by a person: at least one grade, and no page of its ``pooled`` list ungraded."""
     return frozenset(q.id for q in qs.queries
                      if q.judgments and set(qs.pooled.get(q.id, ())) <= {(j.doc, j.page) for j in q.judgments})
-
-
-def sha256(path: Path | str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -185,7 +181,7 @@ def _decide(s: Slice, threshold: float, confidence: float, seed: int, what: str,
                "judge_r": e.correlation, "lam": i.lam}
     if st != "undecided":
         return st, line, numbers
-    k = e.more_to_grade(threshold)
+    k = e.more_to_grade(threshold, alpha=1 - confidence)
     rest = s.ids[~s.graded]
     if k > len(rest):
         return st, f"{line}; {estimates.NOT_DECIDABLE}", {**numbers, "grade_next": [],
@@ -216,7 +212,8 @@ def _floor(rule: rules.Floor, ctx: rules.Context, judge: Judge) -> Outcome | Non
     s = _slice(ctx.pair, judge, rule.cls, rule.measure, lambda b, c: c)
     if _exact(s):
         return None
-    st, line, numbers = _decide(s, rule.min, ctx.settings.confidence, ctx.settings.seed, "candidate", rule.measure, judge)
+    st, line, numbers = _decide(s, rule.min, ctx.settings.confidence, ctx.settings.seed, "candidate", rule.measure,
+                                judge)
     return rule.outcome(st, f"{line}; floor {rule.min:g}", min=rule.min, **numbers)
 
 

@@ -1,6 +1,7 @@
 """The gate on a partially graded set: rules on measures decided from the person's graded queries plus a
 judge's predictions (evalkit.judged), undecided verdicts, their exit codes, and gate.json's judge identity."""
 import dataclasses
+import html
 import json
 from contextlib import chdir
 from pathlib import Path
@@ -109,6 +110,15 @@ def test_an_undecided_rule_names_the_queries_to_grade_drawn_reproducibly(tmp_pat
     assert _gate(tmp_path, rules_file, 0.04, 10, undecided="pass")[0].exit_code == 0
 
 
+def test_an_undecided_rule_never_asks_for_no_more_queries(tmp_path, rules_file):
+    """Class-drop's intervals are at 1 - alpha / classes: what deciding them takes is counted at that level,
+    and an open interval asks for at least one more query."""
+    verdict, _ = _gate(tmp_path, rules_file, 0.0, 24)
+    parts = [n for o in verdict.outcomes for _, n in judged.asks(o)]
+    assert parts and all(n["grade_next"] or n["to_grade"] == estimates.NOT_DECIDABLE for n in parts)
+    assert "grade 0 more" not in verdict.text()
+
+
 @pytest.mark.parametrize("delta, status", [(-0.3, "fail"), (0.2, "pass")])
 def test_a_clear_difference_is_decided_from_a_few_graded_queries(tmp_path, rules_file, delta, status):
     verdict, _ = _gate(tmp_path, rules_file, delta, 12)
@@ -151,6 +161,10 @@ def test_gate_json_records_the_judge_and_is_refused_once_the_predictions_change(
     undecided = stored.judge["undecided"]  # what deciding each undecided rule takes, in the words the gate printed
     assert set(undecided) == {k for o in stored.outcomes for k, _ in judged.asks(o)}
     assert all(v["to_grade"] in said for v in undecided.values())
+    shown = stored.text()  # beside the verdict: who graded what, r per rule, what deciding each rule takes
+    assert "graded by a person: 10 queries whole: q000, q001, " in shown and "judge-person r: " in shown
+    assert all(f"{label}: {v['to_grade']}" in shown for label, v in undecided.items())
+    assert all(f"<li>{html.escape(label)}: " in stored._repr_html_() for label in undecided)
     with chdir(rules_file.parent):  # the verdict names its rules file as the gate was given it
         assert isinstance(gating.show(Path(res)), gating.Verdict)
         Path(preds).write_text("query,doc,page,p_ge1,p_ge2,p_eq3\nq000,a.pdf,1,0.9,0.2,0.1\n")
