@@ -106,8 +106,7 @@ class Verdict:
         graded = list(j.get("graded_queries", []))
         named = ", ".join(graded[:judged.SHOWN]) + (", …" if len(graded) > judged.SHOWN else "")
         r = "; ".join(f"{rule} {_correlation(v)}" for rule, v in j.get("agreement", {}).items())
-        models = [m for m in str(j.get("model") or "").split(", ") if m]
-        model = f", model {models[0][:16]}" + (f" (+{len(models) - 1} more)" if len(models) > 1 else "") if models else ""
+        model = judged.short_model(str(j.get("model") or ""))
         return [f"judge: predictions {j.get('predictions')} (sha256 {str(j.get('sha256'))[:16]}{model})",
                 f"graded by a person: {len(graded)} queries whole{': ' + named if graded else ''}",
                 *([f"judge-person r: {r}"] if r else []),

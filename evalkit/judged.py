@@ -81,7 +81,7 @@ class Judge:
                               for o in outcomes for label, n in asks(o)}}
 
     def note(self) -> str:
-        return (f"judge {self.path} (sha256 {self.sha256[:12]}{f', model {self.model}' if self.model else ''}): rules "
+        return (f"judge {self.path} (sha256 {self.sha256[:12]}{short_model(self.model)}): rules "
                 f"on measures decided from the {len(self.graded)} queries a person graded whole plus the judge's "
                 "predictions (PPI)")
 
@@ -94,6 +94,12 @@ class Judge:
             out.append(judged or rules.evaluate(rules.Rules(parsed.path, parsed.sha256, parsed.settings, (rule,)),
                                                 ctx.pair, ctx=ctx)[0])
         return tuple(out)
+
+
+def short_model(model: str) -> str:
+    """", model <the first model's id> (+n more)": a cross-fitted judge's predictions name one model per fold."""
+    models = [m for m in model.split(", ") if m]
+    return f", model {models[0][:16]}" + (f" (+{len(models) - 1} more)" if len(models) > 1 else "") if models else ""
 
 
 def load(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:

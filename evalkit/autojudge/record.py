@@ -43,6 +43,17 @@ class JudgeRecord:
     command: str
     agreement: pd.DataFrame = field(repr=False)
     verdicts: dict[str, str] = field(default_factory=dict)
+    pool_auroc: dict[str, float] = field(default_factory=dict)  # AUROC gain >= 2 on the held-out graded pool pages
+
+    def against_baselines(self) -> str:
+        """The judge's AUROC for gain >= 2 on held-out graded pool pages beside the stopping estimate's prior
+        and "unjudged = 0", as ``evalkit qrels judge`` measured them ("" when not recorded)."""
+        b = self.pool_auroc
+        if "judge" not in b:
+            return ""
+        return (f"AUROC for gain ≥ 2 on {int(b.get('pages', 0))} held-out graded pool pages: the judge "
+                f"{_fmt(b['judge'])}, the stopping estimate's prior {_fmt(b.get('prior', math.nan))}, "
+                f"unjudged = 0 {_fmt(b.get('unjudged = 0', math.nan))}")
 
     @property
     def refused(self) -> dict[str, str]:
@@ -78,7 +89,7 @@ class JudgeRecord:
 
 
 def _fmt(v: object) -> str:
-    return "—" if not isinstance(v, (int, float)) or math.isnan(v) else f"{v:.2f}"
+    return "—" if not isinstance(v, (int, float)) or math.isnan(v) else f"{v:.3f}"
 
 
 def read(predictions: Path | str) -> JudgeRecord | None:
@@ -95,8 +106,9 @@ def read(predictions: Path | str) -> JudgeRecord | None:
         spec = d.get("spec", {})
         model = f"{spec.get('model', '?')}+{spec.get('calibration', '?')}, seed {spec.get('seed', '?')}"
         verdicts = {str(k): str(v) for k, v in d["verdicts"].items()}
+        pool = {str(k): float(v) if v is not None else math.nan for k, v in d.get("auroc_ge2_pool", {}).items()}
         return JudgeRecord(str(path), sha256(path), str(d["judge"]), model, str(d.get("trained", "")),
-                           str(d.get("command", "")), agreement, verdicts)
+                           str(d.get("command", "")), agreement, verdicts, pool)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise JudgeRecordError(f"{meta}: not a judge record evalkit can read ({type(e).__name__}: {e})") from None
 

@@ -27,6 +27,8 @@ def judge_overview(results: Results) -> Markdown:
                              model=rec.model, trained=rec.trained, path=rec.predictions, sha=rec.sha256)]
     if rec.command:
         out.append(esc.markdown_fill("Made with {cmd!c}.", cmd=rec.command))
+    if line := rec.against_baselines():
+        out += ["", esc.markdown_fill("{line}.", line=line)]
     if rec.refused:
         out += ["", "**Refused** (the person grades these classes; bounds stated in docs/judge.md before "
                     "measuring):", ""]

@@ -36,6 +36,8 @@ def test_the_report_names_the_judge_and_says_where_it_is_refused(judged_run):
     why = out.verdicts["trap"].removeprefix("refused: ")
     assert f"- trap: {why[:20]}" in text.replace("\\", "")  # the reason, in words, as the judge measured it
     assert "**Accepted** for: needle" in text
+    assert f"the judge {out.baseline['judge']:.3f}, the stopping estimate's prior {out.baseline['prior']:.3f}" \
+        in text.replace("\\", "")  # against the baselines, as measured
 
 
 def test_the_agreement_table_is_the_judge_s_measured_one_with_its_verdicts(judged_run):
