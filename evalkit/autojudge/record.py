@@ -78,9 +78,10 @@ class JudgeRecord:
                        f"{_fmt(a['auroc_ge2'])}, κ {_fmt(a['kappa'])}, calibration error {_fmt(a['ece_ge2'])}")
         else:
             overall = "no agreement measured"
-        refused = ", ".join(self.refused) or "no class"
-        accepted = ", ".join(c for c, v in self.verdicts.items() if v == "accepted") or "no class"
-        return f"{overall}; refused for {refused} (the person grades these); accepted for {accepted}"
+        accepted = ", ".join(c for c, v in self.verdicts.items() if v == "accepted")
+        refused = f"refused for {', '.join(self.refused)} (the person grades these)" if self.refused else \
+            "refused for no class"
+        return f"{overall}; {refused}; {'accepted for ' + accepted if accepted else 'accepted for no class'}"
 
     def refusals(self) -> list[str]:
         """Each class's verdict in words."""
