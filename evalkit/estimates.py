@@ -347,6 +347,7 @@ class Estimate:
     interval: Interval
     person_only: Interval
     correlation: float
+    pages_per_query: float | None = None  # pages a person reads to grade an ungraded query whole, on average
 
     @property
     def n_eff(self) -> float:
@@ -366,11 +367,13 @@ class Estimate:
         i = self.interval
         return "better" if i.low > 0 else "worse" if i.high < 0 else "undecided"
 
-    def more_to_grade(self, margin: float = 0.0, power: float = 0.8) -> int:
+    def more_to_grade(self, margin: float = 0.0, power: float = 0.8, alpha: float = 0.05) -> int:
         """How many more queries, drawn at random from the ungraded ones, the person should grade whole for
-        the interval to decide about ``margin`` (0: the sign) with probability ``power`` if the difference
-        is what it looks like now (:func:`graded_needed` from this estimate's spread and judge
-        correlation); 0 when it decides already, ``unlabeled`` + 1 when grading every query would not do."""
+        the interval (at level ``alpha``: the interval's own) to decide about ``margin`` (0: the sign) with
+        probability ``power`` if the difference is what it looks like now (:func:`graded_needed` from this
+        estimate's spread and judge correlation); 0 when it decides already, at least 1 when it does not
+        (the normal approximation may say the queries graded suffice where the t interval is still open),
+        ``unlabeled`` + 1 when grading every query would not do."""
         i, p = self.interval, self.person_only
         if i.low > margin or i.high < margin:
             return 0
@@ -379,20 +382,45 @@ class Estimate:
             return i.unlabeled + 1
         rho = self.correlation if self.correlation == self.correlation else 0.0
         total = i.n + i.unlabeled
-        return max(0, graded_needed(i.mean - margin, sd, rho, total, power=power) - i.n)
+        return max(1, graded_needed(i.mean - margin, sd, rho, total, alpha, power) - i.n)
 
     def text(self) -> str:
+        """The interval, what it rests on and, when undecided, what deciding takes (in pages too when the
+        pages an ungraded query leaves to read are known)."""
         i, sign = self.interval, "+" if self.a else ""
         return (f"{i.mean:{sign}.3f} [{i.low:{sign}.3f}, {i.high:{sign}.3f}]  {i.n} of {i.n + i.unlabeled} "
                 f"queries graded, n_eff {self.n_eff:.0f}, judge-person r {self.correlation:.2f}, "
                 f"{self.gain:+.0%} narrower than the person alone" + self._next())
 
+    def pages_to_grade(self) -> int | None:
+        """What :meth:`more_to_grade` is in pages to read (None: not known)."""
+        return None if self.pages_per_query is None else round(self.more_to_grade() * self.pages_per_query)
+
     def _next(self) -> str:
         if self.verdict != "undecided":
             return f"; {self.verdict}"
         k = self.more_to_grade()
-        return (f"; undecided: grade {k} more queries whole, drawn at random, to decide" if k <= self.interval.unlabeled
-                else "; undecided: grading every query would not decide it")
+        if k > self.interval.unlabeled:
+            return f"; {NOT_DECIDABLE}"
+        return "; " + to_grade(k, self.pages_to_grade(), approx=True)
+
+
+NOT_DECIDABLE = "undecided: grading every query would not decide it"
+
+
+def to_grade(k: int, pages: int | None = None, approx: bool = False, queries: Sequence[str] = (),
+             shown: int = 10) -> str:
+    """What deciding takes, in a person's words, the same in every place that says it (compare, gate,
+    gate.json, the report, the workbench): "undecided: grade 4 more queries (≈ 37 pages): q12, q31, …".
+    Whole queries, drawn at random: the person grades every pooled page of each (the per-page correction
+    was measured too noisy, docs/deciding-with-few-grades.md). ``pages``: what that is to read (``approx``:
+    estimated, not counted from the queries' pools); ``queries``: which, the first ``shown`` named."""
+    what = f"grade {k} more {'query' if k == 1 else 'queries'}"
+    if pages is not None:
+        what += f" ({'≈ ' if approx else ''}{pages} page{'' if pages == 1 else 's'})"
+    if queries:
+        what += ": " + ", ".join(queries[:shown]) + (", …" if len(queries) > shown else "")
+    return f"undecided: {what}"
 
 
 def _corr(y: np.ndarray, yhat: np.ndarray) -> float:

@@ -97,6 +97,21 @@ class Verdict:
                     f"{self.counts()}. Undecided: {names}")
         return f"evalkit gate: FAIL (exit 1) — {self.counts()}. Failed: {names}"
 
+    def judge_lines(self) -> list[str]:
+        """The judge record beside the verdict, in words: which judge, which queries a person graded, the
+        judge-person correlation per rule (per class), and what deciding each undecided rule takes."""
+        j = self.judge
+        if not j:
+            return []
+        graded = list(j.get("graded_queries", []))
+        named = ", ".join(graded[:judged.SHOWN]) + (", …" if len(graded) > judged.SHOWN else "")
+        r = "; ".join(f"{rule} {_correlation(v)}" for rule, v in j.get("agreement", {}).items())
+        model = judged.short_model(str(j.get("model") or ""))
+        return [f"judge: predictions {j.get('predictions')} (sha256 {str(j.get('sha256'))[:16]}{model})",
+                f"graded by a person: {len(graded)} queries whole{': ' + named if graded else ''}",
+                *([f"judge-person r: {r}"] if r else []),
+                *(f"{label}: {v.get('to_grade', '')}" for label, v in j.get("undecided", {}).items())]
+
     # ---- JSON ------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return rules.finite({**asdict(self), "passed": self.passed, "exit_code": self.exit_code})
@@ -123,7 +138,7 @@ class Verdict:
         for o in self.outcomes:
             lines.append(f"{MARK.get(o.status, t(o.status)):<13} {t(o.rule):<{width}}  {t(o.summary)}")
             lines += [f"{'':<15}{t(d.label):<10} {t(d.status):<13} {t(d.text)}" for d in o.details]
-        lines += ["", *(f"note: {t(n)}" for n in self.notes), self.headline()]
+        lines += ["", *(f"note: {t(n)}" for n in self.notes), *(t(x) for x in self.judge_lines()), self.headline()]
         return "\n".join(lines)
 
     # ---- Markdown --------------------------------------------------------------------------------------
@@ -144,7 +159,8 @@ class Verdict:
                         "| | verdict | numbers |", "|---|---|---|"]
                 out += [f"| {cell(d.label)} | {cell(d.status)} | {cell(d.text)} |" for d in o.details]
                 out += ["", "</details>"]
-        out += ["", *(f"> {cell(n)}" for n in self.notes), "", f"{self.counts()}; exit {self.exit_code}.", ""]
+        out += ["", *(f"> {cell(n)}" for n in self.notes), *(f"- {cell(x)}" for x in self.judge_lines()), "",
+                f"{self.counts()}; exit {self.exit_code}.", ""]
         return "\n".join(out)
 
     # ---- JUnit XML -------------------------------------------------------------------------------------
@@ -186,6 +202,8 @@ class Verdict:
             rows += [f"<tr><td></td><td style='padding-left:2em'>{esc.html(d.label)} {badge(d.status)}</td>"
                      f"<td style='text-align:left'>{esc.html(d.text)}</td></tr>" for d in o.details]
         notes = "".join(f"<p>note: {esc.html(n)}</p>" for n in self.notes)
+        if lines := self.judge_lines():
+            notes += "<ul class='ek-gate-judge'>" + "".join(f"<li>{esc.html(x)}</li>" for x in lines) + "</ul>"
         detects = "".join(f"<p>what this set can detect: {esc.html(d)}</p>" for d in self.detectable)
         return (f"<p>{badge('pass' if self.passed else 'fail')} {esc.html(self.counts())} — baseline "
                 f"<code>{esc.html(self.baseline)}</code>, candidate <code>{esc.html(self.candidate)}</code>; "
@@ -195,6 +213,13 @@ class Verdict:
 
     def __repr__(self) -> str:
         return self.text()
+
+
+def _correlation(v: object) -> str:
+    """A judge-person r as gate.json holds it: one number, or one per class."""
+    if isinstance(v, dict):
+        return "(" + ", ".join(f"{c} {_correlation(x)}" for c, x in v.items()) + ")"
+    return f"{v:.2f}" if isinstance(v, (int, float)) and not math.isnan(v) else "—"
 
 
 def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: Path | str | None = None,

@@ -16,15 +16,15 @@ queries (:meth:`evalkit.estimates.Estimate.more_to_grade`) drawn at random from 
 """
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from . import comparison, estimates, rules
+from .autojudge.record import sha256
 from .qrels import QuerySet
 from .results import Results
 from .resultsdir import ResultsError
@@ -37,10 +37,6 @@ def graded_queries(qs: QuerySet) -> frozenset[str]:
     """The queries graded whole by a person: at least one grade, and no page of its ``pooled`` list ungraded."""
     return frozenset(q.id for q in qs.queries
                      if q.judgments and set(qs.pooled.get(q.id, ())) <= {(j.doc, j.page) for j in q.judgments})
-
-
-def sha256(path: Path | str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -57,18 +53,35 @@ class Judge:
     base: pd.DataFrame = field(repr=False)
     cand: pd.DataFrame = field(repr=False)
     queries: str = ""  # the query file the graded queries were read from
+    left: dict[str, int | None] = field(default_factory=dict)  # ungraded query -> its pooled pages not graded yet
+
+    def pages(self, queries: Sequence[str]) -> tuple[int | None, bool]:
+        """The pages a person reads to grade ``queries`` whole, and whether that is estimated: counted from
+        their pools, a query not pooled yet counted at the mean of the ungraded queries that are (None: none is)."""
+        known = [n for q in queries if (n := self.left.get(q)) is not None]
+        if len(known) == len(queries):
+            return sum(known), False
+        mean = self.per_query()
+        return (None, False) if mean is None else (round(sum(known) + (len(queries) - len(known)) * mean), True)
+
+    def per_query(self) -> float | None:
+        """The pages an ungraded query's pool leaves to read, on average (None: no ungraded query is pooled)."""
+        pooled = [n for n in self.left.values() if n is not None]
+        return sum(pooled) / len(pooled) if pooled else None
 
     def record(self, outcomes: tuple[Outcome, ...]) -> dict:
-        """What ``gate.json`` keeps: the judge's identity, who graded what, and the judge-person correlation
-        each judged rule measured (per class)."""
+        """What ``gate.json`` keeps: the judge's identity, who graded what, the judge-person correlation
+        each judged rule measured (per class), and what deciding each undecided rule (per class) takes."""
         agreement = {o.rule: o.numbers["judge_r"] for o in outcomes if "judge_r" in o.numbers}
         return {"predictions": self.path, "sha256": self.sha256, "model": self.model, "queries": self.queries,
                 "graded_queries": sorted(self.graded), "graded_pages": {q: list(p)
                                                                         for q, p in sorted(self.graded.items())},
-                "agreement": agreement}
+                "agreement": agreement,
+                "undecided": {label: {k: n[k] for k in ("to_grade", "grade_next", "pages_next") if k in n}
+                              for o in outcomes for label, n in asks(o)}}
 
     def note(self) -> str:
-        return (f"judge {self.path} (sha256 {self.sha256[:12]}{f', model {self.model}' if self.model else ''}): rules "
+        return (f"judge {self.path} (sha256 {self.sha256[:12]}{short_model(self.model)}): rules "
                 f"on measures decided from the {len(self.graded)} queries a person graded whole plus the judge's "
                 "predictions (PPI)")
 
@@ -81,6 +94,12 @@ class Judge:
             out.append(judged or rules.evaluate(rules.Rules(parsed.path, parsed.sha256, parsed.settings, (rule,)),
                                                 ctx.pair, ctx=ctx)[0])
         return tuple(out)
+
+
+def short_model(model: str) -> str:
+    """", model <the first model's id> (+n more)": a cross-fitted judge's predictions name one model per fold."""
+    models = [m for m in model.split(", ") if m]
+    return f", model {models[0][:16]}" + (f" (+{len(models) - 1} more)" if len(models) > 1 else "") if models else ""
 
 
 def load(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:
@@ -101,12 +120,25 @@ def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge
     table = estimates.read_predictions(path)
     model = ", ".join(sorted({str(m) for m in table["model"].dropna()})) if "model" in table.columns else ""
 
-    def expected(s: comparison.Side) -> pd.DataFrame:
-        rows = judge_rows(path, s.results.per_query, s.results.path, estimates.MEASURES[0])
-        return rows[rows["arm"] == s.arm].set_index("query")[list(estimates.MEASURES)]
+    rows: dict[str, pd.DataFrame] = {}  # per results directory: both arms of one run are predicted at once
 
-    graded = {q.id: tuple(f"{j.doc}#{j.page}" for j in q.judgments) for q in qs.queries if q.id in graded_queries(qs)}
-    return Judge(str(path), sha256(path), model, graded, expected(pair.base), expected(pair.cand), str(qs.path or ""))
+    def expected(s: comparison.Side) -> pd.DataFrame:
+        if (key := str(s.results.path)) not in rows:
+            rows[key] = judge_rows(path, s.results.per_query, s.results.path, estimates.MEASURES[0],
+                                   {pair.base.arm, pair.cand.arm})
+        return rows[key][rows[key]["arm"] == s.arm].set_index("query")[list(estimates.MEASURES)]
+
+    return graded_by(Judge(str(path), sha256(path), model, {}, expected(pair.base), expected(pair.cand)), qs)
+
+
+def graded_by(judge: Judge, qs: QuerySet) -> Judge:
+    """``judge`` with the person's side read from ``qs`` as it stands: the queries graded whole (with their
+    pages) and, for every other query, the pooled pages it has left to grade (None: not pooled yet)."""
+    whole = graded_queries(qs)
+    graded = {q.id: tuple(f"{j.doc}#{j.page}" for j in q.judgments) for q in qs.queries if q.id in whole}
+    left = {q.id: len(set(qs.pooled[q.id]) - {(j.doc, j.page) for j in q.judgments}) if q.id in qs.pooled else None
+            for q in qs.queries if q.id not in whole}
+    return replace(judge, graded=graded, left=left, queries=str(qs.path or ""))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -141,8 +173,8 @@ def _slice(p: comparison.Pair, judge: Judge, cls: str, measure: str,
     return Slice(np.asarray(ids), p.query_class[mask].to_numpy(str), graded, value(base, cand), value(pb, pc))
 
 
-def _decide(s: Slice, threshold: float, confidence: float, seed: int, what: str,
-            measure: str) -> tuple[Status, str, dict]:
+def _decide(s: Slice, threshold: float, confidence: float, seed: int, what: str, measure: str,
+            judge: Judge) -> tuple[Status, str, dict]:
     """pass / fail / undecided for "the mean of the slice's value exceeds ``threshold``", with the line and
     numbers that say why and, when undecided, which queries to grade next."""
     e = estimates.of_values(s.truth, s.predicted, s.graded, s.classes, measure, "candidate", confidence=confidence)
@@ -155,14 +187,15 @@ def _decide(s: Slice, threshold: float, confidence: float, seed: int, what: str,
                "judge_r": e.correlation, "lam": i.lam}
     if st != "undecided":
         return st, line, numbers
-    k = e.more_to_grade(threshold)
+    k = e.more_to_grade(threshold, alpha=1 - confidence)
     rest = s.ids[~s.graded]
     if k > len(rest):
-        return st, f"{line}; undecided: grading every query would not decide it", {**numbers, "grade_next": []}
+        return st, f"{line}; {estimates.NOT_DECIDABLE}", {**numbers, "grade_next": [],
+                                                           "to_grade": estimates.NOT_DECIDABLE}
     pick = [str(q) for q in np.random.default_rng(seed).permutation(sorted(rest))[:k]]
-    more = "" if k <= SHOWN else f", ... ({k - SHOWN} more in the JSON)"
-    return st, (f"{line}; undecided: grade {k} more queries whole to decide (drawn at random, seed {seed}): "
-                f"{', '.join(pick[:SHOWN])}{more}"), {**numbers, "grade_next": pick}
+    pages, approx = judge.pages(pick)
+    ask = estimates.to_grade(k, pages, approx, pick, SHOWN)
+    return st, f"{line}; {ask}", {**numbers, "grade_next": pick, "pages_next": pages, "to_grade": ask}
 
 
 def _exact(s: Slice) -> bool:
@@ -177,7 +210,7 @@ def _noninferiority(rule: rules.NonInferiority, ctx: rules.Context, judge: Judge
     s = _slice(ctx.pair, judge, rule.cls, rule.measure, _diff)
     if _exact(s):
         return None
-    st, line, numbers = _decide(s, -rule.margin, ctx.settings.confidence, ctx.settings.seed, "Δ", rule.measure)
+    st, line, numbers = _decide(s, -rule.margin, ctx.settings.confidence, ctx.settings.seed, "Δ", rule.measure, judge)
     return rule.outcome(st, f"{line}; non-inferiority at -{rule.margin:g}", margin=rule.margin, **numbers)
 
 
@@ -185,7 +218,8 @@ def _floor(rule: rules.Floor, ctx: rules.Context, judge: Judge) -> Outcome | Non
     s = _slice(ctx.pair, judge, rule.cls, rule.measure, lambda b, c: c)
     if _exact(s):
         return None
-    st, line, numbers = _decide(s, rule.min, ctx.settings.confidence, ctx.settings.seed, "candidate", rule.measure)
+    st, line, numbers = _decide(s, rule.min, ctx.settings.confidence, ctx.settings.seed, "candidate", rule.measure,
+                                judge)
     return rule.outcome(st, f"{line}; floor {rule.min:g}", min=rule.min, **numbers)
 
 
@@ -197,7 +231,7 @@ def _lost(rule: rules.LostQueries, ctx: rules.Context, judge: Judge) -> Outcome 
         return None
     n = len(s.ids)
     st, line, numbers = _decide(s, -(rule.max_queries + 0.5) / n, ctx.settings.confidence, ctx.settings.seed,
-                                "minus the share lost", rule.measure)
+                                "minus the share lost", rule.measure, judge)
     return rule.outcome(st, f"{line}; at most {rule.max_queries} of {n} may be lost "
                             f"(share {rule.max_queries / n:.3f})", max_queries=rule.max_queries, **numbers)
 
@@ -212,7 +246,7 @@ def _class_drop(rule: rules.ClassDrop, ctx: rules.Context, judge: Judge) -> Outc
     conf = 1 - ctx.settings.alpha / len(classes)
     details, per_class = [], {}
     for c, s in zip(classes, slices, strict=True):
-        st, line, numbers = _decide(s, -rule.max_drop, conf, ctx.settings.seed, "Δ", rule.measure)
+        st, line, numbers = _decide(s, -rule.max_drop, conf, ctx.settings.seed, "Δ", rule.measure, judge)
         details.append(Detail(c, st, line))
         per_class[c] = {**numbers, "status": st}
     worst = next(st for st in ("fail", "undecided", "pass") if any(d.status == st for d in details))
@@ -243,20 +277,22 @@ def judged_outcome(rule: rules.Rule, ctx: rules.Context, judge: Judge) -> Outcom
 def compare(pair: comparison.Pair, judge: Judge, measures: tuple[str, ...] = estimates.MEASURES,
             confidence: float = 0.95) -> list[estimates.Estimate]:
     """The candidate-minus-baseline :class:`evalkit.estimates.Estimate` of each measure the judge predicts,
-    over all answerable queries and per class."""
-    return [estimates.of_values(s.truth, s.predicted, s.graded, s.classes, m, pair.cand.arm, pair.base.arm, cls,
-                                confidence)
+    over all answerable queries and per class, with the pages an ungraded query leaves to read."""
+    return [replace(estimates.of_values(s.truth, s.predicted, s.graded, s.classes, m, pair.cand.arm, pair.base.arm,
+                                        cls, confidence), pages_per_query=judge.per_query())
             for m in measures if m in estimates.MEASURES for cls in (comparison.ALL, *pair.classes)
             for s in (_slice(pair, judge, cls, m, _diff),)]
 
 
 def table(found: list[estimates.Estimate]) -> pd.DataFrame:
     """One row per estimate: the interval, graded and total queries, judge-person r, the narrowing against
-    the person alone, the verdict and how many more queries to grade whole to decide the sign."""
+    the person alone, the verdict and how many more queries to grade whole to decide the sign (and about how
+    many pages that is to read)."""
     return pd.DataFrame([{"candidate": e.b, "measure": e.measure, "class": e.cls, "delta": e.interval.mean,
                           "low": e.interval.low, "high": e.interval.high, "graded": e.interval.n,
                           "n": e.interval.n + e.interval.unlabeled, "judge_r": e.correlation, "gain": e.gain,
-                          "verdict": e.verdict, "more_to_grade": e.more_to_grade()} for e in found])
+                          "verdict": e.verdict, "more_to_grade": e.more_to_grade(),
+                          "pages_to_grade": e.pages_to_grade()} for e in found])
 
 
 def render(pair: comparison.Pair, found: list[estimates.Estimate], measures: tuple[str, ...]) -> str:
@@ -273,46 +309,103 @@ def render(pair: comparison.Pair, found: list[estimates.Estimate], measures: tup
 # The workbench's "can I decide yet?"
 
 
+def asks(o: Outcome) -> Iterator[tuple[str, dict]]:
+    """(label, numbers) of each undecided part of an outcome: the rule, or each undecided class of a class-drop
+    rule (labelled ``rule [class]``)."""
+    if o.status != "undecided":
+        return
+    classes = o.numbers.get("classes", {})
+    if not classes:
+        yield o.rule, o.numbers
+    yield from ((f"{o.rule} [{c}]", n) for c, n in classes.items() if n.get("status") == "undecided")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """"Can I decide yet?": the gate's answer now (pass, fail or undecided), each rule's, and, while undecided,
+    what deciding every rule takes and the page to grade next."""
+
+    status: Status
+    rules: tuple[tuple[str, str], ...]  # (rule, its status)
+    grade: str = ""  # :func:`evalkit.estimates.to_grade` over the queries the undecided rules ask for
+    next: str = ""  # "query q12, page a.pdf#3 (5 of its 6 pooled pages left)"
+
+    def text(self) -> str:
+        head = {"pass": "decided: PASS", "fail": "decided: FAIL", "undecided": "not yet"}[self.status]
+        rules_ = " · ".join(f"{r}: {st}" for r, st in self.rules)
+        return "; ".join(x for x in (f"{head} ({rules_})", self.grade, self.next and f"grade next: {self.next}") if x)
+
+
+def decision(outcomes: tuple[Outcome, ...], judge: Judge, qs: QuerySet) -> Decision:
+    """A gate's outcomes as a :class:`Decision`: failed when a rule fails, passed when every rule passes, else
+    the queries the undecided rules ask for (in the order asked, each once) and the next page: the first
+    ungraded pooled page of the first of them."""
+    rules_ = tuple((o.rule, o.status) for o in outcomes)
+    status: Status = "fail" if any(o.status == "fail" for o in outcomes) else \
+        "undecided" if any(o.status == "undecided" for o in outcomes) else "pass"
+    if status != "undecided":
+        return Decision(status, rules_)
+    ask = list(dict.fromkeys(q for o in outcomes for _, n in asks(o) for q in n.get("grade_next", [])))
+    if not ask:
+        return Decision(status, rules_, estimates.NOT_DECIDABLE)
+    pages, approx = judge.pages(ask)
+    done = {(j.doc, j.page) for j in qs[ask[0]].judgments}
+    left = [p for p in qs.pooled.get(ask[0], ()) if p not in done]
+    page = f"page {left[0][0]}#{left[0][1]} ({len(left)} of its {len(qs.pooled[ask[0]])} pooled pages left)" \
+        if left else "its pool (no pooled pages recorded: pool it first)"
+    return Decision(status, rules_, estimates.to_grade(len(ask), pages, approx, ask, SHOWN), f"query {ask[0]}, {page}")
+
+
+class Decider:
+    """The gate of two arms of one run, answered again after each grade: what does not change while a
+    person grades is read once (the two arms' recorded answers, the rules, the judge's expected measures),
+    and each :meth:`decide` rescores only the queries whose grades changed since the last one."""
+
+    def __init__(self, results: Path | str, baseline: str, candidate: str, predictions: Path | str,
+                 rules_path: Path | str | None = None):
+        from . import dirs
+        from .recorded import answers
+
+        self.results = Results.load(results)
+        try:
+            self.arms = (self.results.arm(baseline), self.results.arm(candidate))
+        except ResultsError as e:
+            raise comparison.CompareError(str(e)) from None
+        self.answers = {a: v for a, v in answers(self.results).items() if a in self.arms}
+        self.frame = self.results.per_query[self.results.per_query["arm"].isin(self.arms)].copy()
+        self.rules = rules.load(rules_path or dirs.rules_path())
+        self.predictions = Path(predictions)
+        self.gains: dict[str, dict] = {}  # per query, the grades self.frame is scored with
+        self.judge: Judge | None = None
+
+    def _rescored(self, qs: QuerySet) -> comparison.Pair:
+        from .recorded import Rejudged, gains, rescore
+
+        now = {q.id: gains(q) for q in qs.queries}
+        changed = [q for q in qs.queries if self.gains.get(q.id) != now[q.id]]
+        if changed:
+            rows = self.frame["query"].isin({q.id for q in changed})
+            fresh = rescore(replace(qs, queries=tuple(changed)), self.answers, self.frame[rows], now)
+            self.frame.loc[rows, fresh.columns] = fresh
+            self.gains = now
+        view = Rejudged(self.results.path, self.frame)
+        return comparison.pair(comparison.Side(view, self.arms[0]), comparison.Side(view, self.arms[1]))
+
+    def outcomes(self, qs: QuerySet) -> tuple[tuple[Outcome, ...], Judge]:
+        """Every rule's outcome on ``qs`` as it stands, with the judge they were decided with."""
+        pair = self._rescored(qs)
+        self.judge = graded_by(self.judge, qs) if self.judge else build(self.predictions, qs, pair)
+        return self.judge.outcomes(self.rules, rules.Context(pair, self.rules.settings)), self.judge
+
+    def decide(self, qs: QuerySet) -> Decision:
+        return decision(*self.outcomes(qs), qs)
+
+
 def decidable(results: Path | str, baseline: str, candidate: str, predictions: Path | str, qs: QuerySet,
               rules_path: Path | str | None = None) -> str:
     """One line after each grade: what the gate can say now about ``candidate`` against ``baseline`` (two
-    arms of the run in ``results``) and which page to grade next to decide. The runs' measures are rescored
-    from ``qs`` as it stands (the grades just given count; the run need not be redone); no latency rule is
-    timed here."""
-    from . import dirs
-    from .recorded import Rejudged, answers, gains, rescore
-
-    res = Results.load(results)
-    view = Rejudged(res.path, rescore(qs, answers(res), res.per_query, {q.id: gains(q) for q in qs.queries}))
-    try:
-        pair = comparison.pair(comparison.Side(view, res.arm(baseline)), comparison.Side(view, res.arm(candidate)))
-    except ResultsError as e:
-        raise comparison.CompareError(str(e)) from None
-    parsed = rules.load(rules_path or dirs.rules_path())
-    return line(build(predictions, qs, pair).outcomes(parsed, rules.Context(pair, parsed.settings)), qs)
-
-
-def _grade_next(o: Outcome) -> list[str]:
-    """The queries an undecided outcome asks for (class-drop: its first undecided class's)."""
-    by_class = [c.get("grade_next", []) for c in o.numbers.get("classes", {}).values()
-                if c.get("status") == "undecided"]
-    return list(o.numbers.get("grade_next") or next((g for g in by_class if g), []))
-
-
-def line(outcomes: tuple[Outcome, ...], qs: QuerySet) -> str:
-    """"can I decide yet?" from a gate's outcomes: decided (fail, else pass), or which rules are undecided
-    and the next page to grade: the first ungraded pooled page of the first query the first of them asks for."""
-    if failed := [o.rule for o in outcomes if o.status == "fail"]:
-        return f"decided: FAIL ({'; '.join(failed)})"
-    open_ = [o for o in outcomes if o.status == "undecided"]
-    if not open_:
-        return "decided: PASS"
-    head = f"not yet: {len(open_)} rule(s) undecided ({'; '.join(o.rule for o in open_)})"
-    ask = next((q for o in open_ for q in _grade_next(o)), None)
-    if ask is None:
-        return f"{head}; grading every query would not decide them"
-    done = {(j.doc, j.page) for j in qs[ask].judgments}
-    left = [p for p in qs.pooled.get(ask, ()) if p not in done]
-    page = f"page {left[0][0]}#{left[0][1]} ({len(left)} of its {len(qs.pooled[ask])} pooled pages left)" if left \
-        else "its pool (no pooled pages recorded: pool it first)"
-    return f"{head}; grade next: query {ask}, {page}"
+    arms of the run in ``results``), per rule, and what to grade next to decide. The runs' measures are
+    rescored from ``qs`` as it stands (the grades just given count; the run need not be redone); no latency
+    rule is timed here. The workbench keeps a :class:`Decider` instead, so that a grade costs one query's
+    rescoring."""
+    return Decider(results, baseline, candidate, predictions, rules_path).decide(qs).text()

@@ -218,6 +218,7 @@ class Session:
         self.rankings: dict[str, dict[str, list[PageKey]]] = {}
         self._ranker: validity.Ranker | None = None
         self._vocab: frozenset[str] | None = None
+        self._parsed: tuple[str, QuerySet] | None = None  # the document's text and the query set parsed from it
 
     def _disk(self) -> str:
         """The file's text exactly as its bytes hold it (line endings and a byte-order mark included)."""
@@ -308,10 +309,14 @@ class Session:
         raise JudgingError(f"{self.path}: no query {qid!r}")
 
     def query_set(self) -> QuerySet | None:
-        """The file as evalkit reads it (None while it holds no query)."""
+        """The file as evalkit reads it (None while it holds no query); parsed again only when the document
+        changed (the strict check and "can I decide yet?" both read it after every key)."""
         if not self.ids():
             return None
-        return qrels.parse(tomlkit.dumps(self.doc).encode("utf-8"), self.path)
+        text = tomlkit.dumps(self.doc)
+        if self._parsed is None or self._parsed[0] != text:
+            self._parsed = (text, qrels.parse(text.encode("utf-8"), self.path))
+        return self._parsed[1]
 
     def gains(self) -> dict[int, str]:
         """The rubric: the set's ``[set.gains]``, else :data:`evalkit.qrels.DEFAULT_GAINS`."""

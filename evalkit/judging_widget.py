@@ -3,7 +3,9 @@
 The view (``evalkit/data/judge.js``, served from the installed package, no CDN) draws the state this object
 sends and sends back the assessor's keys; every rule and every write is :class:`evalkit.judging.Session`'s.
 Where the assessor stands (query, page) is derived from the file on opening, so a reopened workbench
-resumes at the first page left to read.
+resumes at the first page left to read. Given a run to gate (``results``, ``baseline``, ``candidate``), it also
+shows the local judge's agreement and refusals and, after each grade, "can I decide yet?"
+(:mod:`evalkit.judging_gate`); the judge's opinion of a page only once the person has graded it.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from . import dirs, judging, qrels
+from . import dirs, judging, judging_gate, qrels
 from .judging import JudgingError, Session
 from .records import ABSTAIN_KINDS, CLASSES, page_id
 from .text import words
@@ -30,9 +32,10 @@ class Workbench(anywidget.AnyWidget):
     _esm = dirs.shipped("judge.js")
     view = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, session: Session, drafts: str | Path = Path("qrels") / "drafts"):
+    def __init__(self, session: Session, drafts: str | Path = Path("qrels") / "drafts",
+                 beside: judging_gate.Beside | None = None):
         super().__init__()
-        self.session, self.drafts_dir = session, Path(drafts)
+        self.session, self.drafts_dir, self.beside = session, Path(drafts), beside
         self.qid: str | None = next((q for q in session.ids() if session.left(q)), next(iter(session.ids()), None))
         self.index = self._first_unjudged()
         self.image = self.rubric = False
@@ -47,6 +50,7 @@ class Workbench(anywidget.AnyWidget):
         self.drafting, self.offered = False, ""  # the stream of drafts shown, and the class it offers
         self.found: tuple[str, list[judging.PageKey]] | None = None  # (arm, pages) of a search outside the pool
         self.on_msg(self._on_msg)
+        self.decision = self._decide()
         self.refresh()
 
     # -- where the assessor stands --
@@ -103,7 +107,8 @@ class Workbench(anywidget.AnyWidget):
                               "evidence": self.pending.get((str(self.qid), item.id)) or item.evidence,
                               "kept": (str(self.qid), item.id) in self.pending,
                               "notes": str(judgment.get("notes", "")) if judgment is not None else "",
-                              "reread": item.reread, "previous": _previous(judgment)},
+                              "reread": item.reread, "previous": _previous(judgment),
+                              "judge": self._opinion(item)},
             "segments": segments, "display": self.shows, "short": bool(windows) and windows == [text.strip()],
             "passages": [judging.mark(w, str(query["text"])) for w in windows] if query and self.shows == "passage"
             else [],
@@ -115,7 +120,18 @@ class Workbench(anywidget.AnyWidget):
             "judged_at": s.judged_at(self.qid) if self.qid else {}, "message": self.message,
             "draft": drafts, "found": self.found and {"arm": self.found[0], "n": len(self.found[1])},
             "search_arm": s.search_arm(),
+            "judge": self.beside and self.beside.judge, "decide": self.decision,
         }
+
+    def _opinion(self, item: judging.Item) -> str:
+        """The judge's opinion of the page shown: only once the person has graded it (under this wording)."""
+        graded = None if item.reread else item.gain
+        return self.beside.opinion(str(self.qid), item.doc, item.page, graded) if self.beside else ""
+
+    def _decide(self) -> dict[str, Any] | None:
+        """"Can I decide yet?", computed again only when the file's text changed (a key that changes no
+        grade, a move or a toggle, costs nothing)."""
+        return self.beside.decide(self.session._text, self.session.query_set) if self.beside else None
 
     # -- the assessor's actions --
 
@@ -131,6 +147,7 @@ class Workbench(anywidget.AnyWidget):
         self.message = "; ".join(m for m in (notice, self.message) if m)
         if self.qid is not None and self.qid not in self.session.ids():  # gone from the file
             self._open(next(iter(self.session.ids()), None))
+        self.decision = self._decide()
         self.refresh()
 
     def grade(self, msg: dict[str, Any]) -> None:
@@ -353,10 +370,16 @@ ACTIONS: dict[str, Callable[[Workbench, dict[str, Any]], None]] = {
 
 def judge(path: str | Path, corpus: OpenCorpus | None = None, arms: Sequence[Any] = judging.DEFAULT_ARMS,
           strategy: str = judging.DEFAULT_STRATEGY, drafts: str | Path = Path("qrels") / "drafts", *,
+          results: str | Path | None = None, baseline_arm: str | None = None, candidate_arm: str | None = None,
+          predictions: str | Path | None = None, rules: str | Path | None = None,
           docs: OpenCorpus | None = None) -> Workbench:
     """Open the judging workbench on a query file (created when missing) over an opened corpus; see
     :mod:`evalkit.judging`. A workbench this kernel already has open on the file is closed first (the cell run
-    again replaces it); one in another process is refused. ``docs=``: the corpus's old keyword, for one release."""
+    again replaces it); one in another process is refused. With ``results`` (a run on this query file),
+    ``baseline_arm`` and ``candidate_arm`` (two of its arms): the local judge's agreement and, after each grade, what
+    the gate (``rules``, default as ``evalkit gate``'s) can say now and what to grade next, from the judge's
+    ``predictions`` (default ``RESULTS/judge/predictions.parquet``, written by ``evalkit qrels judge``).
+    ``docs=``: the corpus's old keyword, for one release."""
     if docs is not None:
         import warnings
 
@@ -366,4 +389,5 @@ def judge(path: str | Path, corpus: OpenCorpus | None = None, arms: Sequence[Any
         corpus = docs
     if corpus is None:
         raise TypeError("ek.judge needs the opened corpus: ek.judge(path, ek.corpus(...))")
-    return Workbench(Session(path, corpus, arms, strategy, replace=True), drafts)
+    near = judging_gate.beside(results, baseline_arm, candidate_arm, predictions, rules)  # refused before the file is locked
+    return Workbench(Session(path, corpus, arms, strategy, replace=True), drafts, near)

@@ -4,7 +4,7 @@ runner, the arms, the gate or PyMuPDF."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -108,13 +108,15 @@ class Rejudged(Results):
         return self.frame
 
 
-def judge_rows(path: Path, frame: pd.DataFrame, results_path: Path, measure: str) -> pd.DataFrame:
+def judge_rows(path: Path, frame: pd.DataFrame, results_path: Path, measure: str,
+               arms: Collection[str] | None = None) -> pd.DataFrame:
     """Rows (query, class, arm, measures) like ``frame``'s of the judge's expected measures, from its
-    predictions file and the arms' recorded answers; ValueError for a measure the judge cannot predict."""
+    predictions file and the arms' recorded answers (every arm's, or those of ``arms``); ValueError for a
+    measure the judge cannot predict."""
     if measure not in estimates.MEASURES:
         raise ValueError(f"--measure {measure!r}: a judge's predictions give {', '.join(estimates.MEASURES)}")
     table = estimates.read_predictions(path)
-    ans = answers(Results.load(results_path))
+    ans = {a: v for a, v in answers(Results.load(results_path)).items() if arms is None or a in arms}
     queries = list(frame.drop_duplicates("query")[["query", "class"]].itertuples(index=False, name=None))
     ranked = {a: {q: [page_id(*p) for p in rankings(ans, q)[a]] for q, _ in queries} for a in ans}
     values = estimates.predicted(queries, ranked, table)

@@ -105,7 +105,7 @@ def read_json(path: Path) -> dict:
 
 # What evalkit writes into a results directory; anything else there is not evalkit's and is never read.
 WRITTEN = frozenset({"manifest.json", "per_query.parquet", "summary.csv", "gate.json", "report.ipynb", "report.html",
-                     "figures", "runs", "robustness", LOCK})
+                     "figures", "runs", "robustness", "judge", LOCK})  # judge/: `evalkit qrels judge --results`
 # manifest.json fields readers use: (pattern, type, required), a parent before its children. "[]" is every
 # item of a list, "{}" every value of a table; a required field is required where its parent is present.
 _SERVER = ("server", dict), ("server.name", str), ("server.version", str), ("server.tools_sha256", str), \

@@ -1,6 +1,7 @@
 """The gate on a partially graded set: rules on measures decided from the person's graded queries plus a
 judge's predictions (evalkit.judged), undecided verdicts, their exit codes, and gate.json's judge identity."""
 import dataclasses
+import html
 import json
 from contextlib import chdir
 from pathlib import Path
@@ -38,6 +39,15 @@ type = "refusal"
 rate = "wrongful"
 """
 N = 64
+DECIDE = """
+[[rule]]
+type = "non-inferiority"
+measure = "nDCG@10(doc)"
+margin = 0.05
+[[rule]]
+type = "refusal"
+rate = "wrongful"
+"""
 
 
 def _values(delta: float, seed: int = 1) -> dict[str, dict[str, np.ndarray]]:
@@ -93,11 +103,20 @@ def test_an_undecided_rule_names_the_queries_to_grade_drawn_reproducibly(tmp_pat
     assert rule.status == "undecided"
     pick = rule.numbers["grade_next"]
     assert 0 < len(pick) <= N - 10 and not set(pick) & set(person) and len(set(pick)) == len(pick)
-    assert f"undecided: grade {len(pick)} more queries whole" in rule.summary and pick[0] in rule.summary
+    assert f"undecided: grade {len(pick)} more queries: {pick[0]}, " in rule.summary  # no pool recorded: no pages
     assert _gate(tmp_path, rules_file, 0.04, 10)[0].outcomes[0].numbers["grade_next"] == pick
     assert _gate(tmp_path, rules_file, 0.04, 10, seed=5)[0].outcomes[0].numbers["grade_next"] != pick
     assert verdict.exit_code == 1 and verdict.headline().startswith("evalkit gate: UNDECIDED (exit 1")
     assert _gate(tmp_path, rules_file, 0.04, 10, undecided="pass")[0].exit_code == 0
+
+
+def test_an_undecided_rule_never_asks_for_no_more_queries(tmp_path, rules_file):
+    """Class-drop's intervals are at 1 - alpha / classes: what deciding them takes is counted at that level,
+    and an open interval asks for at least one more query."""
+    verdict, _ = _gate(tmp_path, rules_file, 0.0, 24)
+    parts = [n for o in verdict.outcomes for _, n in judged.asks(o)]
+    assert parts and all(n["grade_next"] or n["to_grade"] == estimates.NOT_DECIDABLE for n in parts)
+    assert "grade 0 more" not in verdict.text()
 
 
 @pytest.mark.parametrize("delta, status", [(-0.3, "fail"), (0.2, "pass")])
@@ -138,6 +157,14 @@ def test_gate_json_records_the_judge_and_is_refused_once_the_predictions_change(
     assert stored.judge["sha256"] == judged.sha256(preds) and stored.undecided == "fail"
     assert stored.judge["graded_queries"] == [f"q{i:03d}" for i in range(10)]
     assert set(stored.judge["agreement"]) == {o.rule for o in stored.outcomes if "judge_r" in o.numbers}
+    said = " ".join(t for o in stored.outcomes for t in [o.summary, *(d.text for d in o.details)])
+    undecided = stored.judge["undecided"]  # what deciding each undecided rule takes, in the words the gate printed
+    assert set(undecided) == {k for o in stored.outcomes for k, _ in judged.asks(o)}
+    assert all(v["to_grade"] in said for v in undecided.values())
+    shown = stored.text()  # beside the verdict: who graded what, r per rule, what deciding each rule takes
+    assert "graded by a person: 10 queries whole: q000, q001, " in shown and "judge-person r: " in shown
+    assert all(f"{label}: {v['to_grade']}" in shown for label, v in undecided.items())
+    assert all(f"<li>{html.escape(label)}: " in stored._repr_html_() for label in undecided)
     with chdir(rules_file.parent):  # the verdict names its rules file as the gate was given it
         assert isinstance(gating.show(Path(res)), gating.Verdict)
         Path(preds).write_text("query,doc,page,p_ge1,p_ge2,p_eq3\nq000,a.pdf,1,0.9,0.2,0.1\n")
@@ -249,9 +276,13 @@ def test_compare_with_judge_prints_each_predicted_difference_and_what_deciding_i
 
 def test_decidable_says_after_each_grade_what_the_gate_can_say_and_which_page_is_next(tmp_path, rules_file):
     res, q, preds = _cli_set(tmp_path, 10)
+    rules_file.write_text(DECIDE)
     qs = qrels.load(q)
     now = judged.decidable(res, "base", "cand", preds, qs, rules_file)
-    assert now.startswith("not yet: ") and "undecided" in now
+    assert now.startswith("not yet (") and "nDCG@10(doc) (all) > -0.05: undecided" in now
+    assert "refusal: wrongful refusal may not rise: pass" in now  # every rule, with what the gate says of it
+    k = int(now.split("undecided: grade ")[1].split()[0])
+    assert f"undecided: grade {k} more queries ({5 * k} pages): " in now
     ask = now.split("grade next: query ")[1].split(",")[0]
     assert ask in qs.pooled and ask not in judged.graded_queries(qs)
     assert now.endswith("(5 of its 5 pooled pages left)")
@@ -264,3 +295,30 @@ def test_decidable_says_after_each_grade_what_the_gate_can_say_and_which_page_is
     everything = dataclasses.replace(qs, queries=tuple(
         dataclasses.replace(x, judgments=tuple(Judgment(*p, 1) for p in qs.pooled[x.id])) for x in qs.queries))
     assert judged.decidable(res, "base", "cand", preds, everything, rules_file).startswith("decided: ")
+
+
+def test_the_workbench_decider_rescoring_one_query_per_grade_says_what_a_fresh_one_says(tmp_path, rules_file):
+    """The Decider keeps what does not change while a person grades and rescores only the queries whose
+    grades changed: after each grade its answer is the one decidable computes from nothing."""
+    res, q, preds = _cli_set(tmp_path, 10)
+    rules_file.write_text(DECIDE)
+    qs = qrels.load(q)
+    decider = judged.Decider(res, "base", "cand", preds, rules_file)
+    before = decider.decide(qs)
+    assert before.status == "undecided" and before.text() == judged.decidable(res, "base", "cand", preds, qs,
+                                                                               rules_file)
+    ask = before.next.split()[1].rstrip(",")
+    for n in range(1, 6):  # the person grades the query asked for, page by page
+        qs = dataclasses.replace(qs, queries=tuple(dataclasses.replace(
+            x, judgments=tuple(Judgment(*p, 3) for p in qs.pooled[x.id][:n])) if x.id == ask else x
+            for x in qs.queries))
+        after = decider.decide(qs)
+        assert after.text() == judged.decidable(res, "base", "cand", preds, qs, rules_file)
+    assert ask in decider.judge.graded and after.text() != before.text()
+    assert ask not in after.grade.split(": ", 1)[1]  # graded whole: no longer asked for
+
+
+def test_to_grade_says_queries_pages_and_which_in_one_way():
+    assert estimates.to_grade(4, 37, True, [f"q{i}" for i in range(12)], 3) == \
+        "undecided: grade 4 more queries (≈ 37 pages): q0, q1, q2, …"
+    assert estimates.to_grade(1, 1) == "undecided: grade 1 more query (1 page)"

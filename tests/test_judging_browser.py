@@ -64,7 +64,13 @@ def serve(tmp_path: Path, docs: Path, strategy: str = judging.DEFAULT_STRATEGY):
     session.write_query("q1", "needle", QUERY)
     session.pool("q1")
     session.close()
-    (tmp_path / "judge.ipynb").write_text(notebook(NOTEBOOK_CELLS))
+    yield from lab_serving(tmp_path, NOTEBOOK_CELLS)
+
+
+def lab_serving(tmp_path: Path, cells: list[str]):
+    """A notebook of ``cells`` (judge.ipynb) and JupyterLab serving ``tmp_path``: yields (folder, base URL,
+    token), and stops JupyterLab after."""
+    (tmp_path / "judge.ipynb").write_text(notebook(cells))
     port, token = free_port(), secrets.token_hex(16)
     jupyter = tmp_path / ".jupyter"  # its runtime, settings and workspaces: nothing of the user's is read or written
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
@@ -329,3 +335,59 @@ def test_drafts_passage_whole_page_and_search_in_a_browser_timed(bench_lab):
                             str(folder / "docs")],
                            capture_output=True, text=True, env=env)
     assert "1 page(s) judged outside the pool, found by search" in check.stdout, check.stdout + check.stderr
+
+
+@pytest.fixture
+def gate_lab(tmp_path, isolated):
+    """The six pages of tests/test_judging_gate.py as PDFs, its partly graded query file, run, judge and rules,
+    and JupyterLab serving a notebook that opens the workbench with the run to gate."""
+    from .test_judging_gate import PAGES, gated
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in dict.fromkeys(d for d, _ in PAGES):
+        make_pdf(docs / name, [f"{name} page {n}: walrus migration along the sea ice." for n in (1, 2)])
+    gated(tmp_path)
+    cells = [NOTEBOOK_CELLS[0], f'ek.judge("mine.toml", docs, {ARMS!r}, results="results", baseline_arm="base", '
+                                'candidate_arm="cand", rules="gate.toml")']
+    yield from lab_serving(tmp_path, cells)
+
+
+def test_can_i_decide_yet_is_shown_and_answers_again_after_each_grade_in_a_browser(gate_lab):
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    from .test_judging_gate import gain
+
+    folder, base, token = gate_lab
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.goto(f"{base}/lab/tree/judge.ipynb?token={token}")
+        run_all(page)
+        wait_text(page, ".ek-decide-head", "can I decide yet? not yet")
+        assert "refused for" in page.locator(".ek-judge summary").text_content()
+        nxt = page.locator(".ek-decide-next").text_content()
+        assert "(6 of its 6 pooled pages left)" in nxt
+        ask = nxt.split()[3].rstrip(",")  # "grade next: query q14, page …"
+        focus(page)
+        for _ in range(30):  # to the query asked for
+            top = page.locator(".ek-top").text_content()
+            if f" — {ask} — " in top:
+                break
+            page.keyboard.press("]")
+            page.wait_for_function("t => document.querySelector('.ek-top').textContent !== t", arg=top)
+        assert page.locator(".ek-opinion").count() == 0  # blind: no opinion of an ungraded page on screen
+        page.screenshot(path=str(SHOTS / "judge-decide-before.png"))
+        for left in range(5, -1, -1):  # grade the query whole, as the person would
+            doc, n = page.locator(".ek-head").text_content().split()[0].split("#")
+            page.keyboard.press(str(gain(ask, (doc, int(n)))))
+            if left:
+                wait_text(page, ".ek-decide-next", f"({left} of its 6 pooled pages left)")
+        wait_text(page, ".ek-decide-head", "yes: the gate passes")
+        page.screenshot(path=str(SHOTS / "judge-decide-after.png"))
+        rules = page.locator(".ek-decide-rules").text_content()
+        browser.close()
+    assert "pass: non-inferiority nDCG@10(doc)" in rules
+    assert all(j.gain == gain(ask, (j.doc, j.page)) for j in qrels.load(folder / "mine.toml")[ask].judgments)

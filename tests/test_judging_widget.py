@@ -2,6 +2,8 @@
 view itself): keys become judgments in the file, and the view gets text only."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import evalkit as ek
@@ -261,4 +263,46 @@ def test_drafts_stream_one_key_each_with_the_class_balance_and_the_time(docs, is
                    ("draft-accept", "trap-01", None), ("draft-accept", "trap-02", None)]
     send(w, action="draft")
     assert w.view["draft"] is None and w.view["item"]
+    w.close()
+
+
+def test_the_workbench_shows_the_judge_blind_and_after_each_grade_whether_the_gate_can_decide(docs,  # noqa: F811
+                                                                                             isolated):
+    """Given a run to gate, the workbench shows the judge's agreement and refusals and "can I decide yet?";
+    the judge's opinion of a page reaches the view only once the person has graded the page, and the line
+    is computed again after a grade, not after a key that changes none."""
+    from .test_judging_gate import gain, gated
+
+    path, res, _, rules = gated(isolated)
+    w = ek.judge(path, docs, ARMS, results=res, baseline_arm="base", candidate_arm="cand", rules=rules)
+    assert "refused for" in w.view["judge"]["summary"] and w.view["judge"]["classes"]
+    first = w.view["decide"]
+    assert first["status"] == "undecided" and first["grade"] == "undecided: grade 1 more query (6 pages): " + \
+        first["next"].split()[1].rstrip(",")
+    ask = first["next"].split()[1].rstrip(",")
+    while w.view["query"]["id"] != ask:
+        send(w, action="query", value=1)
+    decided = []
+    real = w.beside.decider.decide
+    w.beside.decider.decide = lambda qs: decided.append(1) or real(qs)
+    send(w, action="move", value=1)
+    send(w, action="whole")
+    send(w, action="move", value=-1)
+    assert decided == [] and w.view["decide"] == first  # no grade changed: nothing computed
+    shown = w.view["item"]
+    state = json.dumps(w.get_state(["view"]))
+    assert shown["judge"] == "" and "the judge: " not in state and "P(gain" not in state  # blind before a grade
+    doc, page = shown["id"].split("#")
+    send(w, action="grade", value=gain(ask, (doc, int(page))))
+    assert decided == [1] and w.view["decide"]["next"] != first["next"]
+    assert "(5 of its 6 pooled pages left)" in w.view["decide"]["next"]
+    goto(w, shown["id"])
+    assert w.view["item"]["judge"].startswith("the judge: most likely grade ")  # graded: now it may be seen
+    for _ in range(10):  # the rest of the query asked for (the page graded moves on with the same grade)
+        doc, page = w.view["item"]["id"].split("#")
+        send(w, action="grade", value=gain(ask, (doc, int(page))))
+        if not w.view["left"]:
+            break
+    assert w.view["left"] == 0 and w.view["decide"]["status"] == "pass"
+    assert w.view["decide"]["text"].startswith("decided: PASS")
     w.close()

@@ -26,7 +26,8 @@ import pytest
 
 READERS = ("results", "rules", "completeness", "gating", "comparison", "planning", "calibration", "environment",
            "latency", "docfigures", "refusal_report", "reports", "reports.figures", "reports.labels", "reports.prose",
-           "reports.queryfile", "reports.rendering", "reports.selection", "reports.tables")
+           "reports.queryfile", "reports.rendering", "reports.selection", "reports.tables", "reports.judge",
+           "autojudge.record")
 # the runner, the arms, the page store and the PDF library behind it
 FORBIDDEN = {"evalkit.runner", "evalkit.arms", "evalkit.pages", "evalkit.extraction", "fitz", "pymupdf"}
 PACKAGE = Path(__file__).resolve().parents[1] / "evalkit"

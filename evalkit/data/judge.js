@@ -78,6 +78,26 @@ function lines(cls, items) {
   return list;
 }
 
+function decideView(view) {
+  // "can I decide yet?": what the gate can say now, per rule, and what to grade next (computed after a grade)
+  const d = view.decide;
+  if (!d) return null;
+  const head = h("div", {class: "ek-decide-head"}, h("b", {text: "can I decide yet? "}),
+    h("span", {class: `ek-decide-${d.status || "error"}`, text: d.error || {pass: "yes: the gate passes", fail: "yes: the gate fails", undecided: "not yet"}[d.status]}));
+  if (d.error) return h("div", {class: "ek-decide"}, head);
+  return h("div", {class: "ek-decide"}, head, lines("ek-decide-rules", d.rules.map(([rule, status]) => `${status}: ${rule}`)),
+    d.grade ? h("div", {class: "ek-decide-grade", text: d.grade}) : null,
+    d.next ? h("div", {class: "ek-decide-next", text: `grade next: ${d.next}`}) : null);
+}
+
+function judgeView(view) {
+  // the local judge: who it is, how far it agrees with the person, where it is refused (never a page's opinion)
+  const j = view.judge;
+  if (!j) return null;
+  return h("details", {class: "ek-judge"}, h("summary", {text: `the judge — ${j.summary}`}),
+    h("div", {class: "ek-judge-id", text: j.identity}), lines("ek-judge-classes", j.classes));
+}
+
 function pageView(view) {
   const item = view.item;
   if (!item) return h("div", {class: "ek-empty", text: view.query ? "Nothing left to read: press p to pool, ] for the next query." : "Write a query (or press d for a draft)."});
@@ -94,6 +114,7 @@ function pageView(view) {
     ? `the page's best-matching passages (${shown.length}) — w: the whole page`
     : view.short ? "the whole page (short enough to be its own passage)" : "the whole page — w: back to its passages"});
   const parts = [head, display, ...texts];
+  if (item.judge) parts.splice(1, 0, h("div", {class: "ek-opinion", text: item.judge}));
   if (item.evidence) parts.splice(1, 0, h("div", {class: "ek-evidence", text: `evidence${item.kept ? " (kept: stored with the grade)" : ""}: ${item.evidence}`}));
   if (again) parts.splice(1, 0, h("div", {class: "ek-reread", text: again}));
   if (view.image) parts.push(h("img", {class: "ek-image", src: `data:image/png;base64,${view.image}`, alt: item.id}));
@@ -114,6 +135,7 @@ function draw(el, model, send) {
   el.replaceChildren(...[
     h("div", {class: "ek-top", text: `${view.file} — ${view.query ? view.query.id : "no query"} — ${view.left} left to read — keys: 0-3 grade · e evidence (select text first) · n note · s skip · u undo · j/k next/previous · w whole page/passages · / search outside the pool · i image · p pool · d drafts (a accept · t edit · x reject · c class) · [ ] query · ? rubric`}),
     view.message ? h("div", {class: "ek-message", text: view.message}) : null,
+    decideView(view), judgeView(view),
     queryForm(view, send), searchBar(view, send),
     view.before.length ? h("div", {class: "ek-before"}, h("b", {text: "before judging"}), lines("ek-before-list", view.before)) : null,
     view.problems.length ? h("div", {class: "ek-problems"}, h("b", {text: "qrels check --strict"}), lines("ek-problem-list", view.problems)) : null,
@@ -139,7 +161,11 @@ function render({model, el}) {
     .ek-search { margin: 4px 0; } .ek-found { color: #06c; margin-left: 8px; }
     .ek-drafts { border: 1px solid #9c6; padding: 6px; margin-top: 6px; } .ek-draft-head { font-weight: bold; }
     .ek-head { font-family: monospace; margin-top: 6px; } .ek-evidence { color: #060; } .ek-reread { color: #850; }
-    .ek-image { max-width: 100%; border: 1px solid #ccc; }`});
+    .ek-image { max-width: 100%; border: 1px solid #ccc; }
+    .ek-decide { border-left: 3px solid #9a6700; padding: 2px 6px; margin: 4px 0; } .ek-decide ul { margin: 2px 0; }
+    .ek-decide-pass { color: #1a7f37; font-weight: bold; } .ek-decide-fail { color: #cf222e; font-weight: bold; }
+    .ek-decide-undecided, .ek-decide-error { color: #9a6700; font-weight: bold; }
+    .ek-judge { color: #444; margin: 2px 0; } .ek-opinion { color: #555; font-style: italic; }`});
   const body = h("div");
   el.append(style, body);
   const send = (msg) => model.send(msg);

@@ -50,6 +50,7 @@ def test_html_has_the_headline_table_legends_figures_and_provenance(rendered, re
     assert "a lexically similar distractor document is wrong" in html  # the class legend
     assert res.manifest["corpus"]["digest"] in html and res.manifest["qrels"]["digest"] in html
     assert "<title>evalkit report: small × report-test</title>" in html
+    assert "The local judge" in html and "No judge in this run" in html  # and how to make one
 
 
 @pytest.mark.slow
