@@ -389,5 +389,6 @@ def judge(path: str | Path, corpus: OpenCorpus | None = None, arms: Sequence[Any
         corpus = docs
     if corpus is None:
         raise TypeError("ek.judge needs the opened corpus: ek.judge(path, ek.corpus(...))")
-    near = judging_gate.beside(results, baseline_arm, candidate_arm, predictions, rules)  # refused before the file is locked
+    # refused before the file is locked
+    near = judging_gate.beside(results, baseline_arm, candidate_arm, predictions, rules)
     return Workbench(Session(path, corpus, arms, strategy, replace=True), drafts, near)
