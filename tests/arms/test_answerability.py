@@ -1,0 +1,177 @@
+"""admit(policy=judge): the split-conformal threshold's guarantee (simulated, seeded), the Clopper–Pearson bound
+against scipy's beta quantiles, and the policy refusing and admitting as calibrated on a tiny corpus of real PDFs."""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import beta
+
+from evalkit import arms, corpora
+from evalkit.arms import ArmError
+from evalkit.arms import answerability as A
+from evalkit.arms.conformal import guarantee, p_value, refused
+from evalkit.pages import PageStore
+from evalkit.records import Query
+from evalkit.refusal import clopper_pearson, clopper_pearson_upper
+
+from ..conftest import make_pdf
+
+ANIMALS = ["walrus", "zebra", "otter", "badger", "heron", "lynx", "moose", "bison", "gecko", "iguana", "koala",
+           "lemur", "marmot", "narwhal", "ocelot", "panda", "quokka", "raven", "sloth", "tapir", "viper", "wombat",
+           "yak", "falcon", "gibbon", "hyena", "ibex", "jackal", "kestrel", "llama"]
+ABSENT = ["cheetah", "dingo", "emu", "ferret", "gorilla", "hamster", "impala", "jaguar", "kiwi", "lobster",
+          "mongoose", "newt", "orca", "puffin"]
+NEW = ANIMALS[-4:]  # in the corpus, in no query of the file
+ASK = "where does the {} live and what does it eat"
+
+
+@pytest.mark.parametrize("k,n", [(0, 1), (0, 10), (1, 42), (3, 61), (7, 123), (60, 61), (61, 61), (250, 1000)])
+def test_the_clopper_pearson_bounds_are_scipy_s_beta_quantiles(k, n):
+    upper = clopper_pearson_upper(k, n)
+    assert upper == pytest.approx(1.0 if k == n else beta.ppf(0.95, k + 1, n - k), abs=1e-12)
+    two = clopper_pearson(k, n)
+    assert (two.k, two.n) == (k, n)
+    assert two.low == pytest.approx(0.0 if k == 0 else beta.ppf(0.025, k, n - k + 1), abs=1e-12)
+    assert two.high == pytest.approx(1.0 if k == n else beta.ppf(0.975, k + 1, n - k), abs=1e-12)
+    assert math.isnan(clopper_pearson_upper(0, 0)) and clopper_pearson(0, 0).n == 0
+
+
+@pytest.mark.parametrize("n,alpha", [(19, 0.05), (20, 0.05), (42, 0.05), (61, 0.1), (9, 0.05)])
+def test_refusing_below_alpha_refuses_at_most_alpha_of_new_answerable_queries(n, alpha):
+    """Seeded simulation: calibration and new scores exchangeable (with ties: scores on a coarse grid)."""
+    rng = np.random.default_rng(7)
+    trials = 20_000
+    cal = np.sort(np.round(rng.beta(2, 5, size=(trials, n)), 2), axis=1)
+    new = np.round(rng.beta(2, 5, size=trials), 2)
+    hit = np.mean([p_value(c, s) < alpha for c, s in zip(cal, new, strict=True)])
+    assert hit <= guarantee(n, alpha) + 3 * math.sqrt(alpha / trials)
+    assert guarantee(n, alpha) <= alpha
+    if n + 1 <= 1 / alpha:  # the least p-value, 1/(n+1), is not below alpha: nothing can be refused
+        assert guarantee(n, alpha) == 0 and hit == 0
+
+
+def test_the_bound_printed_covers_the_drawn_threshold_s_rate_95_percent_of_the_time():
+    """With uniform scores the wrongful-refusal rate of a drawn threshold is known exactly (the share of scores
+    whose p-value is below alpha); the Clopper–Pearson bound on the calibration count covers it >= 95%."""
+    rng, n, alpha, trials = np.random.default_rng(11), 40, 0.1, 4000
+    covered = []
+    for _ in range(trials):
+        cal = np.sort(rng.random(n))
+        k = refused(cal, alpha)
+        # the largest score still refused is the k-th lowest: every new score below it is refused
+        rate = cal[k - 1] if k else 0.0
+        covered.append(rate <= clopper_pearson_upper(k, n))
+    assert np.mean(covered) >= 0.94
+
+
+def test_summaries_and_split():
+    assert A.summarise([0.2, 0.5, 0.1], "max") == 0.5
+    assert A.summarise([0.2, 0.6], "mean") == pytest.approx(0.4)
+    assert A.summarise([0.5, 0.5], "any") == pytest.approx(0.75)
+    assert A.summarise([], "max") == 0.0
+    with pytest.raises(ValueError, match="unknown summary 'median'"):
+        A.summarise([0.1], "median")
+    qs = [Query(f"a{i}", "needle", "x") for i in range(10)] + [Query(f"b{i}", "abstain", "y") for i in range(4)]
+    train, cal = A.split(qs, 0.3, seed=0)
+    assert len(cal) == 7 and all(q.answerable for q in cal)
+    assert {q.id for q in train} == {q.id for q in qs} - {q.id for q in cal}
+    assert A.split(qs, 0.3, seed=0) == (train, cal) and A.split(qs, 0.3, seed=1) != (train, cal)
+
+
+def _queries(path, animals, absent):
+    lines = ['[set]', 'name = "zoo"', 'corpus = "zoo"', ""]
+    for i, t in enumerate([*animals, *absent]):
+        gains = [(f"d{d}.pdf", p + 1, 3 if ANIMALS[d * 10 + p] == t else 0) for d in range(3) for p in range(10)]
+        judged = ", ".join(f'{{ doc = "{d}", page = {p}, gain = {g} }}' for d, p, g in gains)
+        cls = "abstain" if t in absent else "needle"
+        lines += ["[[query]]", f'id = "z{i:02d}"', f'class = "{cls}"', f'text = "{ASK.format(t)}"',
+                  f"judgments = [{judged}]", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+@pytest.fixture
+def zoo(isolated):
+    docs = isolated / "zoo"
+    docs.mkdir()
+    for d in range(3):
+        make_pdf(docs / f"d{d}.pdf", [f"the {t} habitat and diet: where the {t} lives, what the {t} eats"
+                                      for t in ANIMALS[d * 10:(d + 1) * 10]])
+    store = PageStore()
+    corpus = store.ingest(corpora.from_dir(docs, "zoo"), progress=False).corpus
+    return corpus, store, _queries(isolated / "zoo.toml", ANIMALS[:-4], ABSENT)
+
+
+def test_the_judge_policy_admits_and_refuses_as_calibrated(zoo, capsys):
+    corpus, store, file = zoo
+    spec = f"admit(arm=global-index,policy=judge(qrels={file},vectors=0),threshold=0.2)"
+    arm = arms.make(spec, corpus, store)
+    arm.prepare()
+    cal = arm.policy.calibration()
+    assert cal.n == 13  # 26 answerable: 13 train the judge (with the 14 abstain), 13 calibrate
+    note = capsys.readouterr().err
+    k, bound, upper = cal.bound(0.2)
+    assert f"calibrated on 13 answerable queries of {file}" in note
+    assert f"refuses {k}/13" in note and f"<= {upper:.3f} at 95%" in note and f"<= {bound:.3f} (split" in note
+    assert upper == pytest.approx(clopper_pearson_upper(k, 13)) and bound == guarantee(13, 0.2)
+    for t in NEW:  # answerable, never seen: admitted with the inner arm's hits
+        r = arm.search(ASK.format(t), 10)
+        assert not r.refused and r.confidence >= 0.2
+        assert r.hits == arms.make("global-index", corpus, store).search(ASK.format(t), 10).hits
+    for t in ["capybara", "armadillo", "pelican"]:  # nothing answers: refused, the judge's reading in the reason
+        r = arm.search(ASK.format(t), 10)
+        assert r.refused and r.confidence < 0.2 and "the judge's max P(gain >= 2) over the top 3 pages" in r.reason
+        assert r.confidence == pytest.approx(1 / 14)  # below every calibration query's score
+    asked = arm.search(ASK.format(ANIMALS[0]), 10)
+    assert asked.confidence is not None and "in-sample" not in asked.reason
+    verdict = arm.policy.assess(ASK.format(ANIMALS[0]), asked)
+    assert "in-sample: the query is in the calibration file" in verdict.measure
+    assert arm.describe()["admission"]["calibrated_on"] == 13
+
+
+def test_too_few_calibration_queries_refuse_nothing_and_say_so(zoo, capsys):
+    corpus, store, file = zoo
+    arm = arms.make(f"admit(arm=global-index,policy=judge(qrels={file},vectors=0,train=0.8),threshold=0.05)",
+                    corpus, store)
+    arm.prepare()
+    assert arm.policy.calibration().n == 5  # least p-value 1/6 > 0.05
+    assert "refuses 0/5" in capsys.readouterr().err
+    assert not arm.search(ASK.format("capybara"), 10).refused
+
+
+@pytest.mark.parametrize("policy,needle", [
+    ("judge", "policy 'judge' needs qrels=FILE"),
+    ("judge(qrels={file},train=1.5)", "parameter 'train' is the share of answerable queries"),
+    ("judge(qrels={file},top=20)", "parameter 'top' (20) reads more pages than 'depth' (10)"),
+    ("judge(qrels={file},summary=median)", "parameter 'summary' is 'max' or 'mean' or 'any', not 'median'"),
+    ("judge(qrels={file},gain=5)", "parameter 'gain' is 1 or 2 or 3, not 5"),
+    ("judge(qrels={missing})", "policy 'judge': qrels={missing}: No such file or directory"),
+    ("judge(qrels={other})", "holds queries of corpus 'latex', not 'zoo'"),
+])
+def test_bad_judge_specs_are_refused_by_name(zoo, policy, needle):
+    corpus, store, file = zoo
+    other = file.with_name("other.toml")
+    other.write_text(file.read_text().replace('corpus = "zoo"', 'corpus = "latex"'))
+    fill = {"file": file, "missing": file.with_name("nope.toml"), "other": other}
+    with pytest.raises(ArmError) as e:
+        arms.make(f"admit(arm=global-index,policy={policy.format(**fill)})", corpus, store)
+    assert needle.format(**fill) in str(e.value)
+
+
+def test_a_bad_judge_spec_is_one_line_and_exit_2(zoo, capsys):
+    from evalkit.cli import main
+
+    from ..conftest import one_line_error
+
+    corpus, store, file = zoo
+    argv = ["run", "--docs", str(file.parent / "zoo"), "--qrels", str(file), "--out", str(file.parent / "res"),
+            "--arms", f"admit(arm=global-index,policy=judge(qrels={file},train=2))"]
+    assert main(argv) == 2
+    one_line_error(capsys, "policy 'judge': parameter 'train'")
+    assert not (file.parent / "res").exists()
+
+
+def test_the_judge_is_a_policy_never_an_arm():
+    with pytest.raises(ArmError, match="unknown arm 'judge'"):
+        arms.validate("judge")
+    assert "judge" not in arms.registry()
