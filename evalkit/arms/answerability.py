@@ -31,6 +31,8 @@ from ..autojudge.features import Settings, TextSignals
 from ..pooling import PageKey, Rankings
 from ..records import Query
 from ..refusal import clopper_pearson_upper
+from ..text import names
+from .lexical import fts5_idf, query_terms
 from .conformal import guarantee, p_value, refused
 
 ARM = "arm"  # the one ranking a run-time feature reads: the wrapped arm's
@@ -63,18 +65,58 @@ class Reading:
     depth: int = 10
 
 
-def settings(signals: TextSignals, depth: int) -> Settings:
-    return Settings(depth, (ARM,), signals.key)
+QUERY = ("spread", "absent_mass", "absent_names")
+
+
+@dataclass(frozen=True)
+class RunTime(Settings):
+    """The judge's features for admission: :class:`~evalkit.autojudge.features.Settings`' columns over one
+    ranking, then :data:`QUERY`, what the corpus says of the query as a whole (the same on each of its pages):
+    the spread of its cosine over every window (the ``spread`` policy's signal), the share of its IDF mass in
+    words no page holds, and how many of the names it uses no page holds (the ``names`` veto's signal). A
+    page-level judge sees a page, not whether anything answers; these let it learn, from the grades of the
+    file's abstain queries, what a query nothing answers looks like."""
+
+    query: bool = True
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*super().names, *(QUERY if self.query else ()))
+
+    def digest(self) -> str:
+        return hashlib.sha256(f"{super().digest()}\x00{self.names}".encode()).hexdigest()
+
+
+def settings(signals: TextSignals, depth: int, query: bool = True) -> RunTime:
+    return RunTime(depth, (ARM,), signals.key, query)
+
+
+def query_signals(signals, query: str) -> tuple[float, float, float]:
+    """:data:`QUERY` of one query from a corpus's signals (:class:`~evalkit.autojudge.signals.CorpusSignals`:
+    its global index and, unless built without vectors, the semantic arm's windows)."""
+    terms = query_terms(query)
+    index, sem = signals.index, signals.semantic
+    idf = {t: fts5_idf(np.array([float(index.n_pages)]), np.array([float(len(index.pages_with(t)))]))[0]
+           for t in terms}
+    total = sum(idf.values())
+    absent = sum(v for t, v in idf.items() if not index.pages_with(t)) / total if total > 0 else 0.0
+    spread = float(np.std(sem.window_scores(query))) if sem is not None and len(sem.starts) else 0.0
+    return spread, absent, float(sum(not index.pages_with(n) for n in names(query)))
 
 
 def frame(queries: Sequence[Query], rankings: Mapping[str, Sequence[PageKey]], signals: TextSignals,
-          depth: int, judged: bool) -> pd.DataFrame:
+          depth: int, judged: bool, query: bool = True) -> pd.DataFrame:
     """The feature rows of ``queries`` from one ranking each (``rankings``: query id -> pages, best first):
     the arm's top ``depth`` pages, and with ``judged`` the judged pages too (to train on); without, exactly the
-    rows a new query gets at run time."""
+    rows a new query gets at run time. ``query``: with the :data:`QUERY` columns."""
     qs = list(queries) if judged else [replace(q, judgments=()) for q in queries]
     per_query: dict[str, Rankings] = {q.id: {ARM: list(rankings[q.id])} for q in qs}
-    return features.table(qs, per_query, signals, settings(signals, depth))
+    rows = features.table(qs, per_query, signals, Settings(depth, (ARM,), signals.key))
+    if query:
+        whole = {q.id: query_signals(signals, q.text) for q in qs}
+        for i, name in enumerate(QUERY):
+            rows[name] = [whole[q][i] for q in rows["query"]]
+    return rows
 
 
 def scores(judge: model.Judge, rows: pd.DataFrame, rankings: Mapping[str, Sequence[PageKey]],

@@ -481,14 +481,17 @@ class JudgePolicy(Policy):
     queries of the user's own query file of this corpus that the judge did not learn from
     (:mod:`evalkit.arms.answerability`). ``qrels``: that file; ``train``: the share of its answerable queries
     the judge learns from (with every abstain query), the others calibrate; ``gain``, ``top``, ``summary``:
-    which chance, over how many of the arm's pages, summarised how; ``vectors=0``: no semantic signal (a
+    which chance, over how many of the arm's pages, summarised how; ``model``, ``calibration``: the judge's
+    (:class:`~evalkit.autojudge.model.Spec`; isotonic's flat steps tie the top pages of most queries, so Platt's
+    sigmoid is the default, docs/refusal.md); ``vectors=0``: no semantic signal (a
     corpus not embedded). The judge never ranks: it reads the
     ranking of the arm it admits (:meth:`bind`) and says whether to show it."""
 
     name = "judge"
-    defaults = {"qrels": "", "train": 0.5, "gain": 2, "top": 3, "summary": "max", "depth": 10, "seed": 0,
-                "vectors": True}
-    choices = {"summary": JUDGE_SUMMARIES, "gain": (1, 2, 3)}
+    defaults = {"qrels": "", "train": 0.5, "gain": 2, "top": 3, "summary": "max", "depth": 10, "model": "hgb",
+                "calibration": "platt", "seed": 0, "vectors": True}
+    choices = {"summary": JUDGE_SUMMARIES, "gain": (1, 2, 3), "model": ("hgb", "logistic"),
+               "calibration": ("platt", "isotonic")}
     minimum = {"top": 1, "depth": 1}
 
     @classmethod
@@ -540,7 +543,8 @@ class JudgePolicy(Policy):
             try:
                 self._calibrated = A.calibrate(self.queries.queries, lambda t: [(h.doc, h.page) for h in
                                                                                 arm.search(t, p["depth"]).hits],
-                                               self._signals, reading, Spec(seed=p["seed"]), p["train"],
+                                               self._signals, reading, Spec(p["model"], p["calibration"], p["seed"]),
+                                               p["train"],
                                                self.store.db)
             except ValueError as e:
                 raise ArmError(f"policy 'judge': {p['qrels']}: {e}") from None
