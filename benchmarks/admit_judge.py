@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import pandas as pd
 
 from evalkit import api, arms, docfigures, qrels
 from evalkit.arms import answerability as A
+from evalkit.arms.policies import JudgePolicy
 from evalkit.autojudge import agreement, model, session
 from evalkit.autojudge.signals import CorpusSignals
 from evalkit.refusal import clopper_pearson, clopper_pearson_upper
@@ -41,6 +41,7 @@ ARM = "hybrid(keyword=global-index)"
 RECOMMENDED = f"admit(arm={ARM},policy=names(policy=spread,rare=1),threshold=0.0766)"
 ALPHA = 0.05
 FOLDS = 5
+DEFAULT = argparse.Namespace(**{k: JudgePolicy.defaults[k] for k in ("model", "calibration", "top", "summary")})
 READINGS = [A.Reading(2, t, h) for t in (1, 3, 10) for h in ("max", "mean", "any") if t > 1 or h == "max"]
 SPECS = [model.Spec(m, c) for m in ("hgb", "logistic") for c in ("platt", "isotonic")]
 
@@ -101,7 +102,13 @@ def readings_table(sets: list[str], root: Path, store) -> str:
             page_rows.append({"judge": spec.label, "set": s,
                               **{fs: agreement.auroc(np.array([y for y, _ in p]), np.array([c for _, c in p]))
                                  for (label, fs), p in pages.items() if label == spec.label}})
-    return ("Answerable vs abstain queries of the shipped sets: AUROC of each summary of the judge's P(gain >= 2) "
+    mine = [c for c in rows[0] if c.endswith(": one ranking + query")]
+    best = max(rows, key=lambda row: np.mean([row[c] for c in mine]))
+    rule = (f"Highest mean AUROC over {', '.join(sets)} with the policy's features (one ranking + query): "
+            f"{best['judge']}, top {best['top pages']}, {best['summary']}; the policy's default: "
+            f"{DEFAULT.model}+{DEFAULT.calibration}, top {DEFAULT.top}, {DEFAULT.summary}")
+    return (rule + "\n\nAnswerable vs abstain queries of the shipped sets: AUROC of each summary of the judge's "
+            "P(gain >= 2) "
             f"over `{ARM}`'s top pages (judge cross-fitted by query, {FOLDS} folds)\n\n"
             + docfigures.markdown_table(pd.DataFrame(rows), index=False)
             + f"\n\nAUROC for gain >= 2 of the same judges on `{ARM}`'s top-10 graded pages\n\n"
@@ -199,7 +206,6 @@ def main() -> None:
         print(tables[-1], flush=True)
     if args.out:
         args.out.write_text("\n\n".join(tables) + "\n")
-    print(f"chosen reading: {A.Reading()}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ class Reading:
 
     gain: int = 2
     top: int = 3
-    how: str = "max"
+    how: str = "mean"
     depth: int = 10
 
 

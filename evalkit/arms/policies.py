@@ -482,14 +482,15 @@ class JudgePolicy(Policy):
     (:mod:`evalkit.arms.answerability`). ``qrels``: that file; ``train``: the share of its answerable queries
     the judge learns from (with every abstain query), the others calibrate; ``gain``, ``top``, ``summary``:
     which chance, over how many of the arm's pages, summarised how; ``model``, ``calibration``: the judge's
-    (:class:`~evalkit.autojudge.model.Spec`; isotonic's flat steps tie the top pages of most queries, so Platt's
-    sigmoid is the default, docs/refusal.md); ``vectors=0``: no semantic signal (a
+    (:class:`~evalkit.autojudge.model.Spec`). The defaults are the reading that told the shipped sets' answerable
+    queries from their abstain ones best, cross-fitted (``benchmarks/admit_judge.py``, docs/refusal.md);
+    ``vectors=0``: no semantic signal (a
     corpus not embedded). The judge never ranks: it reads the
     ranking of the arm it admits (:meth:`bind`) and says whether to show it."""
 
     name = "judge"
-    defaults = {"qrels": "", "train": 0.5, "gain": 2, "top": 3, "summary": "max", "depth": 10, "model": "hgb",
-                "calibration": "platt", "seed": 0, "vectors": True}
+    defaults = {"qrels": "", "train": 0.5, "gain": 2, "top": 3, "summary": "mean", "depth": 10, "model": "logistic",
+                "calibration": "isotonic", "seed": 0, "vectors": True}
     choices = {"summary": JUDGE_SUMMARIES, "gain": (1, 2, 3), "model": ("hgb", "logistic"),
                "calibration": ("platt", "isotonic")}
     minimum = {"top": 1, "depth": 1}

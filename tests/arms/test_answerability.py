@@ -120,7 +120,7 @@ def test_the_judge_policy_admits_and_refuses_as_calibrated(zoo, capsys):
         assert r.hits == arms.make("global-index", corpus, store).search(ASK.format(t), 10).hits
     for t in ["capybara", "armadillo", "pelican"]:  # nothing answers: refused, the judge's reading in the reason
         r = arm.search(ASK.format(t), 10)
-        assert r.refused and r.confidence < 0.2 and "the judge's max P(gain >= 2) over the top 3 pages" in r.reason
+        assert r.refused and r.confidence < 0.2 and "the judge's mean P(gain >= 2) over the top 3 pages" in r.reason
         assert r.confidence == pytest.approx(1 / 14)  # below every calibration query's score
     asked = arm.search(ASK.format(ANIMALS[0]), 10)
     assert asked.confidence is not None and "in-sample" not in asked.reason
