@@ -522,7 +522,7 @@ class JudgePolicy(Policy):
         if self.queries.corpus and self.queries.corpus != corpus.name:
             raise ArmError(f"policy 'judge': {path} holds queries of corpus {self.queries.corpus!r}, not "
                            f"{corpus.name!r}: the judge is calibrated on the corpus's own queries")
-        self.arm: object | None = None
+        self.arm = None  # the wrapped arm, once bound
         self._calibrated = None
         self._signals = None
 
