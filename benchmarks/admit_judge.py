@@ -18,7 +18,9 @@
    `qrels/held-out/blind*/C.toml`), next to the recommended refusing arm; and the wrongful refusal of
    answerable queries out of sample: the shipped file in 5 folds by query, each fold asked of the policy
    calibrated on the other four (its own query file, written under --work). Rates with Clopper–Pearson 95%
-   intervals (wrongful refusal: the one-sided upper bound).
+   intervals (wrongful refusal: the one-sided upper bound). The judge behind the names veto
+   (`names(policy=judge(...),rare=1)`) was added after the judge alone had been asked the blind sets: its
+   blind rows are not blind.
 """
 from __future__ import annotations
 
@@ -46,8 +48,14 @@ READINGS = [A.Reading(2, t, h) for t in (1, 3, 10) for h in ("max", "mean", "any
 SPECS = [model.Spec(m, c) for m in ("hgb", "logistic") for c in ("platt", "isotonic")]
 
 
-def judge_spec(qrels_file: Path | str) -> str:
-    return f"admit(arm={ARM},policy=judge(qrels={qrels_file}),threshold={ALPHA})"
+def judge_spec(qrels_file: Path | str, veto: bool = False) -> str:
+    """The judge policy calibrated on ``qrels_file``; with ``veto``, behind the names veto (``names(rare=1)``)."""
+    policy = f"judge(qrels={qrels_file})"
+    return f"admit(arm={ARM},policy={f'names(policy={policy},rare=1)' if veto else policy},threshold={ALPHA})"
+
+
+# the two judge arms: alone, and behind the names veto (added after the judge alone had been asked the blind sets)
+JUDGES = {"judge": False, "names veto, then judge": True}
 
 
 # ---- 1. readings ------------------------------------------------------------------------------------------
@@ -136,7 +144,7 @@ def asked(arm, queries) -> list[tuple[str, bool, bool]]:
     return [(q.kind, q.answerable, arm.search(q.text, 10).refused) for q in queries]
 
 
-def folds_asked(name: str, qs, corpus, store, work: Path) -> list[tuple[str, bool, bool]]:
+def folds_asked(name: str, qs, corpus, store, work: Path, veto: bool) -> list[tuple[str, bool, bool]]:
     """Every shipped query asked of the judge policy calibrated on the other folds' queries."""
     ids = [q.id for q in qs.queries]
     fold = dict(zip(ids, model.folds(ids, FOLDS, 0), strict=True))
@@ -147,34 +155,36 @@ def folds_asked(name: str, qs, corpus, store, work: Path) -> list[tuple[str, boo
         path = work / name / f"without-fold-{f}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(qrels.to_toml(rest))
-        arm = arms.make(judge_spec(path), corpus, store)
+        arm = arms.make(judge_spec(path, veto), corpus, store)
         arm.prepare()
         out += asked(arm, [q for q in qs.queries if fold[q.id] == f])
     return out
 
 
+def row(where: str, label: str, got: list[tuple[str, bool, bool]]) -> dict:
+    wrong = [r for _, a, r in got if a]
+    right = [(k, r) for k, a, r in got if not a]
+    return {"set": where, "arm": label,
+            "wrongful refusal": rate(sum(wrong), len(wrong), True) if wrong else "n/a (abstain only)",
+            "correct refusal": rate(sum(r for _, r in right), len(right)), "by kind": kinds(right)}
+
+
 def admission_rows(name: str, store, work: Path) -> tuple[list[dict], str]:
     corpus = api.corpus(name, store=store, progress=False).corpus
     qs = qrels.load(f"qrels/{name}.toml")
-    judge, recommended = arms.make(judge_spec(f"qrels/{name}.toml"), corpus, store), arms.make(RECOMMENDED, corpus,
-                                                                                              store)
-    for a in (judge, recommended):
+    built = {**{label: arms.make(judge_spec(f"qrels/{name}.toml", veto), corpus, store)
+                for label, veto in JUDGES.items()}, "recommended": arms.make(RECOMMENDED, corpus, store)}
+    for a in built.values():
         a.prepare()
-    note = judge.policy.note(ALPHA)
+    note = built["judge"].policy.note(ALPHA)
     sets = {f"held-out/{name}": qrels.load(f"qrels/held-out/{name}.toml"),
             **{p.parent.name: qrels.load(p) for p in sorted(Path("qrels/held-out").glob(f"blind*/{name}.toml"))}}
-    rows = []
-    for label, got in (("judge (each fold calibrated on the other four)", folds_asked(name, qs, corpus, store, work)),
-                       ("recommended", asked(recommended, qs.queries))):
-        wrong = [r for _, a, r in got if a]
-        right = [(k, r) for k, a, r in got if not a]
-        rows.append({"set": f"{name} (shipped)", "arm": label, "wrongful refusal": rate(sum(wrong), len(wrong), True),
-                     "correct refusal": rate(sum(r for _, r in right), len(right)), "by kind": kinds(right)})
+    rows = [row(f"{name} (shipped)", f"{label} (each fold calibrated on the other four)",
+                folds_asked(name, qs, corpus, store, work, veto)) for label, veto in JUDGES.items()]
+    rows.append(row(f"{name} (shipped)", "recommended", asked(built["recommended"], qs.queries)))
     for s, file in sets.items():
-        for label, arm in (("judge (calibrated on the shipped file)", judge), ("recommended", recommended)):
-            right = [(k, r) for k, a, r in asked(arm, file.queries) if not a]
-            rows.append({"set": s, "arm": label, "wrongful refusal": "n/a (abstain only)",
-                         "correct refusal": rate(sum(r for _, r in right), len(right)), "by kind": kinds(right)})
+        rows += [row(s, label + (" (calibrated on the shipped file)" if label in JUDGES else ""),
+                     asked(arm, file.queries)) for label, arm in built.items()]
     return rows, note
 
 
@@ -182,8 +192,10 @@ def admission_table(sets: list[str], store, work: Path) -> str:
     parts = []
     for s in sets:
         rows, note = admission_rows(s, store, work)
-        parts.append(f"{s}: `{judge_spec(f'qrels/{s}.toml')}` against `{RECOMMENDED}` (recommended)\n\n"
-                     f"The policy's own line: {note}\n\n" + docfigures.markdown_table(pd.DataFrame(rows), index=False))
+        parts.append(f"{s}: `{judge_spec(f'qrels/{s}.toml')}` (judge), the same behind the names veto, "
+                     f"`{judge_spec(f'qrels/{s}.toml', True)}`, and `{RECOMMENDED}` (recommended)\n\n"
+                     f"The judge policy's own line: {note}\n\n"
+                     + docfigures.markdown_table(pd.DataFrame(rows), index=False))
     return "\n\n".join(parts)
 
 
