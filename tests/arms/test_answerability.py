@@ -1,18 +1,15 @@
-"""admit(policy=judge): the split-conformal threshold's guarantee (simulated, seeded), the Clopper–Pearson bound
-against scipy's beta quantiles, and the policy refusing and admitting as calibrated on a tiny corpus of real PDFs."""
-import math
-
-import numpy as np
+"""admit(policy=judge): the policy refusing and admitting as calibrated on a tiny corpus of real PDFs, and its
+spec checked. The threshold's guarantee is tested in test_conformal.py, the Clopper–Pearson bound in
+tests/test_refusal.py."""
 import pytest
-from scipy.stats import beta
 
 from evalkit import arms, corpora
 from evalkit.arms import ArmError
 from evalkit.arms import answerability as A
-from evalkit.arms.conformal import guarantee, p_value, refused
+from evalkit.arms.conformal import guarantee
 from evalkit.pages import PageStore
 from evalkit.records import Query
-from evalkit.refusal import clopper_pearson, clopper_pearson_upper
+from evalkit.refusal import clopper_pearson_upper
 
 from ..conftest import make_pdf
 
@@ -23,45 +20,6 @@ ABSENT = ["cheetah", "dingo", "emu", "ferret", "gorilla", "hamster", "impala", "
           "mongoose", "newt", "orca", "puffin"]
 NEW = ANIMALS[-4:]  # in the corpus, in no query of the file
 ASK = "where does the {} live and what does it eat"
-
-
-@pytest.mark.parametrize("k,n", [(0, 1), (0, 10), (1, 42), (3, 61), (7, 123), (60, 61), (61, 61), (250, 1000)])
-def test_the_clopper_pearson_bounds_are_scipy_s_beta_quantiles(k, n):
-    upper = clopper_pearson_upper(k, n)
-    assert upper == pytest.approx(1.0 if k == n else beta.ppf(0.95, k + 1, n - k), abs=1e-12)
-    two = clopper_pearson(k, n)
-    assert (two.k, two.n) == (k, n)
-    assert two.low == pytest.approx(0.0 if k == 0 else beta.ppf(0.025, k, n - k + 1), abs=1e-12)
-    assert two.high == pytest.approx(1.0 if k == n else beta.ppf(0.975, k + 1, n - k), abs=1e-12)
-    assert math.isnan(clopper_pearson_upper(0, 0)) and clopper_pearson(0, 0).n == 0
-
-
-@pytest.mark.parametrize("n,alpha", [(19, 0.05), (20, 0.05), (42, 0.05), (61, 0.1), (9, 0.05)])
-def test_refusing_below_alpha_refuses_at_most_alpha_of_new_answerable_queries(n, alpha):
-    """Seeded simulation: calibration and new scores exchangeable (with ties: scores on a coarse grid)."""
-    rng = np.random.default_rng(7)
-    trials = 20_000
-    cal = np.sort(np.round(rng.beta(2, 5, size=(trials, n)), 2), axis=1)
-    new = np.round(rng.beta(2, 5, size=trials), 2)
-    hit = np.mean([p_value(c, s) < alpha for c, s in zip(cal, new, strict=True)])
-    assert hit <= guarantee(n, alpha) + 3 * math.sqrt(alpha / trials)
-    assert guarantee(n, alpha) <= alpha
-    if n + 1 <= 1 / alpha:  # the least p-value, 1/(n+1), is not below alpha: nothing can be refused
-        assert guarantee(n, alpha) == 0 and hit == 0
-
-
-def test_the_bound_printed_covers_the_drawn_threshold_s_rate_95_percent_of_the_time():
-    """With uniform scores the wrongful-refusal rate of a drawn threshold is known exactly (the share of scores
-    whose p-value is below alpha); the Clopper–Pearson bound on the calibration count covers it >= 95%."""
-    rng, n, alpha, trials = np.random.default_rng(11), 40, 0.1, 4000
-    covered = []
-    for _ in range(trials):
-        cal = np.sort(rng.random(n))
-        k = refused(cal, alpha)
-        # the largest score still refused is the k-th lowest: every new score below it is refused
-        rate = cal[k - 1] if k else 0.0
-        covered.append(rate <= clopper_pearson_upper(k, n))
-    assert np.mean(covered) >= 0.94
 
 
 def test_summaries_and_split():
