@@ -85,6 +85,12 @@ def test_the_judge_policy_admits_and_refuses_as_calibrated(zoo, capsys):
     verdict = arm.policy.assess(ASK.format(ANIMALS[0]), asked)
     assert "in-sample: the query is in the calibration file" in verdict.measure
     assert arm.describe()["admission"]["calibrated_on"] == 13
+    # a calibration query asked at run time (one ranking, no pool, no grades) gets the score it was calibrated with
+    inner = arms.make("global-index", corpus, store)
+    _, held = A.split(arm.policy.queries.queries, 0.5, seed=0)
+    again = [A.score(cal, q.text, [(h.doc, h.page) for h in inner.search(q.text, 10).hits], arm.policy._signals)
+             for q in held]
+    assert sorted(again) == pytest.approx(list(cal.scores))
 
 
 def test_too_few_calibration_queries_refuse_nothing_and_say_so(zoo, capsys):
