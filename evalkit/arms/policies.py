@@ -484,9 +484,8 @@ class JudgePolicy(Policy):
     which chance, over how many of the arm's pages, summarised how; ``model``, ``calibration``: the judge's
     (:class:`~evalkit.autojudge.model.Spec`). The defaults are the reading that told the shipped sets' answerable
     queries from their abstain ones best, cross-fitted (``benchmarks/admit_judge.py``, docs/refusal.md);
-    ``vectors=0``: no semantic signal (a
-    corpus not embedded). The judge never ranks: it reads the
-    ranking of the arm it admits (:meth:`bind`) and says whether to show it."""
+    ``vectors=0``: no semantic signal (a corpus not embedded). The judge never ranks: it reads the ranking of
+    the arm it admits (:meth:`bind`) and says whether to show it."""
 
     name = "judge"
     defaults = {"qrels": "", "train": 0.5, "gain": 2, "top": 3, "summary": "mean", "depth": 10, "model": "logistic",
@@ -545,10 +544,12 @@ class JudgePolicy(Policy):
                 self._calibrated = A.calibrate(self.queries.queries, lambda t: [(h.doc, h.page) for h in
                                                                                 arm.search(t, p["depth"]).hits],
                                                self._signals, reading, Spec(p["model"], p["calibration"], p["seed"]),
-                                               p["train"],
-                                               self.store.db)
+                                               p["train"], self.store.db)
             except ValueError as e:
                 raise ArmError(f"policy 'judge': {p['qrels']}: {e}") from None
+            except ImportError:
+                raise ArmError("policy 'judge' trains its judge with scikit-learn: pip install 'evalkit[judge]'") \
+                    from None
         return self._calibrated
 
     def prepare(self) -> None:

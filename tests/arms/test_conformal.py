@@ -110,7 +110,7 @@ def test_the_bound_printed_covers_the_drawn_threshold_s_rate_95_percent_of_the_t
     for _ in range(trials):
         cal = np.sort(rng.random(n))
         k = refused(cal, alpha)
-        # the largest score still refused is the k-th lowest: every new score below it is refused
-        rate = cal[k - 1] if k else 0.0
+        # k calibration scores refused: a new score is refused below the (k + 1)-th lowest (n * alpha > 1 here)
+        rate = cal[k]
         covered.append(rate <= clopper_pearson_upper(k, n))
     assert np.mean(covered) >= 0.94
