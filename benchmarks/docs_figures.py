@@ -78,6 +78,8 @@ LEXICAL = ("evalkit run --corpus {c} --qrels qrels/{c}.toml --arms 'keyword,keyw
 JUDGE = ("python benchmarks/judge_models.py --sets latex --lexical-sets latex,rmanuals --results {results} "
          "--out {out}/judge.md")
 CEILING = "python benchmarks/refusal_ceiling.py --results {out}/refusal-ceiling --out {out}/refusal-ceiling.md"
+ADMIT_JUDGE = ("python benchmarks/admit_judge.py --results {results} --work {out}/admit-judge "
+               "--out {out}/admit-judge.md")
 
 
 def summary(where: str, first: str, by_class: bool = False):
@@ -208,6 +210,9 @@ def figures() -> list[Figure]:
         Figure("conformal", conformal_commands(), conformal_sets, record="selfcal-latex"),
         Figure("refusal-ceiling", (CEILING,),
                lambda results, out: need(out / "refusal-ceiling.md", df.shown(CEILING)).read_text().strip(), "run"),
+        Figure("admit-judge", (ADMIT_JUDGE,),
+               lambda results, out: need(out / "admit-judge.md", df.shown(ADMIT_JUDGE)).read_text().strip(), "run",
+               f"{REPORT}; CORPUS=rmanuals {REPORT}"),
         Figure("tune", (*(t.format(a=a, b=b) for _, t in TUNES.values() for a, b in DIRECTIONS),
                         *(h.format(results="{results}") for h in HALVES)),
                tune_directions, record="tune-profile-on-rmanuals/held-out-latex"),

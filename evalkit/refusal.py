@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.integrate import trapezoid
-from scipy.stats import binomtest, mannwhitneyu
+from scipy.stats import binom, binomtest, mannwhitneyu
 
 # MTEB's abstention rates for nAUC: 0, 0.1, ..., 0.9
 MTEB_RATES = np.linspace(0, 1, 11)[:-1]
@@ -47,6 +47,43 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> Rate:
         return Rate(0, 0, math.nan, math.nan)
     ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
     return Rate(int(k), int(n), float(ci.low), float(ci.high))
+
+
+def _solve(tail, target: float) -> float:
+    """The p in [0, 1] where the binomial tail ``tail(p)`` (monotone in p) crosses ``target``, by bisection:
+    the definition of the exact interval, not the beta quantile that equals it, so the two can be checked
+    against each other (tests/test_refusal.py)."""
+    low, high = 0.0, 1.0
+    rising = tail(1.0) > tail(0.0)
+    for _ in range(60):  # 2**-60: far below any rate a query set can show
+        mid = (low + high) / 2
+        if (tail(mid) < target) == rising:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def clopper_pearson_upper(k: int, n: int, confidence: float = 0.95) -> float:
+    """One-sided exact (Clopper–Pearson) upper bound on a rate seen ``k`` times in ``n``: the largest p with
+    P(Binomial(n, p) <= k) >= 1 - confidence. 1.0 at k = n; NaN when n = 0. For a split-conformal threshold
+    set at the ``k + 1``-th lowest of ``n`` calibration scores it is also the bound, at that confidence, on the
+    wrongful-refusal rate of the threshold itself (the rate is Beta(k + 1, n - k) over calibration sets)."""
+    if n == 0:
+        return math.nan
+    if k >= n:
+        return 1.0
+    return _solve(lambda p: float(binom.cdf(k, n, p)), 1 - confidence)
+
+
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> Rate:
+    """``k`` of ``n`` with the two-sided exact (Clopper–Pearson) interval, each tail (1 - confidence) / 2: wider
+    than Wilson's, never below its nominal coverage."""
+    if n == 0:
+        return Rate(0, 0, math.nan, math.nan)
+    tail = (1 - confidence) / 2
+    low = 0.0 if k == 0 else _solve(lambda p: float(binom.sf(k - 1, n, p)), tail)
+    return Rate(int(k), int(n), low, clopper_pearson_upper(k, n, 1 - tail))
 
 
 def _arrays(confidence, answerable) -> tuple[np.ndarray, np.ndarray]:

@@ -2,8 +2,10 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import beta
 
 from evalkit import refusal as R
+from evalkit.refusal import clopper_pearson, clopper_pearson_upper
 
 
 def test_wilson_by_hand():
@@ -89,3 +91,14 @@ def test_short_between():
     assert R.short_between(0.2, 0.3) == 0.3  # (lo, hi]: hi itself qualifies
     assert R.short_between(0.3412, 0.3419) in (0.3415, 0.3416)  # four digits, both 0.00005 from the middle
     assert 0.123456 < R.short_between(0.123456, 0.123457) <= 0.123457
+
+
+@pytest.mark.parametrize("k,n", [(0, 1), (0, 10), (1, 42), (3, 61), (7, 123), (60, 61), (61, 61), (250, 1000)])
+def test_the_clopper_pearson_bounds_are_scipy_s_beta_quantiles(k, n):
+    upper = clopper_pearson_upper(k, n)
+    assert upper == pytest.approx(1.0 if k == n else beta.ppf(0.95, k + 1, n - k), abs=1e-12)
+    two = clopper_pearson(k, n)
+    assert (two.k, two.n) == (k, n)
+    assert two.low == pytest.approx(0.0 if k == 0 else beta.ppf(0.025, k, n - k + 1), abs=1e-12)
+    assert two.high == pytest.approx(1.0 if k == n else beta.ppf(0.975, k + 1, n - k), abs=1e-12)
+    assert math.isnan(clopper_pearson_upper(0, 0)) and clopper_pearson(0, 0).n == 0

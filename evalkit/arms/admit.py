@@ -10,6 +10,7 @@ calibrate`` needs to choose a threshold on one query set before it is used on an
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 
 from ..records import Answer
@@ -39,6 +40,7 @@ class AdmitArm(Arm):
         self.policy = make_policy(self.params["policy"], corpus, store)
         # canonical names inside the label, so one arm has one label however its spec was written
         self.params.update(arm=self.inner.label, policy=self.policy.label)
+        self.policy.bind(self.inner)  # a policy that learns from the arm's rankings (judge) keeps it
 
     def search(self, query: str, k: int) -> Answer:
         result = self.inner.search(query, max(k, self.policy.depth))
@@ -54,9 +56,14 @@ class AdmitArm(Arm):
 
     def prepare(self) -> None:
         self.inner.prepare()
+        self.policy.prepare()
+        note = self.policy.note(self.params["threshold"])
+        if note:
+            print(note, file=sys.stderr)
 
     def describe(self) -> dict:
-        return self.inner.describe()
+        admission = self.policy.describe()
+        return {**self.inner.describe(), **({"admission": admission} if admission else {})}
 
     def close(self) -> None:
         self.inner.close()

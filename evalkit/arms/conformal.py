@@ -42,3 +42,18 @@ def p_value(calibration: np.ndarray, score: float) -> float:
     """Conformal p-value of ``score`` among ``calibration`` (sorted ascending): (1 + #{c ≤ score}) / (n + 1).
     Ties count for the query, so a refusal at p ≤ α stays within α."""
     return (1 + int(np.searchsorted(calibration, score, side="right"))) / (len(calibration) + 1)
+
+
+def refused(calibration: np.ndarray, alpha: float) -> int:
+    """How many of the calibration scores themselves a refusal at p < ``alpha`` would refuse, each asked as a
+    new query is (its own score among all of them)."""
+    c = np.sort(np.asarray(calibration, dtype=float))
+    return sum(p_value(c, float(s)) < alpha for s in c)
+
+
+def guarantee(n: int, alpha: float) -> float:
+    """The most a refusal at p < ``alpha`` refuses of queries exchangeable with ``n`` calibration queries:
+    a new query's rank R among the n + 1 is uniform, and it is refused when R < alpha (n + 1), so the chance
+    is #{R : R / (n + 1) < alpha} / (n + 1) < alpha (0 when 1 / (n + 1) >= alpha: nothing can be refused);
+    counted with the same division as :func:`p_value`, so no rounding separates the two."""
+    return sum(r / (n + 1) < alpha for r in range(1, n + 2)) / (n + 1)

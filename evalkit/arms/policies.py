@@ -24,6 +24,9 @@ The built-ins, compared in docs/refusal.md:
   co-occur anywhere?), agreement of the keyword and semantic rankings, and term familiarity.
 - ``conformal``: another policy's confidence as a conformal p-value among passages drawn from the corpus
   (:mod:`evalkit.arms.conformal`), so a threshold carries a wrongful-refusal bound to any corpus.
+- ``judge``: the local judge's chance that the arm's top pages answer, trained on the user's own judged
+  queries of the corpus and turned into a conformal p-value among its answerable ones
+  (:mod:`evalkit.arms.answerability`). The judge only admits or refuses another arm's ranking; it ranks nothing.
 
 Plug-in policies come from the ``evalkit.admission`` entry point group, like arms.
 """
@@ -65,6 +68,22 @@ class Policy(Configurable):
 
     def assess(self, query: str, result: Answer) -> Verdict:  # pragma: no cover - the protocol
         raise NotImplementedError
+
+    def bind(self, arm) -> None:
+        """Meet the arm whose rankings this policy admits (:class:`~evalkit.arms.admit.AdmitArm` calls it once
+        built); a policy that learns from that arm's rankings keeps it. The default needs none."""
+
+    def prepare(self) -> None:
+        """Do the costly part before the first timed query (the wrapper's ``prepare``); default: nothing."""
+
+    def note(self, threshold: float) -> str:
+        """What a user should read about this policy at ``threshold`` before trusting its refusals (a bound
+        on wrongful refusal, say); the wrapper prints it when it prepares. Default: nothing to say."""
+        return ""
+
+    def describe(self) -> dict:
+        """What the manifest should record about this policy beyond its label; default: nothing."""
+        return {}
 
 
 # ---- term statistics ---------------------------------------------------------------------------------------
@@ -271,6 +290,20 @@ class NamesPolicy(Policy):
             self.params["policy"] = self.then.label
             self.depth = self.then.depth
 
+    def bind(self, arm) -> None:
+        if self.then:
+            self.then.bind(arm)
+
+    def prepare(self) -> None:
+        if self.then:
+            self.then.prepare()
+
+    def note(self, threshold: float) -> str:
+        return self.then.note(threshold) if self.then else ""
+
+    def describe(self) -> dict:
+        return self.then.describe() if self.then else {}
+
     def absent(self, query: str) -> list[str]:
         """The names of ``query`` that no page holds (as FTS5 reads them: case-folded and stemmed)."""
         rare = rare_words(query, english_frequency, self.params["rare"]) if self.params["rare"] > 0 else []
@@ -438,13 +471,124 @@ class ConformalPolicy(Policy):
         return Verdict(p_value(calibration, v.confidence), f"p-value of {v.measure} {among}", v.evidence)
 
 
+# ---- judge: the local judge's answerability, calibrated on the user's own judged queries --------------------
+
+JUDGE_SUMMARIES = ("max", "mean", "any")
+
+
+class JudgePolicy(Policy):
+    """The conformal p-value of the local judge's chance that the wrapped arm's top pages answer, among answerable
+    queries of the user's own query file of this corpus that the judge did not learn from
+    (:mod:`evalkit.arms.answerability`). ``qrels``: that file; ``train``: the share of its answerable queries
+    the judge learns from (with every abstain query), the others calibrate; ``gain``, ``top``, ``summary``:
+    which chance, over how many of the arm's pages, summarised how; ``model``, ``calibration``: the judge's
+    (:class:`~evalkit.autojudge.model.Spec`). The defaults are the reading that told the shipped sets' answerable
+    queries from their abstain ones best, cross-fitted (``benchmarks/admit_judge.py``, docs/refusal.md);
+    ``vectors=0``: no semantic signal (a corpus not embedded). The judge never ranks: it reads the ranking of
+    the arm it admits (:meth:`bind`) and says whether to show it."""
+
+    name = "judge"
+    defaults = {"qrels": "", "train": 0.5, "gain": 2, "top": 3, "summary": "mean", "depth": 10, "model": "logistic",
+                "calibration": "isotonic", "seed": 0, "vectors": True}
+    choices = {"summary": JUDGE_SUMMARIES, "gain": (1, 2, 3), "model": ("hgb", "logistic"),
+               "calibration": ("platt", "isotonic")}
+    minimum = {"top": 1, "depth": 1}
+
+    @classmethod
+    def resolve(cls, params):
+        resolved = super().resolve(params)
+        if not resolved["qrels"]:
+            raise ArmError("policy 'judge' needs qrels=FILE, your judged queries of this corpus: "
+                           "judge(qrels=qrels/mine.toml)")
+        if not 0 < resolved["train"] < 1:
+            raise ArmError(f"policy 'judge': parameter 'train' is the share of answerable queries the judge learns "
+                           f"from, between 0 and 1, not {resolved['train']!r}")
+        if resolved["top"] > resolved["depth"]:
+            raise ArmError(f"policy 'judge': parameter 'top' ({resolved['top']}) reads more pages than 'depth' "
+                           f"({resolved['depth']}) gives it")
+        return resolved
+
+    def __init__(self, corpus, store, **params):
+        from .. import qrels
+
+        super().__init__(corpus, store, **params)
+        self.depth = self.params["depth"]
+        path = self.params["qrels"]
+        try:
+            self.queries = qrels.load(path)
+        except (OSError, ValueError) as e:
+            raise ArmError(f"policy 'judge': qrels={path}: {e.strerror if isinstance(e, OSError) else e}") from None
+        if self.queries.corpus and self.queries.corpus != corpus.name:
+            raise ArmError(f"policy 'judge': {path} holds queries of corpus {self.queries.corpus!r}, not "
+                           f"{corpus.name!r}: the judge is calibrated on the corpus's own queries")
+        self.arm = None  # the wrapped arm, once bound
+        self._calibrated = None
+        self._signals = None
+
+    def bind(self, arm) -> None:
+        self.arm = arm
+
+    def calibration(self):
+        """The judge trained and calibrated on the query file (once, on first use)."""
+        if self._calibrated is None:
+            from ..autojudge.model import Spec
+            from ..autojudge.signals import CorpusSignals
+            from . import answerability as A
+
+            if self.arm is None:
+                raise ArmError("policy 'judge' admits an arm's ranking: use it as admit(arm=ARM,policy=judge(...))")
+            p, arm = self.params, self.arm
+            self._signals = CorpusSignals(self.corpus, self.store, vectors=p["vectors"])
+            reading = A.Reading(p["gain"], p["top"], p["summary"], p["depth"])
+            try:
+                self._calibrated = A.calibrate(self.queries.queries, lambda t: [(h.doc, h.page) for h in
+                                                                                arm.search(t, p["depth"]).hits],
+                                               self._signals, reading, Spec(p["model"], p["calibration"], p["seed"]),
+                                               p["train"], self.store.db)
+            except ValueError as e:
+                raise ArmError(f"policy 'judge': {p['qrels']}: {e}") from None
+            except ImportError:
+                raise ArmError("policy 'judge' trains its judge with scikit-learn: pip install 'evalkit[judge]'") \
+                    from None
+        return self._calibrated
+
+    def prepare(self) -> None:
+        self.calibration()
+
+    def assess(self, query: str, result: Answer) -> Verdict:
+        from . import answerability as A
+
+        cal, p = self.calibration(), self.params
+        s = A.score(cal, query, [(h.doc, h.page) for h in result.hits], self._signals)
+        inside = "; in-sample: the query is in the calibration file" if A.in_sample(cal, query) else ""
+        return Verdict(cal.p_value(s), f"p-value among {cal.n} answerable queries of {p['qrels']}{inside}",
+                       f"the judge's {p['summary']} P(gain >= {p['gain']}) over the top {p['top']} pages {s:.2f}")
+
+    def note(self, threshold: float) -> str:
+        cal, path = self.calibration(), self.params["qrels"]
+        head = (f"policy judge: calibrated on {cal.n} answerable queries of {path} (judge trained on "
+                f"{cal.trained_on} others)")
+        if threshold == -math.inf:
+            return f"{head}; no threshold: records its p-values only"
+        k, bound, upper = cal.bound(threshold)
+        return (f"{head}; at threshold {threshold:g} it refuses {k}/{cal.n} of them; wrongful refusal of a new "
+                f"answerable query <= {bound:.3f} (split conformal), and <= {upper:.3f} at 95% for this calibration "
+                f"(Clopper-Pearson, {k}/{cal.n})")
+
+    def describe(self) -> dict:
+        cal = self.calibration()
+        return {"policy": self.label, "judge": cal.judge.identity, "qrels": self.params["qrels"],
+                "qrels_digest": self.queries.digest, "calibrated_on": cal.n, "trained_on": cal.trained_on}
+
+
 # ---- registry ------------------------------------------------------------------------------------------------
 
 
 def registry() -> dict[str, type[Policy]]:
     """Every policy by name: the built-ins, then plug-ins from the ``evalkit.admission`` entry points."""
     policies: dict[str, type[Policy]] = {p.name: p for p in (IdfMassPolicy, ScorePolicy, SemanticPolicy, SpreadPolicy,
-                                                             NamesPolicy, EvidencePolicy, ConformalPolicy)}
+                                                             NamesPolicy, EvidencePolicy, ConformalPolicy,
+                                                             JudgePolicy)}
     for ep in entry_points(group="evalkit.admission"):
         if ep.name in policies:
             raise ArmError(f"plug-in policy {ep.name!r} ({ep.value}) would shadow a built-in policy")

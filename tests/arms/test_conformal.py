@@ -5,9 +5,10 @@ import pytest
 
 from evalkit import arms
 from evalkit.arms import ArmError
-from evalkit.arms.conformal import p_value, pseudo_queries
+from evalkit.arms.conformal import guarantee, p_value, pseudo_queries, refused
 from evalkit.arms.policies import make_policy
 from evalkit.records import Answer
+from evalkit.refusal import clopper_pearson_upper
 
 
 def test_p_value_by_hand():
@@ -85,3 +86,31 @@ def test_names_with_rare_vetoes_lower_case_names_no_page_holds(small):
     # a rare word some page holds is not vetoed (booktabs is in the corpus); nor is a common word it lacks
     assert rare.assess("booktabs rules in a table", Answer()).confidence == 1.0
     assert rare.assess("a lottery table", Answer()).confidence == 1.0
+
+
+@pytest.mark.parametrize("n,alpha", [(19, 0.05), (20, 0.05), (42, 0.05), (61, 0.1), (9, 0.05)])
+def test_refusing_below_alpha_refuses_at_most_alpha_of_new_answerable_queries(n, alpha):
+    """Seeded simulation: calibration and new scores exchangeable (with ties: scores on a coarse grid)."""
+    rng = np.random.default_rng(7)
+    trials = 20_000
+    cal = np.sort(np.round(rng.beta(2, 5, size=(trials, n)), 2), axis=1)
+    new = np.round(rng.beta(2, 5, size=trials), 2)
+    hit = np.mean([p_value(c, s) < alpha for c, s in zip(cal, new, strict=True)])
+    assert hit <= guarantee(n, alpha) + 3 * math.sqrt(alpha / trials)
+    assert guarantee(n, alpha) <= alpha
+    if n + 1 <= 1 / alpha:  # the least p-value, 1/(n+1), is not below alpha: nothing can be refused
+        assert guarantee(n, alpha) == 0 and hit == 0
+
+
+def test_the_bound_printed_covers_the_drawn_threshold_s_rate_95_percent_of_the_time():
+    """With uniform scores the wrongful-refusal rate of a drawn threshold is known exactly (the share of scores
+    whose p-value is below alpha); the Clopper–Pearson bound on the calibration count covers it >= 95%."""
+    rng, n, alpha, trials = np.random.default_rng(11), 40, 0.1, 4000
+    covered = []
+    for _ in range(trials):
+        cal = np.sort(rng.random(n))
+        k = refused(cal, alpha)
+        # k calibration scores refused: a new score is refused below the (k + 1)-th lowest (n * alpha > 1 here)
+        rate = cal[k]
+        covered.append(rate <= clopper_pearson_upper(k, n))
+    assert np.mean(covered) >= 0.94
