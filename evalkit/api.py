@@ -208,8 +208,8 @@ def _written_for(qs: QuerySet, name: str) -> None:
 
 
 def _judges_pages_of(qs: QuerySet, opened: OpenCorpus) -> None:
-    problems = qrels.check(qs, opened.store.corpus_texts(opened.corpus))
-    if problems:
+    problems = [p for p in qrels.check(qs, opened.store.corpus_texts(opened.corpus)) if not p.warning]
+    if problems:  # an ungraded query is a warning: a run records its answers for the judge
         raise QrelsError(f"{qs.path or qs.name} does not fit corpus {opened.name!r} ({len(problems)} problem(s)), "
                          f"e.g. {problems[0]}; see `evalkit qrels check`")
 
