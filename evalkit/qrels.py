@@ -256,7 +256,8 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
     page 1 first). With ``strict``, evidence must be present and found on its page, and described
     queries must share few content words with their judged pages. An answerable query with no judgment
     at all is :func:`ungraded`: a warning, an error with ``strict`` (a finished set is graded whole). The
-    rules that ask whether each class does its job (traps, abstain kinds, wording) need the corpus-wide index: :func:`evalkit.validity.check`."""
+    rules that ask whether each class does its job (traps, abstain kinds, wording) need the corpus-wide
+    index: :func:`evalkit.validity.check`."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for q in qs.queries:
