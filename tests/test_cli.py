@@ -718,6 +718,7 @@ def test_a_set_graded_in_part_runs_and_gates_with_the_judge(isolated, capsys, mo
     """Write twelve needles, pool them (`qrels pool`), grade six whole: `qrels check` warns of the six others,
     `evalkit run` answers all twelve and measures six (the manifest lists the rest), the plain gate says so,
     and `qrels judge` then `gate --judge` decide on all twelve (docs/deciding.md: exit 1, undecided)."""
+    from evalkit import judged, qrels
     from evalkit.results import Results
 
     from .conftest import make_pdf, query, query_file
@@ -773,3 +774,6 @@ def test_a_set_graded_in_part_runs_and_gates_with_the_judge(isolated, capsys, mo
     out = capsys.readouterr().out
     assert "queries measured" not in out and "6 of 12 queries graded" in out, out
     assert code == 1 and "UNDECIDED (exit 1" in out
+    decider = judged.Decider(res, "keyword", "global-index", preds, rules)  # the workbench's "can I decide yet?"
+    [rule], _ = decider.outcomes(qrels.load(q))
+    assert (rule.status, rule.numbers["graded"], rule.numbers["n"]) == ("undecided", 6, 12)
