@@ -249,7 +249,8 @@ def run(corpus: OpenCorpus | str | None = None, qs: QuerySet | str | Path | None
     corpus, or a corpus name (``None`` with ``docs=FOLDER``) opened here with ``opening`` as :func:`corpus_for`
     opens it, once the arms are checked. Arms are specs (``"hybrid(keyword=global-index)"``) or retrievers
     (registered with :func:`arm` under their own name). With ``resume``, an earlier run in ``out`` is continued
-    (see :func:`evalkit.runner.run`)."""
+    (see :func:`evalkit.runner.run`). An ungraded query (no judgment yet) is asked and recorded, not measured:
+    the judge's gate measures it (``gate(..., judge=...)``)."""
     from . import runner
     from .results import Results
 

@@ -4,7 +4,9 @@
       manifest.json        what ran, on which bytes, with which versions, on which machine
       runs/<arm>.jsonl     the raw answers, one line per query, appended as they come (what --resume reads)
       runs/<arm>.trec      TREC run files, page ids "<doc>#<page>", strictly decreasing scores
-      per_query.parquet    one row per (query, arm): class, kind, measures, outcome, confidence, latency, ties
+      per_query.parquet    one row per (graded query, arm): class, kind, measures, outcome, confidence, latency,
+                           ties (an ungraded query, without judgment, is answered but not measured: the
+                           manifest lists it under qrels.ungraded, for the judge's gate)
       summary.csv          per arm and class
 
 The score column of the .trec files is ``n - rank + 1``: trec_eval re-sorts by score (then by document id,
