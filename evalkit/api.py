@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # each function imports what it runs: opening a corpus loads 
 
     from . import comparison as _compare
     from . import gating as _gate
+    from . import judged
     from .results import Results
 
 
@@ -208,8 +209,8 @@ def _written_for(qs: QuerySet, name: str) -> None:
 
 
 def _judges_pages_of(qs: QuerySet, opened: OpenCorpus) -> None:
-    problems = qrels.check(qs, opened.store.corpus_texts(opened.corpus))
-    if problems:
+    problems = [p for p in qrels.check(qs, opened.store.corpus_texts(opened.corpus)) if not p.warning]
+    if problems:  # an ungraded query is a warning: a run records its answers for the judge
         raise QrelsError(f"{qs.path or qs.name} does not fit corpus {opened.name!r} ({len(problems)} problem(s)), "
                          f"e.g. {problems[0]}; see `evalkit qrels check`")
 
@@ -248,7 +249,8 @@ def run(corpus: OpenCorpus | str | None = None, qs: QuerySet | str | Path | None
     corpus, or a corpus name (``None`` with ``docs=FOLDER``) opened here with ``opening`` as :func:`corpus_for`
     opens it, once the arms are checked. Arms are specs (``"hybrid(keyword=global-index)"``) or retrievers
     (registered with :func:`arm` under their own name). With ``resume``, an earlier run in ``out`` is continued
-    (see :func:`evalkit.runner.run`)."""
+    (see :func:`evalkit.runner.run`). An ungraded query (no judgment yet) is asked and recorded, not measured:
+    the judge's gate measures it (``gate(..., judge=...)``)."""
     from . import runner
     from .results import Results
 
@@ -304,9 +306,8 @@ def compare(res: Results, baseline_arm: str | None = None, candidates: Sequence[
     if judge:
         from . import judged
 
-        pairs = [_compare.pair(base, side(res, c)) for c in names]
-        found = [judged.table(judged.compare(p, judge_loader(judge, queries, p.cand)(p), tuple(measures)))
-                 for p in pairs]
+        found = [judged.table(judged.compare(*judged_pair(base, side(res, c), judge, queries), tuple(measures)))
+                 for c in names]
         return pd.concat(found, ignore_index=True).set_index(["candidate", "measure", "class"])
     tables = [_compare.table(_compare.pair(base, side(res, c)), tuple(measures),
                              **kw).assign(candidate=side(res, c).arm)
@@ -341,24 +342,28 @@ def gate(baseline: Results | str | Path | _compare.Side, candidate: Results | st
     return verdict
 
 
-def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _compare.Side) -> Callable:
-    """The judge loader :func:`evalkit.gating.evaluate` calls with the pair; CompareError (exit 2) naming the
-    file that cannot be used."""
+def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _compare.Side) -> judged.Loader:
+    """The judge :func:`evalkit.gating.evaluate` is given: the predictions and the query file ``queries`` (default:
+    the one the candidate's manifest names); CompareError (exit 2) naming the file that cannot be used."""
     from . import comparison as _compare
     from . import judged
 
     path = Path(queries or cand.results.manifest["qrels"].get("path") or "")
     try:
-        qs = qrels.load(path)
+        return judged.Loader(predictions, qrels.load(path))
     except (QrelsError, OSError) as e:
         raise _compare.CompareError(f"--judge needs the query file the runs were scored with: {path}: {e}") from None
 
-    def load(pair: _compare.Pair) -> judged.Judge:
-        try:
-            return judged.load(predictions, qs, pair)
-        except (ValueError, OSError) as e:
-            raise _compare.CompareError(str(e)) from None
-    return load
+
+def judged_pair(base: _compare.Side, cand: _compare.Side, predictions: str | Path, queries: str | Path | None,
+                allow_different_queries: bool = False) -> tuple[_compare.Pair, judged.Judge]:
+    """The pair of ``base`` and ``cand`` over every query, ungraded ones included, and its judge: what
+    ``compare --judge`` estimates from."""
+    from . import comparison as _compare
+
+    loader = judge_loader(predictions, queries, cand)
+    pair = _compare.pair(*loader.sides(base, cand), allow_different_queries)
+    return pair, loader(pair)
 
 
 def report(res: Results | str | Path, out_html: str | Path | None = None,

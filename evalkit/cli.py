@@ -506,6 +506,8 @@ def cmd_summary(args) -> int:
     print(f"{esc.terminal(res.manifest['corpus']['name'])} × {esc.terminal(res.manifest['qrels']['name'])} "
           f"({res.manifest['qrels']['queries']} queries, {resultsdir.status(res.path, res.manifest)})")
     print(table.to_string(float_format=lambda v: f"{v:.3f}", na_rep="n/a"))
+    if left := res.ungraded_note():
+        print(f"evalkit: note: {esc.terminal(left)}")
     return 0
 
 
@@ -620,18 +622,20 @@ def cmd_compare(args) -> int:
         base, cands = comparison.side(args.sides[0]), [comparison.side(args.sides[1])]
     else:
         raise UsageError("give BASE and CAND (each DIR:ARM, or DIR holding one arm), or DIR --baseline-arm ARM")
-    pairs = [comparison.pair(base, c, args.allow_different_queries) for c in cands]
-    for p in pairs:
-        for note in comparison.notes(p):
-            print(f"evalkit: warning: {note}", file=sys.stderr)
     measures = tuple(split_top(args.measures, ","))
     if args.judge:
         from . import judged
 
-        for p in pairs:
-            print(judged.render(p, judged.compare(p, api.judge_loader(args.judge, args.qrels, p.cand)(p), measures),
-                                measures))
+        for c in cands:
+            p, judge = api.judged_pair(base, c, args.judge, args.qrels, args.allow_different_queries)
+            for note in comparison.notes(p):
+                print(f"evalkit: warning: {note}", file=sys.stderr)
+            print(judged.render(p, judged.compare(p, judge, measures), measures))
         return 0
+    pairs = [comparison.pair(base, c, args.allow_different_queries) for c in cands]
+    for p in pairs:
+        for note in comparison.notes(p):
+            print(f"evalkit: warning: {note}", file=sys.stderr)
     print(comparison.render(pairs, measures, n_resamples=args.resamples, seed=args.seed))
     return 0
 

@@ -274,8 +274,10 @@ def _fmt_table(frame: pd.DataFrame) -> str:
 
 
 def notes(pair: Pair) -> list[str]:
-    """What a reader must know before trusting the numbers: missing answers, unshared queries, latency."""
-    out = []
+    """What a reader must know before trusting the numbers: ungraded queries left out, missing answers,
+    unshared queries, latency."""
+    out = [n for n in dict.fromkeys(s.results.ungraded_note() for s in (pair.base, pair.cand)
+                                    if not set(s.results.ungraded) <= set(pair.base_rows.index)) if n]
     for label in dict.fromkeys(lbl for lbl, _ in pair.missing):
         ids = [q for lbl, q in pair.missing if lbl == label]
         out.append(f"{label} has no answer for {len(ids)} query(ies), scored 0: {', '.join(ids)}")

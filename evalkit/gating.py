@@ -16,12 +16,10 @@ import math
 import os
 import warnings
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from . import comparison, dirs, judged, oserrors, qrels, resultsdir, rules
 from . import escape as esc
@@ -34,17 +32,6 @@ GATE_FILE = "gate.json"  # written into the candidate's results directory, read 
 MARK = {"pass": "PASS", "fail": "FAIL", "underpowered": "UNDERPOWERED", "skipped": "SKIPPED", "undecided": "UNDECIDED"}
 COLOUR = {"pass": "#1a7f37", "fail": "#cf222e", "underpowered": "#9a6700", "skipped": "#6e7781", "undecided": "#9a6700"}
 UNDECIDED = ("fail", "pass")  # what an undecided rule does to the exit code
-
-
-class Judge(Protocol):
-    """What a gate needs of a judge (:class:`evalkit.judged.Judge`, which reads the runs' answers and so
-    imports what imports this module)."""
-
-    def outcomes(self, parsed: rules.Rules, ctx: rules.Context) -> tuple[Outcome, ...]: ...
-
-    def record(self, outcomes: tuple[Outcome, ...]) -> dict: ...
-
-    def note(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -224,19 +211,21 @@ def _correlation(v: object) -> str:
 
 def evaluate(baseline: comparison.Side, candidate: comparison.Side, rules_path: Path | str | None = None,
              allow_different_queries: bool = False, timing: PairedTiming | Untimed | None = None,
-             judge: Callable[[comparison.Pair], Judge] | None = None, undecided: str = "fail") -> Verdict:
+             judge: judged.Loader | None = None, undecided: str = "fail") -> Verdict:
     """Pair the two sides and evaluate every rule of ``rules_path`` (default: :func:`evalkit.dirs.rules_path`,
     ./gate.toml else the rules shipped with evalkit); the latency rule decides on ``timing``, both arms
     re-timed side by side (:func:`evalkit.timing.for_gate`), and is skipped without it. Anything that stops the
     evaluation (another corpus or query set, runs of different depths, a bad rules file, a missing robustness report)
     raises CompareError. A depth mismatch stops it because documents are ranked from the pages a run kept,
-    so every document-level measure moves with depth alone. ``judge`` (given the pair, e.g.
-    ``partial(judged.load, predictions, query_set)``): the rules resting on measures are decided from the
+    so every document-level measure moves with depth alone. ``judge`` (``judged.Loader(predictions, query_set)``):
+    the pair holds every query, ungraded ones included, and the rules resting on measures are decided from the
     person's grades plus the judge's predictions (:mod:`evalkit.judged`); ``undecided``: "fail" or "pass", what an
     undecided rule does to the exit code."""
     if undecided not in UNDECIDED:
         raise comparison.CompareError(f"undecided={undecided!r}: want one of {', '.join(UNDECIDED)}")
     parsed = rules.load(rules_path or dirs.rules_path())
+    if judge:
+        baseline, candidate = judge.sides(baseline, candidate)
     pair = comparison.pair(baseline, candidate, allow_different_queries)
     if pair.depths[0] != pair.depths[1]:
         raise comparison.CompareError(f"the runs kept {pair.depths[0]} and {pair.depths[1]} hits per query "
@@ -345,7 +334,7 @@ def rederived(verdict: Verdict, base_dir: Path, cand_dir: Path) -> Verdict | str
     try:
         if hashlib.sha256(path.read_bytes()).hexdigest() != verdict.rules_sha256:
             return f"its rules file {path} changed since the verdict, so the verdict cannot be evaluated again"
-        judge = partial(judged.load, verdict.judge["predictions"], qrels.load(verdict.judge["queries"])) \
+        judge = judged.Loader(verdict.judge["predictions"], qrels.load(verdict.judge["queries"])) \
             if verdict.judge else None
         again = evaluate(comparison.side(base_dir, on["baseline"]["arm"]),
                          comparison.side(cand_dir, on["candidate"]["arm"]),

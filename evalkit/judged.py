@@ -106,10 +106,62 @@ def load(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:
     """The :class:`Judge` of a gate from the judge's predictions file and the query file the runs were scored
     with; ValueError naming the file when either cannot be used."""
     for s in (pair.base, pair.cand):
-        if s.results.manifest["qrels"]["digest"] != qs.digest:
-            raise ValueError(f"{qs.path}: not the query file {s.results.path} was scored with (digest "
-                             f"{s.results.manifest['qrels']['digest'][:12]}, the file's {qs.digest[:12]}): rerun it")
+        scored_with(qs, s.results)
     return build(predictions, qs, pair)
+
+
+def scored_with(qs: QuerySet, results: Results) -> None:
+    """ValueError unless ``results`` was scored with the query file ``qs``."""
+    if results.manifest["qrels"]["digest"] != qs.digest:
+        raise ValueError(f"{qs.path}: not the query file {results.path} was scored with (digest "
+                         f"{results.manifest['qrels']['digest'][:12]}, the file's {qs.digest[:12]}): rerun it")
+
+
+def with_ungraded(side: comparison.Side, qs: QuerySet) -> comparison.Side:
+    """``side`` with the rows of its run's ungraded queries put back, scored from the arm's recorded answers: the
+    plain measures leave a query without judgment out, the judge speaks for it (its ranking, through the
+    judge's predictions of its pooled pages; its outcome and latency as recorded). ValueError unless the run
+    was scored with ``qs``."""
+    from .recorded import Rejudged
+
+    measured = side.results.per_query
+    if not set(side.results.ungraded) - set(measured["query"]):
+        return side
+    scored_with(qs, side.results)
+    return comparison.Side(Rejudged(side.results.path, with_rows(side.results, measured, (side.arm,), qs)), side.arm)
+
+
+def with_rows(results: Results, frame: pd.DataFrame, arms: Sequence[str], qs: QuerySet) -> pd.DataFrame:
+    """``frame`` (per-query rows of ``results``) with rows for the run's ungraded queries it lacks, for ``arms``,
+    scored from their recorded answers under ``qs`` as it stands."""
+    from .recorded import per_query  # reads the arms' recorded answers
+
+    left = set(results.ungraded) - set(frame["query"])
+    infos = [a for a in results.manifest["arms"] if a["label"] in arms]
+    rows = per_query(replace(qs, queries=tuple(q for q in qs.queries if q.id in left)), infos, results.path / "runs")
+    return pd.concat([frame, rows], ignore_index=True) if len(rows) else frame
+
+
+@dataclass(frozen=True)
+class Loader:
+    """A gate's judge before the pair is made: the predictions file and the query file the runs were scored
+    with. It widens the two sides to every query (:func:`with_ungraded`), then loads the :class:`Judge` of
+    their pair; CompareError naming the file that cannot be used."""
+
+    predictions: Path | str
+    qs: QuerySet
+
+    def sides(self, base: comparison.Side, cand: comparison.Side) -> tuple[comparison.Side, comparison.Side]:
+        try:
+            return with_ungraded(base, self.qs), with_ungraded(cand, self.qs)
+        except ValueError as e:
+            raise comparison.CompareError(str(e)) from None
+
+    def __call__(self, pair: comparison.Pair) -> Judge:
+        try:
+            return load(self.predictions, self.qs, pair)
+        except (ValueError, OSError) as e:
+            raise comparison.CompareError(str(e)) from None
 
 
 def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:
@@ -381,6 +433,8 @@ class Decider:
     def _rescored(self, qs: QuerySet) -> comparison.Pair:
         from .recorded import Rejudged, gains, rescore
 
+        if set(self.results.ungraded) - set(self.frame["query"]):  # the run measured them not: no judgment then
+            self.frame = with_rows(self.results, self.frame, self.arms, qs)
         now = {q.id: gains(q) for q in qs.queries}
         changed = [q for q in qs.queries if self.gains.get(q.id) != now[q.id]]
         if changed:

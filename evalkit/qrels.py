@@ -240,16 +240,29 @@ def _pooled(value: object, where: str) -> tuple[tuple[str, int], ...]:
         raise QrelsError(f"{where}: field 'pooled' holds an entry that is not '<doc>#<page>': {value!r}") from None
 
 
+UNGRADED = ("a run records its answers and measures it only with a judge, `evalkit gate --judge`; "
+            "--strict wants every query graded")
+
+
+def ungraded(qs: QuerySet) -> tuple[str, ...]:
+    """The answerable queries with no judgment at all: written (maybe pooled) and not graded yet. Not wrong, but
+    unmeasured: a run leaves them out of its plain measures (as trec_eval leaves a query without judgments)
+    and only a judge's predictions speak for them. An abstain query needs no grading: nothing answers it."""
+    return tuple(q.id for q in qs.queries if q.cls != "abstain" and not q.judgments)
+
+
 def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False) -> list[Problem]:
     """Every problem of a query set against a corpus's page texts (``pages``: document name -> texts,
     page 1 first). With ``strict``, evidence must be present and found on its page, and described
-    queries must share few content words with their judged pages. The rules that ask whether each class
-    does its job (traps, abstain kinds, wording) need the corpus-wide index: :func:`evalkit.validity.check`."""
+    queries must share few content words with their judged pages. An answerable query with no judgment
+    at all is :func:`ungraded`: a warning, an error with ``strict`` (a finished set is graded whole). The
+    rules that ask whether each class does its job (traps, abstain kinds, wording) need the corpus-wide
+    index: :func:`evalkit.validity.check`."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for q in qs.queries:
-        def bad(fld: str, msg: str) -> None:
-            problems.append(Problem(q.id, fld, msg))  # noqa: B023 (bad() is called in this iteration only)
+        def bad(fld: str, msg: str, warning: bool = False) -> None:
+            problems.append(Problem(q.id, fld, msg, warning))  # noqa: B023 (called in this iteration only)
 
         if q.id in seen:
             bad("id", "duplicate id")
@@ -268,9 +281,11 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
         if q.cls == "abstain":
             if q.relevant:
                 bad("judgments", "an abstain query has no relevant judgments (nothing in the corpus answers it)")
+        elif not q.judgments:
+            bad("judgments", f"not graded yet: no judgments ({UNGRADED})", warning=not strict)
         elif not q.relevant:
             bad("judgments", f"a {q.cls} query needs at least one judgment with gain > 0")
-        if q.cls == "spread" and len({j.doc for j in q.relevant}) < 2:
+        elif q.cls == "spread" and len({j.doc for j in q.relevant}) < 2:
             bad("judgments", "a spread query needs relevant pages in at least 2 documents")
         keys = [(j.doc, j.page) for j in q.judgments]
         if len(set(keys)) != len(keys):

@@ -4,6 +4,7 @@ runner, the arms, the gate or PyMuPDF."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from .pooling import PageKey
 from .qrels import QuerySet
 from .records import Answer, Chunk, Hit, Judgment, Query, page_id
 from .results import Results
-from .resultsdir import ResultsError
+from .resultsdir import PER_QUERY_COLUMNS, ResultsError
 
 
 def records(lines: Iterable[str]) -> dict[str, dict]:
@@ -34,6 +35,30 @@ def records(lines: Iterable[str]) -> dict[str, dict]:
 def read_records(path: Path) -> dict[str, dict]:
     """:func:`records` of the file ``path``; none when it does not exist yet."""
     return records(path.read_text().splitlines() if path.exists() else [])
+
+
+def ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
+    """Each query of ``qs`` with its record in the arm's file ``path``, in the query set's order."""
+    recs = read_records(path)
+    return [(q, recs[q.id]) for q in qs.queries]
+
+
+def per_query(qs: QuerySet, arm_infos: Sequence[dict], runs: Path) -> pd.DataFrame:
+    """One row per (query of ``qs``, arm) with every default measure, the refusal outcome (or ``error``, with
+    its message), latency and ties, from the answers recorded in ``runs``: the rows of ``per_query.parquet``."""
+    rows = []
+    for info in arm_infos:
+        for q, rec in ordered(qs, runs / f"{info['file']}.jsonl"):
+            result = answer(rec)
+            rows.append({"query": q.id, "class": q.cls, "kind": q.kind, "arm": info["label"],
+                         **measures.evaluate(q, result), measures.EVIDENCE: measures.evidence(q, result),
+                         "outcome": measures.refusal_outcome(q, result),
+                         "refused": not result.error and (result.refused or not result.hits),
+                         "confidence": math.nan if result.confidence is None else result.confidence,
+                         "error": result.error,
+                         "hits": len(result.hits), "latency_s": rec["latency"],
+                         "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
+    return pd.DataFrame(rows, columns=None if rows else list(PER_QUERY_COLUMNS))
 
 
 def answer(rec: dict) -> Answer:

@@ -98,6 +98,20 @@ class Results:
                 + ("" if state == "complete" else f" ({unfinished}): these are an earlier run's measures"))
 
     @property
+    def ungraded(self) -> tuple[str, ...]:
+        """The queries the run answered but did not measure: no judgment yet (:func:`evalkit.qrels.ungraded`)."""
+        return tuple(self.manifest["qrels"].get("ungraded", ()))
+
+    def ungraded_note(self) -> str:
+        """One line for every reader of the measures when some queries are ungraded ("" when none is): the
+        measures speak of the graded ones only, and the judge's gate speaks of all."""
+        left, total = self.ungraded, self.manifest["qrels"]["queries"]
+        if not left:
+            return ""
+        return (f"{total - len(left)} of {total} queries measured; {len(left)} ungraded, left out (no judgment "
+                f"yet: {', '.join(left[:5])}{' …' if len(left) > 5 else ''}): gate them with --judge")
+
+    @property
     def arms(self) -> list[str]:
         return [a["label"] for a in self.manifest["arms"]]
 

@@ -115,7 +115,8 @@ _MOMENT = ("load_average", list), ("load_average[]", float), ("reference_ms", fl
 MANIFEST_FIELDS: tuple[tuple[str, type, bool], ...] = (
     ("corpus", dict, True), ("corpus.name", str, True), ("corpus.digest", str, True), ("corpus.documents", dict, False),
     ("qrels", dict, True), ("qrels.name", str, True), ("qrels.digest", str, True), ("qrels.queries", int, True),
-    ("qrels.path", str, False), ("qrels.gains", dict, False),
+    ("qrels.path", str, False), ("qrels.gains", dict, False), ("qrels.ungraded", list, False),
+    ("qrels.ungraded[]", str, False),
     ("status", str, False), ("depth", int, False), ("specs", list, False), ("specs[]", str, False),
     ("environment", dict, False), ("environment.packages", dict, False), ("environment.machine", dict, False),
     ("environment.machine.cpus", int, False), ("environment.machine.memory_bytes", int, False),

@@ -4,7 +4,9 @@
       manifest.json        what ran, on which bytes, with which versions, on which machine
       runs/<arm>.jsonl     the raw answers, one line per query, appended as they come (what --resume reads)
       runs/<arm>.trec      TREC run files, page ids "<doc>#<page>", strictly decreasing scores
-      per_query.parquet    one row per (query, arm): class, kind, measures, outcome, confidence, latency, ties
+      per_query.parquet    one row per (graded query, arm): class, kind, measures, outcome, confidence, latency,
+                           ties (an ungraded query, without judgment, is answered but not measured: the
+                           manifest lists it under qrels.ungraded, for the judge's gate)
       summary.csv          per arm and class
 
 The score column of the .trec files is ``n - rank + 1``: trec_eval re-sorts by score (then by document id,
@@ -15,7 +17,6 @@ are kept in the .jsonl files and in every per-query record.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -28,7 +29,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from . import answers, arms, executor, ids, measures, recorded, resultsdir
+from . import answers, arms, executor, ids, recorded, resultsdir
 from .atomic import replacing
 from .corpora import Corpus
 from .defaults import DEPTH
@@ -36,7 +37,7 @@ from .embeddings import ModelSpec
 from .environment import completed, environment
 from .oserrors import naming
 from .pages import EXTRACTOR, PageStore
-from .qrels import QuerySet
+from .qrels import QuerySet, ungraded
 from .records import Answer, Hit, Query, page_id
 from .results import Results, summarize
 from .resultsdir import slug
@@ -156,7 +157,8 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: Sequence[str] | C
     plan = {"corpus": {"name": corpus.name, "digest": corpus.digest(), "root": str(corpus.root),
                        "documents": {d.name: d.sha256 for d in corpus.documents}},
             "qrels": {"name": qs.name, "path": str(qs.path or ""), "digest": qs.digest, "queries": len(qs.queries),
-                      "gains": {str(g): d for g, d in sorted(qs.gains.items(), reverse=True)}},
+                      "gains": {str(g): d for g, d in sorted(qs.gains.items(), reverse=True)},
+                      "ungraded": list(ungraded(qs))},
             "depth": k, "extractor": store.extractor}
     with resultsdir.owned(out) as out:
         manifest_path = out / "manifest.json"
@@ -176,6 +178,10 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: Sequence[str] | C
         manifest["status"] = "running"
         manifest.pop("error", None)
         resultsdir.write_json(manifest_path, manifest)
+        if left := manifest["qrels"]["ungraded"]:
+            print(f"evalkit: {len(left)} of {len(qs.queries)} queries are ungraded (no judgment yet: "
+                  f"{', '.join(left[:5])}{' …' if len(left) > 5 else ''}): every arm answers them, and they are "
+                  "measured only with a judge (`evalkit qrels judge`, then `evalkit gate --judge`)", file=sys.stderr)
         try:
             _run_all(corpus, store, qs, list(checked.specs), out, manifest, k, progress)
         except BaseException as e:  # Ctrl-C or a failing arm: the manifest says so, and --resume continues
@@ -226,7 +232,7 @@ def _run_all(corpus: Corpus, store: PageStore, qs: QuerySet, specs: list[str], o
         finally:
             _close(arm, spec)
         with replacing(runs / f"{info['file']}.trec") as tmp:
-            tmp.write_text("".join(line for rec in _ordered(qs, runs / f"{info['file']}.jsonl")
+            tmp.write_text("".join(line for rec in recorded.ordered(qs, runs / f"{info['file']}.jsonl")
                                    for line in trec_lines(rec[0].id, recorded.answer(rec[1]).hits, info["file"])))
 
     frame = per_query(qs, manifest["arms"], runs)
@@ -290,7 +296,7 @@ def _say_answers(label: str, qs: QuerySet, path: Path, k: int) -> None:
     """One line on stderr for an arm with errors: how many, and the first query's, so a user sees at once
     which arm and query to look at (every error is in the results: ``errors`` and ``error`` columns); and
     one for an arm that answered more than ``k`` hits (cut to k: ``cut_to_k`` in its records)."""
-    recs = _ordered(qs, path)
+    recs = recorded.ordered(qs, path)
     errors = [(q.id, rec["error"]) for q, rec in recs if rec.get("error")]
     if errors:
         print(f"evalkit: arm {label!r}: {len(errors)} of {len(qs.queries)} queries recorded as errors, "
@@ -358,27 +364,12 @@ def _close(arm: arms.Arm, spec: str) -> None:
         ex.each_worker(release_task, *_where(spec, arm))
 
 
-def _ordered(qs: QuerySet, path: Path) -> list[tuple[Query, dict]]:
-    recs = recorded.read_records(path)
-    return [(q, recs[q.id]) for q in qs.queries]
-
-
 def per_query(qs: QuerySet, arm_infos: list[dict], runs: Path) -> pd.DataFrame:
-    """One row per (query, arm) with every default measure, the refusal outcome (or ``error``, with its
-    message), latency and ties."""
-    rows = []
-    for info in arm_infos:
-        for q, rec in _ordered(qs, runs / f"{info['file']}.jsonl"):
-            result = recorded.answer(rec)
-            rows.append({"query": q.id, "class": q.cls, "kind": q.kind, "arm": info["label"],
-                         **measures.evaluate(q, result), measures.EVIDENCE: measures.evidence(q, result),
-                         "outcome": measures.refusal_outcome(q, result),
-                         "refused": not result.error and (result.refused or not result.hits),
-                         "confidence": math.nan if result.confidence is None else result.confidence,
-                         "error": result.error,
-                         "hits": len(result.hits), "latency_s": rec["latency"],
-                         "ties@10": measures.ties_at([h.score for h in result.hits], 10)})
-    return pd.DataFrame(rows)
+    """:func:`evalkit.recorded.per_query` of the measured queries: an ungraded one
+    (:func:`evalkit.qrels.ungraded`) has no judgment to measure against, so it is left out, as trec_eval
+    leaves out a query without judgments, not counted as a 0; the judge's gate reads its answers."""
+    left = set(ungraded(qs))
+    return recorded.per_query(replace(qs, queries=tuple(q for q in qs.queries if q.id not in left)), arm_infos, runs)
 
 
 def rescore(qs: QuerySet, results_path: Path) -> pd.DataFrame:

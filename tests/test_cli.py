@@ -706,3 +706,74 @@ def test_the_own_pdfs_workflow_runs_real_evalkit_commands():
     assert parsed[0].dir == Path("pdfs") and parsed[2].name == "mine"
     assert parsed[-1].baseline == "baselines/mine:keyword"
     assert "corpus fetch" not in text.replace("#", "")
+
+
+# ---- a partially graded set, end to end --------------------------------------------------------------------
+
+ANIMALS = ("walrus", "seal", "orca", "puffin", "otter", "narwhal", "beluga", "gannet", "tern", "eider", "skua", "krill")
+PARTIAL_RULES = '[[rule]]\ntype = "non-inferiority"\nmeasure = "nDCG@10"\nmargin = 0.05\n'
+
+
+def test_a_set_graded_in_part_runs_and_gates_with_the_judge(isolated, capsys, monkeypatch):
+    """Write twelve needles, pool them (`qrels pool`), grade six whole: `qrels check` warns of the six others,
+    `evalkit run` answers all twelve and measures six (the manifest lists the rest), the plain gate says so,
+    and `qrels judge` then `gate --judge` decide on all twelve (docs/deciding.md: exit 1, undecided)."""
+    from evalkit import judged, qrels
+    from evalkit.results import Results
+
+    from .conftest import make_pdf, query, query_file
+
+    monkeypatch.delenv("EVALKIT_LOCK", raising=False)  # `corpus add` pins the folder in ./corpora.lock
+    monkeypatch.chdir(isolated)
+    docs = isolated / "docs"
+    docs.mkdir()
+    for i in range(0, len(ANIMALS), 2):
+        make_pdf(docs / f"{ANIMALS[i]}.pdf", [f"The {a} lives by the sea. " * 3 for a in ANIMALS[i:i + 2]])
+    written = [query(f"q{i:02d}", "needle", f"where does the {a} live") for i, a in enumerate(ANIMALS)]
+    assert main(["corpus", "add", "mine", "docs"]) == 0
+    q = query_file(isolated / "mine.toml", *written, query("a1", "abstain", "price of a bicycle"), corpus="mine")
+    assert main(["qrels", "pool", str(q), "--corpus", "mine", "--arms", "keyword,global-index", "--depth", "3"]) == 0
+    pooled: dict[str, list[tuple[str, int]]] = {}
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith("q"):
+            qid = line.split()[0]
+        elif line.startswith("    ") and "#" in line:
+            doc, page = line.split()[0].split("#")
+            pooled.setdefault(qid, []).append((doc, int(page)))
+
+    def grade(i: int, a: str) -> tuple:  # the person reads each pooled page: 3 where the animal is, else 0
+        return tuple((d, p, 3 if (d, p) == (f"{ANIMALS[i - i % 2]}.pdf", 1 + i % 2) else 0)
+                     for d, p in pooled[f"q{i:02d}"])
+    graded = [query(f"q{i:02d}", "needle", f"where does the {a} live", *(grade(i, a) if i % 2 == 0 else ()),
+                    pooled=[f"{d}#{p}" for d, p in pooled[f"q{i:02d}"]]) for i, a in enumerate(ANIMALS)]
+    q = query_file(q, *graded, query("a1", "abstain", "price of a bicycle"), corpus="mine")
+    capsys.readouterr()
+    assert main(["qrels", "check", str(q), "--corpus", "mine"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("judgments: warning: not graded yet") == 6 and "q01: judgments: warning: not graded" in out
+    assert main(["qrels", "check", str(q), "--corpus", "mine", "--strict"]) == 1
+    res = isolated / "res"
+    assert main(["run", "--corpus", "mine", "--qrels", str(q), "--arms", "keyword,global-index", "--out",
+                 str(res)]) == 0
+    assert "6 of 13 queries are ungraded (no judgment yet: q01, q03" in capsys.readouterr().err
+    r = Results.load(res)
+    assert r.ungraded == ("q01", "q03", "q05", "q07", "q09", "q11")
+    assert set(r.per_query["query"]) == {f"q{i:02d}" for i in range(0, 12, 2)} | {"a1"}
+    assert all(len((res / "runs" / f"{a}.jsonl").read_text().splitlines()) == 13 for a in ("keyword", "global-index"))
+    rules = isolated / "gate.toml"
+    rules.write_text(PARTIAL_RULES)
+    assert main(["gate", "--baseline", f"{res}:keyword", "--candidate", f"{res}:global-index", "--rules",
+                 str(rules)]) in (0, 1)
+    assert "note: 7 of 13 queries measured; 6 ungraded, left out" in capsys.readouterr().out
+    assert main(["qrels", "judge", str(q), "--results", str(res), "--no-vectors", "--model", "logistic",
+                 "--folds", "2"]) == 0
+    preds = res / "judge" / "predictions.parquet"
+    capsys.readouterr()
+    code = main(["gate", "--baseline", f"{res}:keyword", "--candidate", f"{res}:global-index", "--rules",
+                 str(rules), "--judge", str(preds)])
+    out = capsys.readouterr().out
+    assert "queries measured" not in out and "6 of 12 queries graded" in out, out
+    assert code == 1 and "UNDECIDED (exit 1" in out
+    decider = judged.Decider(res, "keyword", "global-index", preds, rules)  # the workbench's "can I decide yet?"
+    [rule], _ = decider.outcomes(qrels.load(q))
+    assert (rule.status, rule.numbers["graded"], rule.numbers["n"]) == ("undecided", 6, 12)

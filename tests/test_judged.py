@@ -76,6 +76,20 @@ def rules_file(tmp_path):
     return path
 
 
+@dataclasses.dataclass(frozen=True)
+class _Given:
+    """A judge loader (as :class:`evalkit.judged.Loader`) handing the gate a judge built here; the synthetic runs
+    hold every query already."""
+
+    judge: judged.Judge
+
+    def sides(self, base, cand):
+        return base, cand
+
+    def __call__(self, pair):
+        return self.judge
+
+
 def _gate(tmp_path, rules_file, delta, graded, *, cand_bias=0.0, seed=0, undecided="fail", rules_text=None):
     """Gate cand against base over synthetic runs, a person having graded the first ``graded`` queries of a
     random order, the judge predicting every query (its candidate predictions off by ``cand_bias``)."""
@@ -94,7 +108,7 @@ def _gate(tmp_path, rules_file, delta, graded, *, cand_bias=0.0, seed=0, undecid
     elif seed:
         rules_file.write_text(f"[gate]\nseed = {seed}\n{RULES}")
     return gating.evaluate(comparison.side(res, "base"), comparison.side(res, "cand"), rules_file,
-                           judge=lambda pair: judge, undecided=undecided), person
+                           judge=_Given(judge), undecided=undecided), person
 
 
 def test_an_undecided_rule_names_the_queries_to_grade_drawn_reproducibly(tmp_path, rules_file):

@@ -67,8 +67,8 @@ def _problems(tmp_path, old, new, strict=True):
     ('text = "tables"', 'text = "  "', "text", "empty"),
     ('judgments = []', 'judgments = [{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }]', "judgments",
      "abstain query has no relevant judgments"),
-    ('judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]', "judgments = []",
-     "judgments", "at least one judgment with gain > 0"),
+    ('judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]',
+     'judgments = [{ doc = "a.pdf", page = 1, gain = 0 }]', "judgments", "at least one judgment with gain > 0"),
     ('{ doc = "b.pdf", page = 1, gain = 1, evidence = "above tables" }',
      '{ doc = "a.pdf", page = 1, gain = 1, evidence = "margins" }', "judgments", "at least 2 documents"),
     ('gain = 3, evidence = "sets page margins"', 'gain = 4, evidence = "sets page margins"', "judgments[1].gain",
@@ -94,6 +94,23 @@ def _problems(tmp_path, old, new, strict=True):
 def test_every_rule_has_a_failing_example(tmp_path, old, new, field, message):
     problems = _problems(tmp_path, old, new)
     assert any(p.field == field and message in p.message for p in problems), problems
+
+
+def test_an_ungraded_query_is_a_warning_and_strict_refuses_it(tmp_path):
+    """A needle with no judgment at all is written, not graded yet: a warning naming it (a run records its answers
+    for the judge), an error with --strict; a needle graded with no relevant page is an error either way, and an
+    abstain query with no judgment is its normal state, never ungraded."""
+    old = 'judgments = [{ doc = "a.pdf", page = 1, gain = 3, evidence = "sets page margins" }]'
+    qs = _load(tmp_path, GOOD.replace(old, "judgments = []", 1))
+    assert qrels.ungraded(qs) == ("n1",)
+    [loose] = qrels.check(qs, PAGES)
+    assert (loose.query, loose.field, loose.warning) == ("n1", "judgments", True)
+    assert str(loose).startswith("n1: judgments: warning: not graded yet: no judgments")
+    [strict] = [p for p in qrels.check(qs, PAGES, strict=True) if p.query == "n1"]
+    assert not strict.warning and strict.message.startswith("not graded yet")
+    zero = _load(tmp_path, GOOD.replace(old, 'judgments = [{ doc = "a.pdf", page = 1, gain = 0 }]', 1))
+    assert qrels.ungraded(zero) == () and [p.warning for p in qrels.check(zero, PAGES)] == [False]
+    assert qrels.ungraded(_load(tmp_path, GOOD)) == ()  # a1, the abstain query, has no judgment
 
 
 def test_judged_non_relevant_pages_are_kept(tmp_path):

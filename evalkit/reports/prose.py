@@ -31,6 +31,8 @@ def overview(results: Results) -> Markdown:
             f"**arms** {', '.join(esc.code(a) for a in results.arms)} · "
             f"**run** {esc.markdown(when)} ({esc.markdown(m.get('status', '?'))}) · "
             f"**results** {esc.code(results.path.name)}")
+    if left := results.ungraded_note():
+        text += f"\n\n_{esc.markdown(left[0].upper() + left[1:])}._"
     if foreign := resultsdir.foreign(results.path):
         text += (f"\n\n_Not written by evalkit, so not read: {', '.join(esc.code(n) for n in foreign)}._")
     return Markdown(text)

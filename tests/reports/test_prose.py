@@ -86,3 +86,18 @@ def test_the_conclusion_escapes_arm_labels(tmp_path):
                                      ["needle", "needle"]))
     text = prose.conclusion(res, "a", n_resamples=200)
     assert text.count("<b>") == text.count("`<b>*x*</b>`") == 2  # only ever inside a code span: shown, not markup
+
+
+def test_the_overview_says_which_queries_were_left_out_ungraded(tmp_path):
+    """A run on a set graded in part: the report's first paragraph says how many queries its measures speak
+    of and names the ungraded ones, which only a judge's gate measures."""
+    from ..conftest import write_results
+
+    path = write_results(tmp_path / "r", {"a": {"nDCG@10": [0.5, 0.2]}}, ["needle", "spread"])
+    assert "ungraded" not in prose.overview(Results.load(path))
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["qrels"].update(queries=4, ungraded=["q_7", "q8"])
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    text = prose.overview(Results.load(path))
+    assert r"_2 of 4 queries measured; 2 ungraded, left out \(no judgment yet: q\_7, q8\): gate them with " \
+        r"\-\-judge._" in text, text
