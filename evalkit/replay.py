@@ -249,3 +249,27 @@ def needed(summary: pd.DataFrame, significant: Mapping[str, int], share: float =
                      "queries graded": first["queries graded"] if first is not None else np.nan,
                      "pages graded": first["pages graded"] if first is not None else np.nan})
     return pd.DataFrame(rows)
+
+
+def simulate(src: session.Source, draws: int, seed: int = 0, budgets: Sequence[float] = BUDGETS,
+             cache: Path | None = None) -> tuple[Replayed, pd.DataFrame]:
+    """`evalkit qrels simulate --judge`: the replay of ``src``'s query file and results directory with the
+    local judge at every budget, ``draws`` draws each; the :func:`summarise` table."""
+    rep = of_run(src.qs, src.answers)
+    judge = learnt(rep, src, cache=cache)
+    rows = [{"judge": "local", **r} for b in budgets for r in replay(rep, judge, b, draws, seed)]
+    return rep, summarise(pd.DataFrame(rows))
+
+
+def render(rep: Replayed, summary: pd.DataFrame) -> str:
+    """The replay's table for a terminal, under a line saying what was replayed against what."""
+    pairs = len(rep.arms) * (len(rep.arms) - 1)
+    cols = ["pages/query", "measure", "queries graded", "pages graded", "coverage", "width", "width person-only",
+            "judge-person r", "n_eff", *OUTCOMES, "kept", "kept person-only"]
+    sig = ", ".join(f"{m} {sum(v != 'undecided' for (mm, _, _), (_, v) in rep.truths.items() if mm == m)}"
+                    for m in estimates.MEASURES)
+    head = (f"{rep.name}: {len(rep.queries)} answerable queries, depth-10 pool {int(rep.cost.sum())} pages; "
+            f"{pairs} ordered pairs of {len(rep.arms)} arms, significant under the full judgments: {sig}. "
+            "Per budget, queries graded whole at random; the local judge refitted in each draw on the graded "
+            "queries only; outcomes are ordered pairs per draw (mean) against the full judgments' verdicts")
+    return head + "\n" + summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}")
