@@ -19,13 +19,15 @@ arm) and ``useless`` (the same constant distribution for every page).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from evalkit import docfigures, effort, estimates, pooling, qrels, recorded, replay
+from evalkit import cli, docfigures, effort, estimates, pooling, qrels, recorded, replay
 from evalkit.autojudge import signals
 from evalkit.records import page_id
 from evalkit.results import Results
@@ -109,6 +111,8 @@ def arguments() -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--judges", default="ranks,biased,useless,local", help="comma-separated judges to replay")
     ap.add_argument("--cache", type=Path, help="where the local judge's per-draw predictions are kept")
+    ap.add_argument("--plan", type=Path, metavar="PREDICTIONS", help="also write what `evalkit qrels plan --judge "
+                    "PREDICTIONS` answers for the set (deciding-plan-NAME.md)")
     ap.add_argument("--out", type=Path)
     return ap.parse_args()
 
@@ -164,6 +168,8 @@ def main() -> None:
     print(text)
     if args.out:
         write(args, text, summary, head.split(";")[0], start, qs.name)
+    if args.plan:
+        plan(args, qs.name)
 
 
 def write(args: argparse.Namespace, text: str, summary: pd.DataFrame, title: str, start, name: str) -> None:
@@ -175,6 +181,20 @@ def write(args: argparse.Namespace, text: str, summary: pd.DataFrame, title: str
     (args.out / f"deciding-{name}.md").write_text(
         f"Command: `{' '.join(command)}`.\n\n{docfigures.machine_line(start, docfigures.moment())}\n\n{text}\n")
     figure(summary, title, args.out / f"deciding-{name}.png")
+
+
+def plan(args: argparse.Namespace, name: str) -> None:
+    """`evalkit qrels plan FILE --results DIR --judge PREDICTIONS`, its output kept as a docs figure."""
+    command = ["qrels", "plan", str(args.file), "--results", str(args.results), "--judge", str(args.plan)]
+    start, out = docfigures.moment(), io.StringIO()
+    with contextlib.redirect_stdout(out):
+        if cli.main(command) != 0:
+            raise SystemExit(f"evalkit {' '.join(command)} failed")
+    text = (f"Command: `evalkit {' '.join(command)}`; written by `python benchmarks/estimates_replay.py ... --plan "
+            f"{args.plan}`.\n\n{docfigures.machine_line(start, docfigures.moment())}\n\n```text\n{out.getvalue()}```\n")
+    print(text)
+    if args.out:
+        (args.out / f"deciding-plan-{name}.md").write_text(text)
 
 
 def table_of(summary: pd.DataFrame, pool: int) -> pd.DataFrame:

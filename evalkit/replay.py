@@ -273,3 +273,14 @@ def render(rep: Replayed, summary: pd.DataFrame) -> str:
             "Per budget, queries graded whole at random; the local judge refitted in each draw on the graded "
             "queries only; outcomes are ordered pairs per draw (mean) against the full judgments' verdicts")
     return head + "\n" + summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}")
+
+
+def to_grade(pools: Mapping[str, int], pages_per_query: float, seed: int = 0) -> list[str]:
+    """The queries a person grades whole, from ``pools`` (query id -> pages in its pool): uniformly at random
+    (never chosen by what a judge or an arm says: that is what keeps the correction unbiased), as many as
+    ``pages_per_query`` on average pays for (:func:`graded_count`), in id order."""
+    ids = sorted(pools)
+    if not ids:
+        return []
+    n = graded_count(np.array([max(pools[i], 1) for i in ids]), pages_per_query)
+    return sorted(np.random.default_rng(seed).choice(ids, size=n, replace=False).tolist())

@@ -147,3 +147,12 @@ def test_qrels_simulate_judge_replays_with_the_local_judge(tmp_path, monkeypatch
     rows = [line.split() for line in out[2:]]
     assert len(rows) == len(replay.BUDGETS) * len(estimates.MEASURES)
     assert all(0 <= float(r[4]) <= 1 for r in rows)
+
+
+def test_the_queries_to_grade_are_drawn_at_random_as_many_as_the_budget_pays_for():
+    pools = {f"q{i:02d}": 30 for i in range(40)}
+    mine = replay.to_grade(pools, 3, seed=0)
+    assert len(mine) == 4 and mine == sorted(mine) and set(mine) <= set(pools)
+    assert replay.to_grade(pools, 3, seed=0) == mine and replay.to_grade(pools, 3, seed=1) != mine
+    assert len(replay.to_grade(pools, 15, seed=0)) == 20 and replay.to_grade({}, 3) == []
+    assert len(replay.to_grade({"a": 2, "b": 2}, 3)) == 2  # never more than there are
