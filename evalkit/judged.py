@@ -106,7 +106,9 @@ def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge
         return rows[rows["arm"] == s.arm].set_index("query")[list(estimates.MEASURES)]
 
     graded = {q.id: tuple(f"{j.doc}#{j.page}" for j in q.judgments) for q in qs.queries if q.id in graded_queries(qs)}
-    return Judge(str(path), sha256(path), model, graded, expected(pair.base), expected(pair.cand), str(qs.path or ""))
+    # recorded resolved: the report re-evaluates the verdict from wherever it runs (a notebook's folder)
+    return Judge(str(path.resolve()), sha256(path), model, graded, expected(pair.base), expected(pair.cand),
+                 str(Path(qs.path).resolve()) if qs.path else "")
 
 
 # --------------------------------------------------------------------------------------------------------

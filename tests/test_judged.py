@@ -2,6 +2,7 @@
 judge's predictions (evalkit.judged), undecided verdicts, their exit codes, and gate.json's judge identity."""
 import dataclasses
 import json
+import os
 from contextlib import chdir
 from pathlib import Path
 
@@ -264,3 +265,16 @@ def test_decidable_says_after_each_grade_what_the_gate_can_say_and_which_page_is
     everything = dataclasses.replace(qs, queries=tuple(
         dataclasses.replace(x, judgments=tuple(Judgment(*p, 1) for p in qs.pooled[x.id])) for x in qs.queries))
     assert judged.decidable(res, "base", "cand", preds, everything, rules_file).startswith("decided: ")
+
+
+def test_a_verdict_gated_with_relative_paths_is_read_back_from_another_folder(tmp_path, rules_file):
+    """gate.json records the judge's files resolved: the report re-evaluates the verdict from its own folder
+    (a notebook gates from notebooks/, the report runs elsewhere)."""
+    res, q, preds = _cli_set(tmp_path, 10)
+    with chdir(tmp_path):
+        rel = [os.path.relpath(p, tmp_path) for p in (res, q, preds)]
+        main(["gate", "--baseline", f"{rel[0]}:base", "--candidate", f"{rel[0]}:cand", "--rules", str(rules_file),
+              "--judge", rel[2], "--qrels", rel[1]])
+    (tmp_path / "elsewhere").mkdir()
+    with chdir(tmp_path / "elsewhere"):
+        assert isinstance(gating.show(Path(res)), gating.Verdict)
