@@ -117,8 +117,8 @@ def arguments() -> argparse.Namespace:
     return ap.parse_args()
 
 
-def judges(args: argparse.Namespace, qs, ans: dict, rep: replay.Replayed) -> dict:
-    """Each judge asked for, with its number of draws; and the ranks judge's table (None without it)."""
+def judges(args: argparse.Namespace, qs, ans: dict, rep: replay.Replayed) -> tuple[pd.DataFrame | None, dict]:
+    """The ranks judge's table (None without it), and each judge asked for with its number of draws."""
     names, out, ranks = args.judges.split(","), {}, None
     if {"ranks", "biased", "useless"} & set(names):
         prior = fit(qrels.load(args.train), recorded.answers(Results.load(args.train_results)))
@@ -128,7 +128,7 @@ def judges(args: argparse.Namespace, qs, ans: dict, rep: replay.Replayed) -> dic
     if "local" in names:
         src, _ = signals.open_source(args.file, args.results)
         out["local"] = (replay.learnt(rep, src, cache=args.cache), args.local_draws)
-    return {"ranks": ranks, **out}
+    return ranks, out
 
 
 def main() -> None:
@@ -137,8 +137,7 @@ def main() -> None:
     qs, results = qrels.load(args.file), Results.load(args.results)
     ans = recorded.answers(results)
     rep = replay.of_run(qs, ans)
-    found = judges(args, qs, ans, rep)
-    ranks = found.pop("ranks")
+    ranks, found = judges(args, qs, ans, rep)
     rows = []
     for name, (judge, draws) in found.items():
         for budget in replay.BUDGETS:
