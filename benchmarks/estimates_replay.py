@@ -19,23 +19,20 @@ arm) and ``useless`` (the same constant distribution for every page).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from evalkit import docfigures, estimates, measures, pooling, qrels, recorded, stats
+from evalkit import cli, docfigures, effort, estimates, pooling, qrels, recorded, replay
+from evalkit.autojudge import signals
 from evalkit.records import page_id
+from evalkit.results import Results
 
-BUDGETS = (1, 2, 3, 5, 10)
-DEPTH = 10
-
-
-def answers(path: Path) -> dict:
-    """Every arm's answers in ``path/runs`` (an unfinished run's arms included)."""
-    arms = [{"label": p.stem, "file": p.stem} for p in sorted((path / "runs").glob("*.jsonl"))]
-    return recorded.answers(SimpleNamespace(manifest={"arms": arms}, path=path))
+DEPTH = replay.DEPTH
 
 
 def features(rankings: dict, pages: list) -> np.ndarray:
@@ -44,19 +41,13 @@ def features(rankings: dict, pages: list) -> np.ndarray:
     return np.array([cov[p][:3] for p in pages]).reshape(-1, 3)
 
 
-def pool_pages(rankings: dict) -> list:
-    """The depth-10 pool: what a person would read, and all the judge predicts (a page judged outside it,
-    found by searching, is known only to the person's grades)."""
-    return list(dict.fromkeys(p for r in rankings.values() for p in r[:DEPTH]))
-
-
 def fit(qs, ans) -> pooling.Prior:
     """The ranks judge: a continuation-ratio logistic model of the gain on :func:`features`."""
     x, y = [], []
     for q in qs.queries:
         if q.answerable:
             r = recorded.rankings(ans, q.id)
-            pages = pool_pages(r)
+            pages = replay.pool_pages(r)
             known = recorded.gains(q)
             x.append(features(r, pages))
             y += [known.get(p, 0) for p in pages]
@@ -72,7 +63,7 @@ def judge_tables(qs, ans, prior: pooling.Prior, arms: list) -> dict[str, pd.Data
         if not q.answerable:
             continue
         r = recorded.rankings(ans, q.id)
-        pages = pool_pages(r)
+        pages = replay.pool_pages(r)
         favoured = set(r[arms[0]][:DEPTH])
         for p, x in zip(pages, features(r, pages), strict=True):
             c = prior.chances(tuple(x))
@@ -82,46 +73,6 @@ def judge_tables(qs, ans, prior: pooling.Prior, arms: list) -> dict[str, pd.Data
             rows["useless"].append((q.id, *p, 0.3, 0.1, 0.03))
     cols = ["query", "doc", "page", "p_ge1", "p_ge2", "p_eq3"]
     return {k: pd.DataFrame(v, columns=cols) for k, v in rows.items()}
-
-
-def truth(qs, ans, arms: list) -> np.ndarray:
-    """(queries, measures, arms): each answerable query's measures under the full judgments."""
-    return np.array([[[measures.evaluate(q, ans[a][q.id], [m])[m] for a in arms] for m in estimates.MEASURES]
-                     for q in qs.queries if q.answerable])
-
-
-def verdicts(full: np.ndarray, arms: list) -> dict:
-    """The full judgments' verdict per (measure, a, b): the gate's paired bootstrap CI."""
-    out = {}
-    for m, name in enumerate(estimates.MEASURES):
-        for i, a in enumerate(arms):
-            for j, b in enumerate(arms):
-                if a != b:
-                    c = stats.paired_compare(full[:, m, i], full[:, m, j], n_resamples=2000)
-                    out[(name, a, b)] = (c.mean_delta, {"better": "better", "worse": "worse"}.get(c.verdict,
-                                                                                                  "undecided"))
-    return out
-
-
-def replay(full: np.ndarray, pred: np.ndarray, strata: np.ndarray, cost: np.ndarray, arms: list, truths: dict,
-           budget: float, draws: int, seed: int) -> list[dict]:
-    """Per draw, measure and ordered pair: covered, verdict, and the person-only interval's beside it."""
-    rng = np.random.default_rng(seed)
-    n = max(4, int(round(budget * len(cost) / cost.mean())))  # queries graded whole for this budget
-    rows = []
-    for d in range(draws):
-        graded = np.zeros(len(cost), dtype=bool)
-        graded[rng.choice(len(cost), size=min(n, len(cost)), replace=False)] = True
-        for (m, a, b), (delta, truth_v) in truths.items():
-            e = estimates.estimate(full, pred, graded, strata, m, arms, b, a)
-            alone = estimates.Estimate(m, a, b, "all", e.person_only, e.person_only, e.correlation)
-            rows.append({"draw": d, "measure": m, "a": a, "b": b, "truth": truth_v, "graded_queries": int(graded.sum()),
-                         "pages": int(cost[graded].sum()), "covered": e.interval.low <= delta <= e.interval.high,
-                         "verdict": e.verdict, "width": e.interval.high - e.interval.low,
-                         "covered_person": alone.interval.low <= delta <= alone.interval.high,
-                         "verdict_person": alone.verdict, "width_person": alone.interval.high - alone.interval.low,
-                         "r": e.correlation, "n_eff": e.n_eff})
-    return rows
 
 
 def page_design(qs, ans, table: pd.DataFrame, arms: list, full: np.ndarray, budget: float, draws: int,
@@ -148,108 +99,139 @@ def page_design(qs, ans, table: pd.DataFrame, arms: list, full: np.ndarray, budg
                          "sd between queries": full[:, :, 0].std(axis=0)})
 
 
-def outcome(truth_v: str, v: str) -> str:
-    if v == truth_v:
-        return "equal"
-    return "undecided" if v == "undecided" else ("false" if truth_v == "undecided" else "opposite")
-
-
-def summarise(rows: pd.DataFrame) -> pd.DataFrame:
-    out = []
-    for (judge, budget, m), g in rows.groupby(["judge", "budget", "measure"], sort=False):
-        row = {"judge": judge, "pages/query": budget, "measure": m, "graded queries": g["graded_queries"].iloc[0],
-               "pages graded": round(g["pages"].mean()), "coverage": g["covered"].mean(),
-               "coverage person-only": g["covered_person"].mean(),
-               "width": g["width"].mean(), "width person-only": g["width_person"].mean(),
-               "r": g["r"].mean(), "n_eff": g["n_eff"].replace(np.inf, np.nan).mean()}
-        for who, col in (("", "verdict"), (" person-only", "verdict_person")):
-            o = pd.Series([outcome(t, v) for t, v in zip(g["truth"], g[col], strict=True)])
-            draws = g["draw"].nunique()
-            for k in ("equal", "undecided", "opposite", "false"):
-                row[f"{k}{who}"] = (o == k).sum() / draws
-            row[f"kept{who}"] = ((g["truth"] != "undecided").values & (o == "equal").values).sum() / draws
-        out.append(row)
-    return pd.DataFrame(out)
-
-
-def main() -> None:
+def arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file", type=Path)
     ap.add_argument("--results", required=True, type=Path)
-    ap.add_argument("--train", required=True, type=Path, help="the query set the ranks judge is fitted on")
-    ap.add_argument("--train-results", required=True, type=Path)
-    ap.add_argument("--draws", type=int, default=400)
+    ap.add_argument("--train", type=Path, help="the query set the ranks judge is fitted on (ranks, biased, useless)")
+    ap.add_argument("--train-results", type=Path)
+    ap.add_argument("--draws", type=int, default=400, help="draws per budget for the judges fitted once")
+    ap.add_argument("--local-draws", type=int, default=20, help="draws per budget for the local judge (refitted "
+                                                                "in every draw)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--judges", default="ranks,biased,useless", help="comma-separated judges to replay")
+    ap.add_argument("--judges", default="ranks,biased,useless,local", help="comma-separated judges to replay")
+    ap.add_argument("--cache", type=Path, help="where the local judge's per-draw predictions are kept")
+    ap.add_argument("--plan", type=Path, metavar="PREDICTIONS", help="also write what `evalkit qrels plan --judge "
+                    "PREDICTIONS` answers for the set (deciding-plan-NAME.md)")
     ap.add_argument("--out", type=Path)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def judges(args: argparse.Namespace, qs, ans: dict, rep: replay.Replayed) -> tuple[pd.DataFrame | None, dict]:
+    """The ranks judge's table (None without it), and each judge asked for with its number of draws."""
+    names, out, ranks = args.judges.split(","), {}, None
+    if {"ranks", "biased", "useless"} & set(names):
+        prior = fit(qrels.load(args.train), recorded.answers(Results.load(args.train_results)))
+        tables = judge_tables(qs, ans, prior, list(rep.arms))
+        ranks = tables["ranks"]
+        out.update({k: (replay.fixed(rep, t), args.draws) for k, t in tables.items() if k in names})
+    if "local" in names:
+        src, _ = signals.open_source(args.file, args.results)
+        out["local"] = (replay.learnt(rep, src, cache=args.cache), args.local_draws)
+    return ranks, out
+
+
+def main() -> None:
+    args = arguments()
     start = docfigures.moment()
-    qs, ans = qrels.load(args.file), answers(args.results)
-    arms = list(ans)
-    prior = fit(qrels.load(args.train), answers(args.train_results))
-    answerable = [q for q in qs.queries if q.answerable]
-    strata = np.array([q.cls for q in answerable])
-    cost = np.array([len({p for r in recorded.rankings(ans, q.id).values() for p in r[:DEPTH]}) for q in answerable])
-    full = truth(qs, ans, arms)
-    ranked = {a: {q.id: [page_id(*p) for p in recorded.rankings(ans, q.id)[a]] for q in answerable} for a in arms}
-    truths = verdicts(full, arms)
-    tables = judge_tables(qs, ans, prior, arms)
+    qs, results = qrels.load(args.file), Results.load(args.results)
+    ans = recorded.answers(results)
+    rep = replay.of_run(qs, ans)
+    ranks, found = judges(args, qs, ans, rep)
     rows = []
-    for judge, table in tables.items():
-        if judge not in args.judges.split(","):
-            continue
-        pred = estimates.predicted([(q.id, q.cls) for q in answerable], ranked, table)
-        for budget in BUDGETS:
-            rows += [{"judge": judge, "budget": budget, **r}
-                     for r in replay(full, pred, strata, cost, arms, truths, budget, args.draws, args.seed + budget)]
-    rows_df = pd.DataFrame(rows)
-    summary = summarise(rows_df)
-    noise = page_design(qs, ans, tables["ranks"], arms, full, 3, 20, args.seed)
-    sig = {m: sum(v != "undecided" for (mm, _, _), (_, v) in truths.items() if mm == m) for m in estimates.MEASURES}
-    head = (f"{qs.name}: {len(answerable)} answerable queries, depth-10 pool {cost.sum()} pages ({cost.mean():.1f} "
-            f"per query); {len(arms)} arms ({', '.join(arms)}), {len(arms) * (len(arms) - 1)} ordered pairs; "
-            f"significant under the full judgments: " + ", ".join(f"{m} {n}" for m, n in sig.items())
-            + f"; {args.draws} draws per budget; the ranks judge fitted on {args.train.name}")
-    text = "\n\n".join([head, docfigures.markdown_table(table_of(summary, int(cost.sum())), index=False),
-                         "The page-sampling design at 3 pages per query (ranks judge, first arm, 20 draws):",
-                         docfigures.markdown_table(noise, index=False)])
+    for name, (judge, draws) in found.items():
+        for budget in replay.BUDGETS:
+            rows += [{"judge": name, **r} for r in replay.replay(rep, judge, budget, draws, args.seed)]
+            print(f"{name} {budget:g} pages/query: {draws} draws", file=sys.stderr, flush=True)
+    summary = replay.summarise(pd.DataFrame(rows))
+    sig = {m: sum(v != "undecided" for (mm, _, _), (_, v) in rep.truths.items() if mm == m) for m in estimates.MEASURES}
+    pool = int(rep.cost.sum())
+    reading = effort.reading_model(effort.beside(args.file))
+    draws = ", ".join(f"{n} {d}" for n, (_, d) in found.items())
+    head = (f"{qs.name}: {len(rep.queries)} answerable queries, depth-10 pool {pool} pages ({rep.cost.mean():.1f} "
+            f"per query, {reading.hours(pool):.1f} person-hours); {len(rep.arms)} arms ({', '.join(rep.arms)}), "
+            f"{len(rep.arms) * (len(rep.arms) - 1)} ordered pairs; significant under the full judgments: "
+            + ", ".join(f"{m} {n}" for m, n in sig.items()) + f"; draws per budget: {draws}"
+            + (f"; the ranks judge fitted on {args.train.name}" if ranks is not None else "")
+            + ("; the local judge (hgb+isotonic, as `evalkit qrels judge` trains it) refitted in every draw on the "
+               "draw's graded queries only, cross-fitted among them" if "local" in found else ""))
+    parts = [head, docfigures.markdown_table(table_of(summary, pool), index=False),
+             f"What a decision costs: the fewest person-graded pages per query at which the draws keep at least 80% "
+             f"of the full judgments' significant ordered pairs (mean over draws) with at most 5% reversed; "
+             f"{reading.statement}:", docfigures.markdown_table(cost_table(summary, sig, pool, reading), index=False)]
+    if ranks is not None:
+        parts += ["The page-sampling design at 3 pages per query (ranks judge, first arm, 20 draws):",
+                  docfigures.markdown_table(page_design(qs, ans, ranks, list(rep.arms), rep.full, 3, 20, args.seed),
+                                            index=False)]
+    text = "\n\n".join(parts)
     print(text)
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        command = " ".join(["python benchmarks/estimates_replay.py", str(args.file), "--results", str(args.results),
-                            "--train", str(args.train), "--train-results", str(args.train_results),
-                            "--draws", str(args.draws), "--out", str(args.out)])
-        (args.out / f"deciding-{qs.name}.md").write_text(
-            f"Command: `{command}`.\n\n{docfigures.machine_line(start, docfigures.moment())}\n\n{text}\n")
-        figure(summary, head.split(";")[0] + f"; {args.draws} draws per budget", args.out / f"deciding-{qs.name}.png")
+        write(args, text, summary, head.split(";")[0], start, qs.name)
+    if args.plan:
+        plan(args, qs.name)
+
+
+def write(args: argparse.Namespace, text: str, summary: pd.DataFrame, title: str, start, name: str) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = ["python benchmarks/estimates_replay.py", str(args.file), "--results", str(args.results)]
+    if args.train:
+        command += ["--train", str(args.train), "--train-results", str(args.train_results), "--draws", str(args.draws)]
+    command += ["--local-draws", str(args.local_draws), "--judges", args.judges, "--out", str(args.out)]
+    (args.out / f"deciding-{name}.md").write_text(
+        f"Command: `{' '.join(command)}`.\n\n{docfigures.machine_line(start, docfigures.moment())}\n\n{text}\n")
+    figure(summary, title, args.out / f"deciding-{name}.png")
+
+
+def plan(args: argparse.Namespace, name: str) -> None:
+    """`evalkit qrels plan FILE --results DIR --judge PREDICTIONS`, its output kept as a docs figure."""
+    command = ["qrels", "plan", str(args.file), "--results", str(args.results), "--judge", str(args.plan)]
+    start, out = docfigures.moment(), io.StringIO()
+    with contextlib.redirect_stdout(out):
+        if cli.main(command) != 0:
+            raise SystemExit(f"evalkit {' '.join(command)} failed")
+    text = (f"Command: `evalkit {' '.join(command)}`; written by `python benchmarks/estimates_replay.py ... --plan "
+            f"{args.plan}`.\n\n{docfigures.machine_line(start, docfigures.moment())}\n\n```text\n{out.getvalue()}```\n")
+    print(text)
+    if args.out:
+        (args.out / f"deciding-plan-{name}.md").write_text(text)
 
 
 def table_of(summary: pd.DataFrame, pool: int) -> pd.DataFrame:
     """The columns the docs show: per judge, budget and measure (``pool``: the depth-10 pool's pages)."""
-    summary = summary.assign(**{"share of pool": summary["pages graded"] / pool})
-    t = summary[["judge", "pages/query", "measure", "graded queries", "pages graded", "share of pool", "coverage",
-                 "coverage person-only", "width", "width person-only", "r", "n_eff", "equal", "undecided",
-                 "opposite", "false", "kept", "kept person-only"]].copy()
-    return t.rename(columns={"graded queries": "queries graded", "r": "judge-person r"})
+    summary = summary.assign(**{"share of pool": summary["pages graded"] / pool,
+                                "pages graded": summary["pages graded"].round().astype(int)})
+    return summary[["judge", "pages/query", "measure", "draws", "queries graded", "pages graded", "share of pool",
+                    "coverage", "coverage person-only", "width", "width person-only", "judge-person r", "n_eff",
+                    "equal", "undecided", "opposite", "false", "kept", "kept person-only"]]
+
+
+def cost_table(summary: pd.DataFrame, sig: dict, pool: int, reading) -> pd.DataFrame:
+    """:func:`evalkit.replay.needed` with the share of the depth-10 pool and the person-hours."""
+    t = replay.needed(summary, sig)
+    return t.assign(**{"share of pool": t["pages graded"] / pool, "person-hours": reading.hours(t["pages graded"]),
+                       "pool person-hours": reading.hours(pool)})
 
 
 def figure(summary: pd.DataFrame, title: str, path: Path) -> None:
-    """Coverage per measure and judge against the budget; the ranks judge's verdicts on nDCG@10(doc)."""
+    """Coverage per measure and judge against the budget; each learning judge's verdicts on nDCG@10(doc)."""
     from matplotlib import pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    shown = [j for j in ("ranks", "local") if j in set(summary["judge"])]
+    fig, axes = plt.subplots(1, 1 + len(shown), figsize=(5 * (1 + len(shown)), 3.8), squeeze=False)
+    styles = {"ranks": "-", "biased": "--", "useless": ":", "local": "-."}
     for (judge, m), g in summary.groupby(["judge", "measure"], sort=False):
-        ax1.plot(g["pages/query"], g["coverage"], marker="o", ms=3, color=f"C{list(estimates.MEASURES).index(m)}",
-                 ls={"ranks": "-", "biased": "--", "useless": ":"}[judge], label=f"{m}, {judge} judge")
-    ax1.axhline(0.93, color="grey", lw=0.8)
-    ax1.set(xlabel="person-graded pages per query (mean)", ylabel="coverage of the true Δ", ylim=(0.8, 1.01))
-    ax1.legend(fontsize=6, ncol=2, loc="lower right")
-    g = summary[(summary["judge"] == "ranks") & (summary["measure"] == "nDCG@10(doc)")]
-    for k, colour in (("equal", "#1a7f37"), ("undecided", "#9a6700"), ("opposite", "#cf222e"), ("false", "#6e7781")):
-        ax2.plot(g["pages/query"], g[k], marker="o", ms=3, color=colour, label=k)
-    ax2.set(xlabel="person-graded pages per query (mean)", ylabel="ordered pairs (mean over draws)")
-    ax2.set_title("nDCG@10(doc) verdicts vs the full judgments'", fontsize=9)
-    ax2.legend(fontsize=7)
+        axes[0, 0].plot(g["pages/query"], g["coverage"], marker="o", ms=3, ls=styles[judge],
+                        color=f"C{list(estimates.MEASURES).index(m)}", label=f"{m}, {judge} judge")
+    axes[0, 0].axhline(0.93, color="grey", lw=0.8)
+    axes[0, 0].set(xlabel="person-graded pages per query (mean)", ylabel="coverage of the true Δ", ylim=(0.8, 1.01))
+    axes[0, 0].legend(fontsize=6, ncol=2, loc="lower right")
+    for ax, judge in zip(axes[0, 1:], shown, strict=True):
+        g = summary[(summary["judge"] == judge) & (summary["measure"] == "nDCG@10(doc)")]
+        for k, colour in zip(replay.OUTCOMES, ("#1a7f37", "#9a6700", "#cf222e", "#6e7781"), strict=True):
+            ax.plot(g["pages/query"], g[k], marker="o", ms=3, color=colour, label=k)
+        ax.set(xlabel="person-graded pages per query (mean)", ylabel="ordered pairs (mean over draws)")
+        ax.set_title(f"nDCG@10(doc) verdicts vs the full judgments': {judge} judge", fontsize=9)
+        ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

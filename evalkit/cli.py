@@ -349,6 +349,8 @@ def cmd_qrels_pool(args) -> int:
 def cmd_qrels_simulate(args) -> int:
     from . import dirs, effort, qrels, simulate
 
+    if args.judge:
+        return _simulate_judge(args)
     qs = qrels.load(args.file)
     rules = None if args.no_gate else args.rules or dirs.rules_path()
     sim = simulate.simulate(qs, args.results, split_top(args.strategies, ","), rules)
@@ -356,6 +358,17 @@ def cmd_qrels_simulate(args) -> int:
     for path in simulate.write(sim, out):
         print(path)
     print(simulate.render(sim, rules, effort.reading_model(effort.beside(args.file))))
+    return 0
+
+
+def _simulate_judge(args) -> int:
+    """``qrels simulate --judge``: deciding with few grades, replayed (docs/deciding-with-few-grades.md)."""
+    from . import replay
+    from .autojudge import signals
+
+    src, _ = signals.open_source(args.file, args.results)
+    rep, summary = replay.simulate(src, args.draws, args.seed)
+    print(replay.render(rep, summary))
     return 0
 
 
@@ -933,6 +946,13 @@ def _qrels_pooling(qp: Subparsers) -> None:
                                                "else the rules shipped with evalkit)")
     si.add_argument("--no-gate", action="store_true", help="do not check gate decisions (faster)")
     si.add_argument("--out", type=Path, help="where the tables and the figure go (default: RESULTS/simulation)")
+    si.add_argument("--judge", action="store_true", help="instead: replay deciding with few grades with the local "
+                    "judge, at 1, 2, 3, 5 and 10 person-graded pages per query (whole queries at random), the judge "
+                    "refitted in each draw on the graded queries only; coverage and verdicts against the full "
+                    "judgments")
+    si.add_argument("--draws", type=at_least(1), default=20,
+                    help="with --judge: random draws per budget (default 20)")
+    si.add_argument("--seed", type=int, default=0, help="with --judge: the draws' seed")
     si.set_defaults(func=cmd_qrels_simulate)
 
 

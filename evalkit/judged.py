@@ -180,7 +180,8 @@ def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge
                                    {pair.base.arm, pair.cand.arm})
         return rows[key][rows[key]["arm"] == s.arm].set_index("query")[list(estimates.MEASURES)]
 
-    return graded_by(Judge(str(path), sha256(path), model, {}, expected(pair.base), expected(pair.cand)), qs)
+    # recorded resolved: the report re-evaluates the verdict from wherever it runs (a notebook's folder)
+    return graded_by(Judge(str(path.resolve()), sha256(path), model, {}, expected(pair.base), expected(pair.cand)), qs)
 
 
 def graded_by(judge: Judge, qs: QuerySet) -> Judge:
@@ -190,7 +191,7 @@ def graded_by(judge: Judge, qs: QuerySet) -> Judge:
     graded = {q.id: tuple(f"{j.doc}#{j.page}" for j in q.judgments) for q in qs.queries if q.id in whole}
     left = {q.id: len(set(qs.pooled[q.id]) - {(j.doc, j.page) for j in q.judgments}) if q.id in qs.pooled else None
             for q in qs.queries if q.id not in whole}
-    return replace(judge, graded=graded, left=left, queries=str(qs.path or ""))
+    return replace(judge, graded=graded, left=left, queries=str(Path(qs.path).resolve()) if qs.path else "")
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ judge's predictions (evalkit.judged), undecided verdicts, their exit codes, and 
 import dataclasses
 import html
 import json
+import os
 from contextlib import chdir
 from pathlib import Path
 
@@ -336,3 +337,16 @@ def test_to_grade_says_queries_pages_and_which_in_one_way():
     assert estimates.to_grade(4, 37, True, [f"q{i}" for i in range(12)], 3) == \
         "undecided: grade 4 more queries (≈ 37 pages): q0, q1, q2, …"
     assert estimates.to_grade(1, 1) == "undecided: grade 1 more query (1 page)"
+
+
+def test_a_verdict_gated_with_relative_paths_is_read_back_from_another_folder(tmp_path, rules_file):
+    """gate.json records the judge's files resolved: the report re-evaluates the verdict from its own folder
+    (a notebook gates from notebooks/, the report runs elsewhere)."""
+    res, q, preds = _cli_set(tmp_path, 10)
+    with chdir(tmp_path):
+        rel = [os.path.relpath(p, tmp_path) for p in (res, q, preds)]
+        main(["gate", "--baseline", f"{rel[0]}:base", "--candidate", f"{rel[0]}:cand", "--rules", str(rules_file),
+              "--judge", rel[2], "--qrels", rel[1]])
+    (tmp_path / "elsewhere").mkdir()
+    with chdir(tmp_path / "elsewhere"):
+        assert isinstance(gating.show(Path(res)), gating.Verdict)

@@ -1,33 +1,51 @@
-"""notebooks/your-pdfs.ipynb executed end to end on a tiny folder of real PDFs: the queries are judged through
-:mod:`evalkit.judging`'s API (the browser test drives the widget itself), then the notebook opens the
-workbench on them, runs the built-in arms, renders the report and gates one arm against the other."""
+"""notebooks/your-pdfs.ipynb executed end to end on a tiny folder of real PDFs: the queries are written and
+the ones the notebook picks at random are graded whole through :mod:`evalkit.judging`'s API (the browser test
+drives the widget itself), then the notebook opens the workbench on them, runs the built-in arms, trains the
+local judge, plans, gates one arm against the other with the judge and renders the report."""
 from __future__ import annotations
 
 import os
+import sys
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from evalkit import api, gating, notebooks, qrels
+from evalkit import api, gating, judged, notebooks, qrels
 from evalkit.cli import main
 from evalkit.judging import Session
+from evalkit.replay import to_grade
 from tests.conftest import ROOT, make_pdf
 
 pytestmark = pytest.mark.slow
 ARMS = ["global-index", "keyword"]
+GRADE = 1  # pages per query: the tiny PDFs pool 1-4 pages a query, so 3 would pay for every query
 
 
-def judged_set(folder, docs) -> None:
+TOPICS = {"walrus migration sea ice": "walrus.pdf#2", "walruses arctic": "walrus.pdf#1",
+          "seals migration": "seal.pdf#1", "penguins fly": "seal.pdf#2", "sea ice south": "walrus.pdf#2",
+          "arctic walrus": "walrus.pdf#1", "penguins seals": "seal.pdf#2", "walrus follows ice": "walrus.pdf#2",
+          "penguins not seals": "seal.pdf#2", "migration of seals": "seal.pdf#1"}
+
+
+def judged_set(folder, docs) -> list[str]:
+    """Ten answerable queries, each written with the page it was written from graded (as a run needs), and
+    an abstain one; every pool drawn; the queries the notebook picks (GRADE, SEED 0) graded whole, the
+    answer page 3 and every other page 0. Returns the picked ones."""
     s = Session(folder / "mine.toml", docs, ARMS)
-    s.write_query("q1", "needle", "walrus migration sea ice")
-    s.write_query("a1", "abstain", "how do penguins fly", kind="uncovered-need")
-    for qid in ("q1", "a1"):
-        s.pool(qid)
+    for i, (text, answer) in enumerate(TOPICS.items()):
+        s.write_query(f"q{i}", "needle", text)
+        doc, page = answer.split("#")
+        s.grade(f"q{i}", doc, int(page), 3, found_by="search:keyword")
+    s.write_query("a1", "abstain", "how do rockets reach orbit", kind="uncovered-need")
+    pools = {f"q{i}": len(s.pool(f"q{i}")) for i in range(len(TOPICS))}
+    mine = to_grade(pools, GRADE, 0)
+    for qid in mine:
+        answer = TOPICS[s.query_set()[qid].text]
         for item in s.queue(qid):
-            s.grade(qid, item.doc, item.page, 3 if (qid, item.id) == ("q1", "walrus.pdf#2") else 0)
-    s.evidence("q1", "walrus.pdf", 2, "follows the sea ice south")
+            s.grade(qid, item.doc, item.page, 3 if item.id == answer else 0)
     s.close()
+    return mine
 
 
 def _status(line: str) -> str:
@@ -44,25 +62,34 @@ def test_your_pdfs_notebook_runs_from_folder_to_gate(isolated, monkeypatch, caps
     monkeypatch.chdir(isolated)
     monkeypatch.delenv("EVALKIT_LOCK", raising=False)
     assert main(["corpus", "add", "mine", "pdfs"]) == 0  # the README's step before the notebook
-    judged_set(isolated, api.corpus("mine", lock=isolated / "corpora.lock", progress=False))
+    mine = judged_set(isolated, api.corpus("mine", lock=isolated / "corpora.lock", progress=False))
+    assert 4 <= len(mine) < len(TOPICS)  # a few whole queries, not all
     nb = nbformat.read(ROOT / "notebooks" / "your-pdfs.ipynb", as_version=4)
     # the notebook's own CORPUS and LOCK; only the arms are narrowed to the lexical ones the set was pooled with
     assert 'CORPUS = "mine"' in nb.cells[1].source and 'LOCK = "../corpora.lock"' in nb.cells[1].source
     (isolated / "notebooks").mkdir()  # Jupyter runs it in its folder, notebooks/ of the checkout
-    notebooks.inject_parameters(nb, ARMS=ARMS, QUERIES="../mine.toml")
+    notebooks.inject_parameters(nb, ARMS=ARMS, QUERIES="../mine.toml", GRADE=GRADE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]))  # `!evalkit`
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(isolated / "notebooks")}}).execute()
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    assert "qrels check --strict: no problem" in out
+    assert f"grade these {len(mine)} of {len(TOPICS)} queries whole" in out
+    assert f"graded whole: {len(mine)} of the {len(mine)} picked" in out
+    assert "AUROC for gain >= 2" in out  # the local judge was trained and measured
+    assert "with the judge predicting the pages nobody graded" in out  # qrels plan --judge
+    predictions = isolated / "results" / "mine" / "judge" / "predictions.parquet"
+    assert set(mine) <= judged.graded_queries(qrels.load(isolated / "mine.toml"))
     assert (isolated / "results" / "mine" / "gate.json").exists()
     html = next((isolated / "results" / "mine").glob("*.html")).read_text()
     assert "Gate</strong>: <code>keyword</code> against <code>global-index</code>" in html  # gated before the report
     assert "no verdict" not in html
     # the shell's gate in the checkout, on the same results: the same verdict, rule by rule
     notebook_says = [line for line in out.splitlines() if line.startswith(("evalkit gate:", *gating.MARK.values()))]
-    assert main(["gate", "--baseline", "results/mine:global-index", "--candidate", "results/mine:keyword"]) in (0, 1)
+    assert gating.read(isolated / "results" / "mine" / gating.GATE_FILE).judge["sha256"] == judged.sha256(predictions)
+    assert main(["gate", "--baseline", "results/mine:global-index", "--candidate", "results/mine:keyword",
+                 "--judge", str(predictions), "--qrels", "mine.toml"]) in (0, 1)
     shell_says = [line for line in capsys.readouterr().out.splitlines()
                   if line.startswith(("evalkit gate:", *gating.MARK.values()))]
     assert [_status(x) for x in shell_says] == [_status(x) for x in notebook_says] and notebook_says
-    assert qrels.load(isolated / "mine.toml")["q1"].judgments  # the file the workbench opened is intact
+    assert qrels.load(isolated / "mine.toml")[mine[0]].judgments  # the file the workbench opened is intact
