@@ -215,19 +215,26 @@ def summary(s: Set, split: str, preds: dict[str, pd.DataFrame]) -> list[dict]:
     return rows
 
 
-def splits(sets: dict[str, Set], S: dict[tuple[str, str], np.ndarray]) -> pd.DataFrame:
-    rows = []
-    for name, s in sets.items():
-        shipped = session.crossfit(s.src, CHOSEN, k=FOLDS)
-        rows += summary(s, f"{name}, cross-fitted (3 folds by query)", judged(s, shipped, crossfitted(s, S[name,
-                                                                                                           name])))
-    for a, train in sets.items():
-        for b, test in sets.items():
-            if a != b:
-                shipped = session.transfer([train.src], test.src, CHOSEN)
-                p = transferred(train, S[a, a], test, S[a, b])
-                rows += summary(test, f"{a} → {b}", judged(test, shipped, p))
-    return pd.DataFrame(rows)
+def split(train: Set, test: Set, S: dict[tuple[str, str], np.ndarray], work: Path) -> list[dict]:
+    """One split's rows (cross-fitted on ``test`` when ``train`` is ``test``), kept in the work folder."""
+    a, b = train.src.name, test.src.name
+    path = work / f"split-{a}-{b}.json"
+    if not path.exists():
+        if train is test:
+            shipped = session.crossfit(test.src, CHOSEN, k=FOLDS)
+            p = crossfitted(test, S[b, b])
+            rows = summary(test, f"{b}, cross-fitted (3 folds by query)", judged(test, shipped, p))
+        else:
+            shipped = session.transfer([train.src], test.src, CHOSEN)
+            rows = summary(test, f"{a} → {b}", judged(test, shipped, transferred(train, S[a, a], test, S[a, b])))
+        path.write_text(json.dumps(rows, ensure_ascii=False))
+    return json.loads(path.read_text())
+
+
+def splits(sets: dict[str, Set], S: dict[tuple[str, str], np.ndarray], work: Path) -> pd.DataFrame:
+    """Each set cross-fitted, then each set trained on and tested on every other."""
+    pairs = [(s, s) for s in sets.values()] + [(a, b) for a in sets.values() for b in sets.values() if a is not b]
+    return pd.DataFrame([row for a, b in pairs for row in split(a, b, S, work)])
 
 
 def speed(timing: dict) -> str:
@@ -263,9 +270,11 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--cap", type=int, default=600, help="training pairs per cross-encoder")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="torch's threads (bit for bit the same scores "
+                    "for a seed on one thread)")
     ap.add_argument("--queries", type=int, default=0, help="only the first N queries of each set (a quick check)")
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     start = docfigures.moment()
     cfg = ce.Config(args.weights, tuned=args.tuned, epochs=args.epochs, cap=args.cap, seed=args.seed)
@@ -279,7 +288,7 @@ def main() -> None:
     states = {n: frozen_states(body, s, args.work / cfg.frozen_digest(), timing) for n, s in sets.items()}
     nets = {(n, k): scorer(body, s, states[n], k, work, timing) for n, s in sets.items() for k in range(FOLDS)}
     S = {(a, b): scores(nets, sets[a], sets[b], states, work, timing) for a in sets for b in sets}
-    table = splits(sets, S)
+    table = splits(sets, S, work)
     text = [f"Cross-encoder: all-MiniLM-L6-v2 (model.safetensors sha256 "
             f"{hashlib.sha256((Path(args.weights) / 'model.safetensors').read_bytes()).hexdigest()[:16]}…), "
             f"top {cfg.tuned} of 6 layers and a linear head fine-tuned, {cfg.epochs} epochs, batch {cfg.batch}, "
