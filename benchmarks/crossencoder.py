@@ -45,7 +45,8 @@ class Config:
     seed: int = 0
 
     def digest(self) -> str:
-        return self._digest(asdict(self))
+        """The settings and the weights' bytes (not the folder's path)."""
+        return self._digest({k: v for k, v in asdict(self).items() if k != "weights"})
 
     def frozen_digest(self) -> str:
         """What decides the frozen layers' output alone (shared by settings that differ in training only)."""
