@@ -105,6 +105,22 @@ class Body:
         return out, time.process_time() - t
 
 
+    def onward(self, states: Sequence[np.ndarray], layers: Sequence[int]) -> tuple[list[np.ndarray], float]:
+        """``states`` (the output of the layers below ``layers``) run through the shipped ``layers``: the
+        frozen part of a setting that tunes fewer layers, from the kept output of one that tunes more."""
+        t = time.process_time()
+        out: list[np.ndarray] = [np.zeros(0)] * len(states)
+        order = np.argsort([len(s) for s in states], kind="stable")
+        with torch.no_grad():
+            for start in range(0, len(order), 32):
+                idx = order[start:start + 32].tolist()
+                h, att = _batch(states, idx)
+                h = _run([self.bert.encoder.layer[i] for i in layers], h, att)
+                for r, i in enumerate(idx):
+                    out[i] = h[r, :len(states[i])].numpy().astype(np.float16)
+        return out, time.process_time() - t
+
+
 class Scorer(torch.nn.Module):
     """The tuned top layers and a linear head (3 logits: gain >= 1, >= 2, = 3) over the mean-pooled tokens."""
 
@@ -120,6 +136,7 @@ class Scorer(torch.nn.Module):
 
 
 def _batch(states: Sequence[np.ndarray], idx: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded float32 hidden states of ``states[idx]`` and their attention mask."""
     n = max(len(states[i]) for i in idx)
     h = torch.zeros((len(idx), n, states[idx[0]].shape[1]))
     att = torch.zeros((len(idx), n), dtype=torch.long)

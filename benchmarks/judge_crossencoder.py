@@ -105,14 +105,29 @@ def opened(name: str, root: Path, store, seed: int, queries: int = 0) -> tuple[S
 
 # ---- the cross-encoders' scores, kept in the work folder ----------------------------------------------
 
+def kept(path: Path, write) -> None:
+    """``write(temporary)`` then the temporary renamed to ``path``: a stopped run leaves no partial file."""
+    tmp = path.with_name(f".{path.name}.partial{path.suffix}")
+    write(tmp)
+    tmp.replace(path)
+
+
 def frozen_states(body: ce.Body, s: Set, work: Path, timing: dict) -> list[np.ndarray]:
     path = work / f"{s.src.name}-{len(s.rows)}.frozen.npz"
+    more = dataclasses.replace(body.cfg, tuned=body.cfg.tuned + 1)  # one layer fewer frozen: extended by one
+    below = work.parent / more.frozen_digest() / path.name
     if not path.exists():
         work.mkdir(parents=True, exist_ok=True)
-        queries = {q.id: q.text for q in s.src.qs.queries}
-        states, cpu = body.frozen([queries[q] for q in s.rows["query"]], s.windows)
-        np.savez(path, h=np.concatenate(states), lengths=[len(x) for x in states], cpu=[cpu],
-                 keys=np.array(s.keys))
+        if below.exists():
+            states = frozen_states(body, s, below.parent, {})
+            states, cpu = body.onward(states, [ce.LAYERS - 1 - body.cfg.tuned])
+            with np.load(below, allow_pickle=False) as z:
+                cpu += float(z["cpu"][0])
+        else:
+            queries = {q.id: q.text for q in s.src.qs.queries}
+            states, cpu = body.frozen([queries[q] for q in s.rows["query"]], s.windows)
+        kept(path, lambda tmp: np.savez(tmp, h=np.concatenate(states), lengths=[len(x) for x in states],
+                                        cpu=[cpu], keys=np.array(s.keys)))
     with np.load(path, allow_pickle=False) as z:
         if list(z["keys"]) != s.keys:
             raise SystemExit(f"{path}: made for other pages; remove it")
@@ -127,7 +142,8 @@ def scorer(body: ce.Body, s: Set, states: list[np.ndarray], k: int, work: Path, 
     pick = own[ce.chosen([s.keys[i] for i in own], s.rows["gain"].to_numpy()[own], body.cfg.cap, body.cfg.seed)]
     if not path.exists():
         net, cpu = ce.train(body, [states[i] for i in pick], s.rows["gain"].to_numpy()[pick], body.cfg.seed + k)
-        save_file(net.state_dict(), str(path), metadata={"cpu": str(cpu), "pairs": str(len(pick))})
+        meta = {"cpu": str(cpu), "pairs": str(len(pick))}
+        kept(path, lambda tmp: save_file(net.state_dict(), str(tmp), metadata=meta))
     net = ce.Scorer(body)
     net.load_state_dict(load_file(str(path)))
     net.eval()
@@ -147,7 +163,7 @@ def scores(nets: dict, train: Set, test: Set, states: dict, work: Path, timing: 
             rows = np.flatnonzero(test.fold != k if train is test else test.fold == k)
             s, t = ce.score(nets[train.src.name, k], states[test.src.name], rows)
             out[rows, k], cpu = s, cpu + t
-        np.savez(path, s=out, cpu=[cpu], n=[int(np.isfinite(out).sum())])
+        kept(path, lambda tmp: np.savez(tmp, s=out, cpu=[cpu], n=[int(np.isfinite(out).sum())]))
     with np.load(path, allow_pickle=False) as z:
         timing[f"score {train.src.name} on {test.src.name}"] = (float(z["cpu"][0]), int(z["n"][0]))
         return z["s"]
@@ -227,14 +243,17 @@ def split(train: Set, test: Set, S: dict[tuple[str, str], np.ndarray], work: Pat
         else:
             shipped = session.transfer([train.src], test.src, CHOSEN)
             rows = summary(test, f"{a} → {b}", judged(test, shipped, transferred(train, S[a, a], test, S[a, b])))
-        path.write_text(json.dumps(rows, ensure_ascii=False))
+        kept(path, lambda tmp: tmp.write_text(json.dumps(rows, ensure_ascii=False)))
     return json.loads(path.read_text())
 
 
 def splits(sets: dict[str, Set], S: dict[tuple[str, str], np.ndarray], work: Path) -> pd.DataFrame:
-    """Each set cross-fitted, then each set trained on and tested on every other."""
-    pairs = [(s, s) for s in sets.values()] + [(a, b) for a in sets.values() for b in sets.values() if a is not b]
-    return pd.DataFrame([row for a, b in pairs for row in split(a, b, S, work)])
+    """Each set cross-fitted, then each set trained on and tested on every other (computed the other way
+    round: a run of one set alone keeps its cross-fitted rows for the run of all)."""
+    own = [(s, s) for s in sets.values()]
+    cross = [(a, b) for a in sets.values() for b in sets.values() if a is not b]
+    done = {(a.src.name, b.src.name): split(a, b, S, work) for a, b in cross + own}
+    return pd.DataFrame([row for a, b in own + cross for row in done[a.src.name, b.src.name]])
 
 
 def speed(timing: dict) -> str:
