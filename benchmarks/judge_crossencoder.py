@@ -263,9 +263,9 @@ def speed(timing: dict) -> str:
     per = sum(c for c, _ in frozen) / max(sum(n for _, n in frozen), 1) + \
         sum(c for c, _ in scored) / max(sum(n for _, n in scored), 1)
     total = sum(c for c, _ in train + frozen + scored)
-    return (f"Cross-encoder CPU time: fine-tuning {len(train)} models on {sum(n for _, n in train)} pairs took "
+    return (f"Cross-encoder CPU time: training {len(train)} models on {sum(n for _, n in train)} pairs took "
             f"{sum(c for c, _ in train):.0f} CPU-s ({', '.join(f'{c:.0f}' for c, _ in train)}); scoring a page "
-            f"(the frozen layers once, then the tuned layers and head) {1000 * per:.0f} CPU-ms; every cross-encoder "
+            f"(the kept layers once, then the trained layers and head) {1000 * per:.0f} CPU-ms; every cross-encoder "
             f"step of this table {total / 60:.0f} CPU-minutes, one thread.")
 
 
