@@ -252,7 +252,8 @@ def small(latex, tmp_path_factory):
     (corpus, store)."""
     import shutil
 
-    from evalkit import arms, corpora
+    from evalkit import corpora
+    from evalkit.arms.semantic import SemanticArm
 
     c, store = latex
     folder = tmp_path_factory.mktemp("small")
@@ -260,7 +261,7 @@ def small(latex, tmp_path_factory):
         shutil.copy(c.path(name), folder / name)
     with building("small"):  # their vectors, embedded once for both workers (the cache is keyed by content)
         small = store.ingest(corpora.from_dir(folder, "small"), progress=False).corpus
-        arms.make("semantic", small, store, progress=False)
+        SemanticArm(small, store, progress=False)  # the arm `semantic`: its vectors
     return small, store
 
 
