@@ -32,8 +32,10 @@ $(CHROMIUM):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
+# On two workers (pytest-xdist): the suite's slow tests start processes and wait on them, so two share the cores
+# well; tests/conftest.py builds the shared corpora, caches and servers once. `-n 0` runs it in one process.
 test: $(VENV)/.installed $(CHROMIUM)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 ARMS ?= keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)
 # The report's verdict: the best arm by nDCG@10(doc) (`evalkit best`) gated against this one.

@@ -3,6 +3,8 @@ query sets and runs several test modules use, and the check of a one-line error.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pymupdf
@@ -102,12 +104,37 @@ def make_pdf(path: Path, pages: list[str]) -> Path:
 SLOW_FIXTURES = {"real_env", "latex", "rmanuals", "small", "small_results", "small_pair", "latex_results", "cluster"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m reads the marks
+# `make test` runs the suite on two workers (pytest-xdist, `-n 2 --dist loadgroup`). Tests sharing a fixture
+# built once per module or package (a server, a rendered report) run on one worker, which builds it once; so
+# do the tests sharing the Dask cluster. The real corpora are built once for both workers (:func:`building`).
+# Slow tests are handed out first and the quick ones fill in at the end, so neither worker is left with one
+# long test while the other is idle.
+SHARED_SESSION_FIXTURES = {"cluster"}
+
+
+def _xdist_group(item) -> str | None:
+    """The worker group of a test: the session fixture it shares, or the module or package whose fixture it uses."""
+    if shared := sorted(SHARED_SESSION_FIXTURES & set(item.fixturenames)):
+        return shared[0]
+    info = getattr(item, "_fixtureinfo", None)  # the fixtures the test uses, directly or through others
+    # defined in a test module or a package's conftest (the real corpora here are shared through the cache);
+    # of several, the widest: a package's tests share what its conftest builds
+    shared = [d[-1] for d in (info.name2fixturedefs.values() if info else ())
+              if d[-1].scope != "function" and d[-1].baseid not in ("", "tests")]
+    widest = sorted(shared, key=lambda d: ("session", "package", "module", "class").index(d.scope))
+    return widest[0].baseid if widest else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks and before xdist reads the groups
 def pytest_collection_modifyitems(items):
     for item in items:
         slow = SLOW_FIXTURES | set(getattr(getattr(item, "module", None), "SLOW_FIXTURES", ()))
         if slow & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        if group := _xdist_group(item):
+            item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker collects alike, so the order is the same on both
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture
@@ -192,18 +219,34 @@ def real_env():
             "EVALKIT_LOCK": str(ROOT / "corpora.lock")}
 
 
+@contextmanager
+def building(name: str) -> Iterator[None]:
+    """One process at a time builds ``name`` in the persistent .evalkit-test cache (fetches, extracts, embeds):
+    the other worker of ``pytest -n 2`` (and a test run in another checkout sharing the cache) waits, then
+    finds it built and only reads it. A flock: the kernel releases it if the holder dies."""
+    from evalkit.atomic import holding
+
+    folder = TEST_HOME / "building" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    with holding(folder):
+        yield
+
+
 def _real_corpus(name: str, env: dict[str, str]):
     """A real corpus, fetched (apt-get download + dpkg-deb) and its pages in the store: yields (corpus, store)."""
     from evalkit import corpora
+    from evalkit.arms.lexical import ensure_global_index
     from evalkit.pages import PageStore
 
     mp = pytest.MonkeyPatch()
     for k, v in env.items():
         mp.setenv(k, v)
-    c = corpora.load(name)
-    corpora.fetch(c)
-    store = PageStore()
-    ingest = store.ingest(c, progress=False)
+    with building(name):
+        c = corpora.load(name)
+        corpora.fetch(c)
+        store = PageStore()
+        ingest = store.ingest(c, progress=False)
+        ensure_global_index(store, ingest.corpus)  # one long write: built here once, not by a test of each worker
     yield ingest.corpus, store
     store.close()
     mp.undo()
@@ -223,16 +266,21 @@ def rmanuals(real_env):
 
 @pytest.fixture(scope="session")
 def small(latex, tmp_path_factory):
-    """Ten short real manuals from `latex` in a folder of their own, pages in the store: (corpus, store)."""
+    """Ten short real manuals from `latex` in a folder of their own, pages and vectors in the store:
+    (corpus, store)."""
     import shutil
 
     from evalkit import corpora
+    from evalkit.arms.semantic import SemanticArm
 
     c, store = latex
     folder = tmp_path_factory.mktemp("small")
     for name in SMALL:
         shutil.copy(c.path(name), folder / name)
-    return store.ingest(corpora.from_dir(folder, "small"), progress=False).corpus, store
+    with building("small"):  # their vectors, embedded once for both workers (the cache is keyed by content)
+        small = store.ingest(corpora.from_dir(folder, "small"), progress=False).corpus
+        SemanticArm(small, store, progress=False)  # the arm `semantic`: its vectors
+    return small, store
 
 
 ENVIRONMENT = {"python": "3.11.7", "implementation": "CPython", "sqlite": "3.40.1",

@@ -248,7 +248,7 @@ def waiting(pid_file):
 def stopping(path=None):
     entries = read(path)
     (signals / f"{me}-read").touch()
-    for _ in range(6000 if me == "first" else 0):
+    for _ in range(30000 if me == "first" else 0):
         if (signals / "second-read").exists() or waiting(signals / "second-pid"):
             break
         time.sleep(0.01)
@@ -279,7 +279,9 @@ def test_two_corpus_adds_at_once_keep_both_entries(isolated):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     first = add("first")
-    for _ in range(6000):  # the first has read the lock (not yet there) and stops before writing it
+    # the first has read the lock (not yet there) and stops before writing it; both waits are bounded at
+    # 5 minutes, which a busy machine may need to get there (never early), and pass the moment it does
+    for _ in range(30000):
         if (signals / "first-read").exists() or first.poll() is not None:
             break
         time.sleep(0.01)

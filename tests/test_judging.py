@@ -12,7 +12,7 @@ import pytest
 
 from evalkit import api, judging, judging_file, qrels, undo
 from evalkit.judging import JudgingError, Session
-from tests.conftest import make_pdf
+from tests.conftest import make_pdf, one_line_error
 
 ARMS = ("global-index", "keyword")
 HEADER = '# my queries: comments survive\n[set]\nname = "mine"  # the set\ncorpus = "docs"\n'
@@ -289,14 +289,14 @@ def test_judged_at_10_per_arm(session):
     assert set(session.judged_at("q1").values()) == {1.0}
 
 
-@pytest.mark.slow
-def test_evalkit_page_prints_the_whole_page_and_refuses_a_bad_id(docs):
-    run = lambda pid: subprocess.run([sys.executable, "-m", "evalkit", "page", pid, "--docs", str(docs.corpus.root)],  # noqa: E731
-                                     capture_output=True, text=True, env=os.environ)
-    out = run("walrus.pdf#2")
-    assert out.returncode == 0 and docs.page("walrus.pdf", 2).text.strip() in out.stdout
-    bad = run("walrus.pdf#9")
-    assert bad.returncode == 2 and "out of range for walrus.pdf (1..2)" in bad.stderr
+def test_evalkit_page_prints_the_whole_page_and_refuses_a_bad_id(docs, capsys):
+    """The command in this process (what it prints and returns is tested, not an interpreter's start)."""
+    from evalkit.cli import main
+
+    assert main(["page", "walrus.pdf#2", "--docs", str(docs.corpus.root)]) == 0
+    assert docs.page("walrus.pdf", 2).text.strip() in capsys.readouterr().out
+    assert main(["page", "walrus.pdf#9", "--docs", str(docs.corpus.root)]) == 2
+    one_line_error(capsys, "out of range for walrus.pdf (1..2)")
 
 
 def test_a_missing_file_is_created_for_the_corpus_with_its_folder(docs, isolated):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import corpora, qrels
+from evalkit import qrels
 from evalkit.cli import main
 from evalkit.qrels import QrelsError
 from evalkit.text import contains
@@ -401,13 +401,12 @@ def test_a_query_file_in_another_encoding_is_one_line_naming_the_file(isolated, 
     one_line_error(capsys, f"evalkit: {q}: {says}")
 
 
-@pytest.mark.slow
-def test_a_bom_crlf_copy_of_a_shipped_set_passes_qrels_check(real_env, monkeypatch, tmp_path, capsys):
+def test_a_bom_crlf_copy_of_a_shipped_set_passes_qrels_check(rmanuals, real_env, monkeypatch, tmp_path, capsys):
+    """On the real corpus, fetched and read by its fixture (under its build lock: never by two workers)."""
     for k, v in real_env.items():
         monkeypatch.setenv(k, v)
     copy = tmp_path / "rmanuals.toml"
     copy.write_bytes(b"\xef\xbb\xbf" + (ROOT / "qrels" / "rmanuals.toml").read_bytes().replace(b"\n", b"\r\n"))
-    corpora.fetch(corpora.load("rmanuals"))
     assert main(["qrels", "check", str(copy), "--strict"]) == 0, capsys.readouterr()
 
 
