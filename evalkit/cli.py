@@ -451,7 +451,10 @@ def cmd_search(args) -> int:
     opened = open_corpus(args)
     ingest, store = opened.ingest, opened.store
     arm = arms.make(args.arm, ingest.corpus, store)
-    result = runner.answer(arm, args.query, args.k)
+    try:
+        result = runner.answer(arm, args.query, args.k)
+    finally:
+        arm.close()  # an MCP arm's server, a hybrid's parts: not left running until the interpreter exits
     t = esc.terminal  # one line per field, whatever the PDF text or a server's answer holds
     print(f"{t(arm.label)} on {t(ingest.corpus.name)}: {t(repr(args.query))}")
     if result.error:  # a run records it as this query's error: never "no hits"

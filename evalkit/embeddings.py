@@ -26,7 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import dirs, executor
-from .atomic import replacing
+from .atomic import holding, replacing
 from .pages import EXTRACTOR, PageStore
 from .records import Document
 
@@ -78,14 +78,17 @@ def packaged_fastembed_cache() -> Path:
     folder = dirs.cache_dir() / "models" / "fastembed-cache"
     repo = folder / "models--Qdrant--all-MiniLM-L6-v2-onnx"
     snapshot = repo / "snapshots" / PACKAGED
-    snapshot.mkdir(parents=True, exist_ok=True)
-    for src in packaged_model_dir().iterdir():
-        if not src.name.startswith("."):
-            link = snapshot / src.name
-            if not link.exists():
-                link.symlink_to(src)
-    (repo / "refs").mkdir(exist_ok=True)
-    (repo / "refs" / "main").write_text(PACKAGED)
+    folder.mkdir(parents=True, exist_ok=True)
+    with holding(folder):  # two processes laying it out at once (test workers, a notebook and a shell)
+        snapshot.mkdir(parents=True, exist_ok=True)
+        for src in packaged_model_dir().iterdir():
+            if not src.name.startswith("."):
+                link = snapshot / src.name
+                if not link.exists():
+                    link.symlink_to(src)
+        (repo / "refs").mkdir(exist_ok=True)
+        if not (ref := repo / "refs" / "main").exists() or ref.read_text() != PACKAGED:
+            ref.write_text(PACKAGED)
     return folder
 
 

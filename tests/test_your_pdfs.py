@@ -73,7 +73,7 @@ def test_your_pdfs_notebook_runs_from_folder_to_gate(isolated, monkeypatch, caps
                    resources={"metadata": {"path": str(isolated / "notebooks")}}).execute()
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert f"grade these {len(mine)} of {len(TOPICS)} queries whole" in out
-    assert f"graded whole: {len(mine)} of the {len(mine)} picked" in out and "the picked queries: no problem" in out
+    assert f"graded whole: {len(mine)} of the {len(mine)} picked" in out
     assert not judged.graded_queries(qrels.load(isolated / "mine.toml")) - set(mine)  # the others: ungraded
     assert "AUROC for gain >= 2" in out  # the local judge was trained and measured
     assert "with the judge predicting the pages nobody graded" in out  # qrels plan --judge
