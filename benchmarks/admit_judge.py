@@ -35,7 +35,7 @@ from evalkit import api, arms, docfigures, qrels
 from evalkit.arms import answerability as A
 from evalkit.arms.policies import JudgePolicy
 from evalkit.autojudge import agreement, model, session
-from evalkit.autojudge.signals import CorpusSignals
+from evalkit.arms.signals import CorpusSignals
 from evalkit.refusal import clopper_pearson, clopper_pearson_upper
 from evalkit.results import Results
 

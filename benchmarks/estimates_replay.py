@@ -27,8 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalkit import cli, docfigures, effort, estimates, pooling, qrels, recorded, replay
-from evalkit.autojudge import signals
+from evalkit import api, cli, docfigures, effort, estimates, pooling, qrels, recorded, replay
 from evalkit.records import page_id
 from evalkit.results import Results
 
@@ -126,7 +125,7 @@ def judges(args: argparse.Namespace, qs, ans: dict, rep: replay.Replayed) -> tup
         ranks = tables["ranks"]
         out.update({k: (replay.fixed(rep, t), args.draws) for k, t in tables.items() if k in names})
     if "local" in names:
-        src, _ = signals.open_source(args.file, args.results)
+        src, _ = api.judge_source(args.file, args.results)
         out["local"] = (replay.learnt(rep, src, cache=args.cache), args.local_draws)
     return ranks, out
 

@@ -49,7 +49,7 @@ import crossencoder as ce  # noqa: E402 - the benchmark's sibling module
 
 from evalkit import api, docfigures  # noqa: E402
 from evalkit.arms.semantic import SemanticArm  # noqa: E402
-from evalkit.autojudge import agreement, model, session, signals  # noqa: E402
+from evalkit.autojudge import agreement, model, session  # noqa: E402
 from evalkit.embeddings import windows  # noqa: E402
 
 CHOSEN = model.Spec()  # the judge that ships
@@ -94,7 +94,7 @@ def best_windows(name: str, store, rows: pd.DataFrame, qtext: dict[str, str]) ->
 
 def opened(name: str, root: Path, store, seed: int, queries: int = 0) -> tuple[Set, object]:
     """``queries``: only the first so many queries of the file (a quick check of the machinery)."""
-    src, store = signals.open_source(f"qrels/{name}.toml", root / name, store=store)
+    src, store = api.judge_source(f"qrels/{name}.toml", root / name, store=store)
     f = src.frame
     keep = f["query"].isin([q.id for q in src.qs.queries[:queries]]) if queries else True
     rows = f[f["pooled"] & f["gain"].notna() & keep].reset_index(drop=True)

@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalkit import docfigures
-from evalkit.autojudge import agreement, model, session, signals
+from evalkit import api, docfigures
+from evalkit.autojudge import agreement, model, session
 
 CANDIDATES = (model.Spec("logistic", "none"), model.Spec("logistic", "isotonic"), model.Spec("hgb", "none"),
               model.Spec("hgb", "isotonic"))
@@ -97,7 +97,7 @@ def experiments(sources: dict[str, session.Source], db, flags: str = "", suffix:
 def opened(sets: str, root: Path, store, suffix: str = "", vectors: bool = True) -> tuple[dict, object]:
     sources = {}
     for name in filter(None, sets.split(",")):
-        sources[name], store = signals.open_source(f"qrels/{name}.toml", root / f"{name}{suffix}", store=store,
+        sources[name], store = api.judge_source(f"qrels/{name}.toml", root / f"{name}{suffix}", store=store,
                                                    vectors=vectors)
     return sources, store
 

@@ -366,6 +366,22 @@ def judged_pair(base: _compare.Side, cand: _compare.Side, predictions: str | Pat
     return pair, loader(pair)
 
 
+def judge_source(file: str | Path, results: str | Path, store: PageStore | None = None, depth: int = 10,
+                 arms: Sequence[str] | None = None, vectors: bool = True) -> tuple[Any, PageStore]:
+    """A query file, the results directory run on it and its corpus (named by the file's ``[set]``, else
+    by the run) read into the local judge's rows (:class:`evalkit.autojudge.session.Source`: the ranks of
+    every arm, or of ``arms``; ``vectors=False``: no semantic signal); and the page store, whose SQLite file
+    caches fitted judges. Here, where corpora are opened: the judge itself never opens one."""
+    from .arms.signals import CorpusSignals
+    from .autojudge.session import load
+    from .results import Results
+
+    qs = qrels.load(file)
+    res = Results.load(results)
+    opened = corpus(qs.corpus or res.manifest["corpus"]["name"], store=store, progress=False)
+    return load(qs, res, CorpusSignals(opened.corpus, opened.store, vectors=vectors), depth, arms), opened.store
+
+
 def report(res: Results | str | Path, out_html: str | Path | None = None,
            pair: Sequence[str] | str | None = None, baseline_arm: str | None = None, *,
            baseline: str | None = None) -> Path:

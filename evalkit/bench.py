@@ -489,7 +489,8 @@ def _judge(store: PageStore, corpus: Corpus, qfile: Path, results: Path, rounds:
     ``JUDGE_GRADES`` graded pool pages of the query file, and warm judging (a query's features, its query
     embedding included, and the model's chances) per page, the text signals loaded once."""
     from . import qrels
-    from .autojudge import features, model, session, signals
+    from .arms import signals
+    from .autojudge import features, model, session
     from .results import Results
 
     sig = signals.CorpusSignals(corpus, store)

@@ -363,17 +363,17 @@ def cmd_qrels_simulate(args) -> int:
 
 def _simulate_judge(args) -> int:
     """``qrels simulate --judge``: deciding with few grades, replayed (docs/deciding-with-few-grades.md)."""
-    from . import replay
-    from .autojudge import signals
+    from . import api, replay
 
-    src, _ = signals.open_source(args.file, args.results)
+    src, _ = api.judge_source(args.file, args.results)
     rep, summary = replay.simulate(src, args.draws, args.seed)
     print(replay.render(rep, summary))
     return 0
 
 
 def cmd_qrels_judge(args) -> int:
-    from .autojudge import model, session, signals
+    from . import api
+    from .autojudge import model, session
 
     spec = model.Spec(args.model, args.calibration, args.seed)
     pairs = [pair.partition("=") for pair in args.train_on]
@@ -382,8 +382,8 @@ def cmd_qrels_judge(args) -> int:
             raise UsageError(f"--train-on wants QRELS=RESULTS, e.g. qrels/rmanuals.toml=results/rmanuals, "
                              f"not {file + sep + where!r}")
     chosen = split_top(args.arms, ",") if args.arms else None
-    src, store = signals.open_source(args.file, args.results, arms=chosen, vectors=not args.no_vectors)
-    others = [signals.open_source(file, where, store=store, arms=chosen, vectors=not args.no_vectors)[0]
+    src, store = api.judge_source(args.file, args.results, arms=chosen, vectors=not args.no_vectors)
+    others = [api.judge_source(file, where, store=store, arms=chosen, vectors=not args.no_vectors)[0]
               for file, _, where in pairs]
     out = session.run(src, spec, others, args.train_share, args.folds, store.db)
     print(session.render(out))

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from . import comparison, estimates, rules
-from .autojudge.record import sha256
+from .corpora import sha256_file as sha256
 from .qrels import QuerySet
 from .results import Results
 from .resultsdir import ResultsError

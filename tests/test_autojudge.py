@@ -247,7 +247,7 @@ def test_features_on_a_real_corpus_read_the_arms_own_scores(small, small_results
     """On real pages: the BM25 feature is the global-index arm's score for the pages it ranks, and the
     cosine the semantic arm's."""
     from evalkit.arms.semantic import SemanticArm
-    from evalkit.autojudge.signals import CorpusSignals
+    from evalkit.arms.signals import CorpusSignals
     from evalkit.simulate import answers
 
     c, store = small

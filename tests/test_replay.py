@@ -134,13 +134,14 @@ def test_the_cost_of_a_decision_is_the_first_budget_keeping_most_significant_pai
 
 def test_qrels_simulate_judge_replays_with_the_local_judge(tmp_path, monkeypatch, capsys):
     """The command reaches the library's replay: one row per budget and measure, coverage in [0, 1]."""
-    from evalkit.autojudge import session, signals
+    from evalkit import api
+    from evalkit.autojudge import session
     from evalkit.cli import main
 
     from .test_autojudge import write_case
 
     qs, res, sig = write_case(tmp_path, n=12, kinds=("needle", "trap"))
-    monkeypatch.setattr(signals, "open_source", lambda file, results: (session.load(qs, res, sig), None))
+    monkeypatch.setattr(api, "judge_source", lambda file, results: (session.load(qs, res, sig), None))
     assert main(["qrels", "simulate", str(qs.path), "--results", str(res.path), "--judge", "--draws", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("syn: 12 answerable queries") and "2 ordered pairs of 2 arms" in out[0]

@@ -92,7 +92,7 @@ def settings(signals: TextSignals, depth: int, query: bool = True) -> RunTime:
 
 
 def query_signals(signals, query: str) -> tuple[float, float, float]:
-    """:data:`QUERY` of one query from a corpus's signals (:class:`~evalkit.autojudge.signals.CorpusSignals`:
+    """:data:`QUERY` of one query from a corpus's signals (:class:`~evalkit.arms.signals.CorpusSignals`:
     its global index and, unless built without vectors, the semantic arm's windows)."""
     terms = query_terms(query)
     index, sem = signals.index, signals.semantic

@@ -532,7 +532,7 @@ class JudgePolicy(Policy):
         """The judge trained and calibrated on the query file (once, on first use)."""
         if self._calibrated is None:
             from ..autojudge.model import Spec
-            from ..autojudge.signals import CorpusSignals
+            from .signals import CorpusSignals
             from . import answerability as A
 
             if self.arm is None:

@@ -4,7 +4,7 @@ A query's *domain* is every page the judge predicts for: the pool (the union of 
 and every page the person judged. Each row holds the query's id and class, the page, the person's grade
 (NaN where none: kept apart from the features, only ever a target) and the features:
 
-- text (:class:`TextSignals`, computed by :mod:`evalkit.autojudge.signals` from the page store): the
+- text (:class:`TextSignals`, computed by :mod:`evalkit.arms.signals` from the page store): the
   query's corpus-wide BM25 on the page, the share of the query's IDF mass the page holds, the number of
   query terms, the cosine of the page's best window with the query (the semantic arm's own vectors), the
   best such cosine in the page's document, and the gap between the two;

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..corpora import sha256_file as sha256
+
 FOLDER = "judge"  # RESULTS/judge/: where `evalkit qrels judge FILE --results RESULTS` writes by default
 PREDICTIONS = "predictions.parquet"
 META = "judge.json"
@@ -118,7 +120,3 @@ def in_results(results_dir: Path | str) -> JudgeRecord | None:
     """The judge ``evalkit qrels judge FILE --results DIR`` wrote into ``results_dir`` (None: none)."""
     path = Path(results_dir) / FOLDER / PREDICTIONS
     return read(path) if path.exists() else None
-
-
-def sha256(path: Path | str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

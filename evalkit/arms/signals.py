@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arms.lexical import GlobalIndex, fts5_idf, query_terms
-from ..arms.semantic import SemanticArm, page_maxima
 from ..corpora import Corpus
 from ..pages import PageStore
 from ..pooling import PageKey
+from .lexical import GlobalIndex, fts5_idf, query_terms
+from .semantic import SemanticArm, page_maxima
 
 
 class CorpusSignals:
@@ -66,18 +66,3 @@ class CorpusSignals:
         cos = np.array([best[i] if i is not None else 0.0 for i in idx])
         doc = np.array([per_doc[self.doc_rank[d]] if d in self.doc_rank else 0.0 for d, _ in pages])
         return cos, doc
-
-
-def open_source(file: Path | str, results: Path | str, store: PageStore | None = None, depth: int = 10,
-                arms: Sequence[str] | None = None, vectors: bool = True):
-    """A query file, the results directory run on it and its corpus (named by the file's ``[set]``, else
-    by the run) read into the judge's rows (the ranks of every arm, or of ``arms``; ``vectors=False``: no
-    semantic signal); and the page store, whose SQLite file caches fitted judges."""
-    from .. import api, qrels
-    from ..results import Results
-    from .session import load
-
-    qs = qrels.load(file)
-    res = Results.load(results)
-    opened = api.corpus(qs.corpus or res.manifest["corpus"]["name"], store=store, progress=False)
-    return load(qs, res, CorpusSignals(opened.corpus, opened.store, vectors=vectors), depth, arms), opened.store
