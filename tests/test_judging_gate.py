@@ -16,19 +16,11 @@ from evalkit.autojudge import agreement, model, record, session
 from evalkit.comparison import CompareError
 
 from .conftest import write_results
+from .test_judged import DECIDE as RULES  # non-inferiority on nDCG@10(doc) and wrongful refusal
 
 PAGES = [("walrus.pdf", 1), ("walrus.pdf", 2), ("seal.pdf", 1), ("seal.pdf", 2), ("ice.pdf", 1), ("ice.pdf", 2)]
 CLASSES = ("needle", "spread", "described")
 W = 0.3  # how far the candidate follows the grades: undecided with 10 of 30 queries graded, one more decides
-RULES = """
-[[rule]]
-type = "non-inferiority"
-measure = "nDCG@10(doc)"
-margin = 0.05
-[[rule]]
-type = "refusal"
-rate = "wrongful"
-"""
 
 
 def _unit(*parts) -> float:
