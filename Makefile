@@ -32,10 +32,11 @@ $(CHROMIUM):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
-# On two workers (pytest-xdist): the suite's slow tests start processes and wait on them, so two share the cores
-# well; tests/conftest.py builds the shared corpora, caches and servers once. `-n 0` runs it in one process.
+# In one process. `pytest -n 2` (pytest-xdist) runs it on two workers in about two thirds of the time, but on a
+# fresh clone two workers once failed reading the shared cache's FTS5 tables ("vtable constructor failed") while
+# the other wrote it: until that race is understood, CI runs serially (docs/design.md).
 test: $(VENV)/.installed $(CHROMIUM)
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q
 
 ARMS ?= keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)
 # The report's verdict: the best arm by nDCG@10(doc) (`evalkit best`) gated against this one.

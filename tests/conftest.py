@@ -104,7 +104,8 @@ def make_pdf(path: Path, pages: list[str]) -> Path:
 SLOW_FIXTURES = {"real_env", "latex", "rmanuals", "small", "small_results", "small_pair", "latex_results", "cluster"}
 
 
-# `make test` runs the suite on two workers (pytest-xdist, `-n 2 --dist loadgroup`). Tests sharing a fixture
+# `pytest -n 2` runs the suite on two workers (pytest-xdist, `--dist loadgroup`; `make test` runs it serially).
+# Tests sharing a fixture
 # built once per module or package (a server, a rendered report) run on one worker, which builds it once; so
 # do the tests sharing the Dask cluster. The real corpora are built once for both workers (:func:`building`).
 # Slow tests are handed out first and the quick ones fill in at the end, so neither worker is left with one
