@@ -32,11 +32,10 @@ $(CHROMIUM):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
-# In one process. `pytest -n 2` (pytest-xdist) runs it on two workers in about two thirds of the time, but on a
-# fresh clone two workers once failed reading the shared cache's FTS5 tables ("vtable constructor failed") while
-# the other wrote it: until that race is understood, CI runs serially (docs/design.md).
+# On two workers (pytest-xdist; tests/conftest.py builds the real corpora once and keeps tests sharing a fixture
+# on one worker). `.venv/bin/pytest -q` runs it in one process.
 test: $(VENV)/.installed $(CHROMIUM)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 ARMS ?= keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)
 # The report's verdict: the best arm by nDCG@10(doc) (`evalkit best`) gated against this one.

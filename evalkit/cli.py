@@ -722,10 +722,10 @@ def cmd_tune(args) -> int:
             raise UsageError(f"--grid wants NAME=V1,V2,..., not {g!r}")
         axes[key.strip()] = split_top(values, ",")
     candidates = grid(args.arm, axes) if axes else split_top(args.arm, ",")
-    runner.check_arms(candidates, args.k)
+    checked = runner.check_arms(candidates, args.k)  # before a corpus opens
     try:
         with unrecorded_verdicts():
-            tuned = tune(candidates, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
+            tuned = tune(checked, _query_set_on(args, args.tune_on), _query_set_on(args, args.held_out), args.out,
                          args.measure, args.baseline_arm, args.rules, args.k,
                          keep=dict.fromkeys(args.keep, args.keep_margin))
     except TuneError as e:
@@ -783,14 +783,11 @@ def cmd_refusal_fit(args) -> int:
     args.file = args.qrels
     _qrels_corpus(args, qs)
     opened = open_corpus(args, quiet=True)
-    ingest, store = opened.ingest, opened.store
-    policy = make_policy(args.policy, ingest.corpus, store)
-    if not isinstance(policy, EvidencePolicy):
-        raise UsageError(f"policy {policy.label!r} has no weights to fit (fit the 'evidence' policy)")
+    policy = make_policy(args.policy, opened.ingest.corpus, opened.store)
     try:
         policy.params["weights"] = fit_evidence(policy, qs.queries)
     except ValueError as e:
-        raise UsageError(f"{args.qrels}: {e}") from None
+        raise UsageError(str(e) if not isinstance(policy, EvidencePolicy) else f"{args.qrels}: {e}") from None
     print(f"fitted on {qs.name} ({len(qs.queries)} queries)")
     print(policy.label)
     return 0

@@ -16,9 +16,10 @@ queries (:meth:`evalkit.estimates.Estimate.more_to_grade`) drawn at random from 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -164,20 +165,23 @@ class Loader:
             raise comparison.CompareError(str(e)) from None
 
 
-def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair) -> Judge:
-    """:func:`load` for a pair whose measures are known to come from ``qs`` (rescored from it)."""
-    from .recorded import judge_rows  # reads the arms' recorded answers
+def build(predictions: Path | str, qs: QuerySet, pair: comparison.Pair, table: pd.DataFrame | None = None,
+          ans: Mapping[str, Mapping[str, Any]] | None = None) -> Judge:
+    """:func:`load` for a pair whose measures are known to come from ``qs`` (rescored from it). ``table`` (the
+    predictions) and ``ans`` (both arms' recorded answers, of one run) when the caller has read them already."""
+    from .recorded import answers, expected_rows  # reads the arms' recorded answers
 
     path = Path(predictions)
-    table = estimates.read_predictions(path)
+    table = estimates.read_predictions(path) if table is None else table
     model = ", ".join(sorted({str(m) for m in table["model"].dropna()})) if "model" in table.columns else ""
 
     rows: dict[str, pd.DataFrame] = {}  # per results directory: both arms of one run are predicted at once
 
     def expected(s: comparison.Side) -> pd.DataFrame:
         if (key := str(s.results.path)) not in rows:
-            rows[key] = judge_rows(path, s.results.per_query, s.results.path, estimates.MEASURES[0],
-                                   {pair.base.arm, pair.cand.arm})
+            mine = ans if ans is not None else {a: v for a, v in answers(s.results).items()
+                                                 if a in {pair.base.arm, pair.cand.arm}}
+            rows[key] = expected_rows(table, s.results.per_query, mine)
         return rows[key][rows[key]["arm"] == s.arm].set_index("query")[list(estimates.MEASURES)]
 
     # recorded resolved: the report re-evaluates the verdict from wherever it runs (a notebook's folder)
@@ -428,6 +432,10 @@ class Decider:
         self.frame = self.results.per_query[self.results.per_query["arm"].isin(self.arms)].copy()
         self.rules = rules.load(rules_path or dirs.rules_path())
         self.predictions = Path(predictions)
+        try:  # read once: the workbench's view shows its opinions from the same table
+            self.table = estimates.read_predictions(self.predictions)
+        except ValueError as e:
+            raise comparison.CompareError(str(e)) from None
         self.gains: dict[str, dict] = {}  # per query, the grades self.frame is scored with
         self.judge: Judge | None = None
 
@@ -449,7 +457,8 @@ class Decider:
     def outcomes(self, qs: QuerySet) -> tuple[tuple[Outcome, ...], Judge]:
         """Every rule's outcome on ``qs`` as it stands, with the judge they were decided with."""
         pair = self._rescored(qs)
-        self.judge = graded_by(self.judge, qs) if self.judge else build(self.predictions, qs, pair)
+        self.judge = graded_by(self.judge, qs) if self.judge else build(self.predictions, qs, pair, self.table,
+                                                                                   self.answers)
         return self.judge.outcomes(self.rules, rules.Context(pair, self.rules.settings)), self.judge
 
     def decide(self, qs: QuerySet) -> Decision:

@@ -25,7 +25,7 @@ class Beside:
     def __init__(self, decider: judged.Decider):
         self.decider = decider
         self.record = record.read(decider.predictions)
-        table = estimates.read_predictions(decider.predictions)
+        table = decider.table
         self._opinions = {(str(q), str(d), int(p)): (float(a), float(b), float(c)) for q, d, p, a, b, c in
                           zip(*(table[k] for k in estimates.COLUMNS), strict=True)}
         self._text: str | None = None  # the file's text the decision below was computed from

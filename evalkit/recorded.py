@@ -140,8 +140,13 @@ def judge_rows(path: Path, frame: pd.DataFrame, results_path: Path, measure: str
     measure the judge cannot predict."""
     if measure not in estimates.MEASURES:
         raise ValueError(f"--measure {measure!r}: a judge's predictions give {', '.join(estimates.MEASURES)}")
-    table = estimates.read_predictions(path)
     ans = {a: v for a, v in answers(Results.load(results_path)).items() if arms is None or a in arms}
+    return expected_rows(estimates.read_predictions(path), frame, ans)
+
+
+def expected_rows(table: pd.DataFrame, frame: pd.DataFrame, ans: Mapping[str, Mapping[str, Answer]]) -> pd.DataFrame:
+    """:func:`judge_rows` from a predictions table and recorded answers already read (the workbench reads each
+    once when it opens, not once per use)."""
     queries = list(frame.drop_duplicates("query")[["query", "class"]].itertuples(index=False, name=None))
     ranked = {a: {q: [page_id(*p) for p in rankings(ans, q)[a]] for q, _ in queries} for a in ans}
     values = estimates.predicted(queries, ranked, table)

@@ -10,6 +10,7 @@ present a tuning-set figure as held out is refused (:class:`TuneError`).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from .corpora import Corpus
 from .pages import PageStore
 from .qrels import QuerySet
 from .results import Results
-from .runner import run
+from .runner import CheckedArms, check_arms, run
 
 
 class TuneError(ValueError):
@@ -118,25 +119,32 @@ def check_measure(measure: str) -> None:
                         f"{', '.join(m for m in measures.DEFAULT if m != 'Judged@10')}")
 
 
-def tune(candidates: list[str], tuned: QuerySetOn, held_out: QuerySetOn, out: Path, measure: str = "nDCG@10(doc)",
-         baseline: str = "hybrid(keyword=global-index)", rules: Path | str | None = None, k: int = 100,
-         progress: bool = True, keep: dict[str, float] | None = None) -> Tuned:
+def tune(candidates: Sequence[str] | CheckedArms, tuned: QuerySetOn, held_out: QuerySetOn, out: Path,
+         measure: str = "nDCG@10(doc)", baseline: str = "hybrid(keyword=global-index)",
+         rules: Path | str | None = None, k: int = 100, progress: bool = True,
+         keep: dict[str, float] | None = None) -> Tuned:
     """Run ``candidates`` on ``tuned`` (``out/tuned-<corpus>``), choose the best by ``measure`` (with ``keep``,
     among those that keep each kept measure within its margin of the baseline's there: :func:`choose`), then
     run it and ``baseline`` on ``held_out`` (``out/held-out-<corpus>``) and gate it there with ``rules``.
-    Directories that hold these runs already are resumed, so nothing is asked twice."""
+    Directories that hold these runs already are resumed, so nothing is asked twice. ``candidates`` that
+    :func:`~evalkit.runner.check_arms` accepted already (the CLI checks them before it opens a corpus) are not
+    checked again."""
     check_held_out(tuned, held_out)
     keep = keep or {}
     for m in (measure, *keep):
         check_measure(m)
-    if not candidates:
+    checked = candidates if isinstance(candidates, CheckedArms) else None
+    specs = list(candidates.specs if isinstance(candidates, CheckedArms) else candidates)
+    if not specs:
         raise TuneError("tune: no candidate arm to sweep")
     base_label = arms.make(baseline, tuned.corpus, tuned.store).label
     # with --keep the baseline is swept too, unless a candidate is it: told from the specs (against the
     # baseline as written and as labelled, which has the configured defaults filled in), not by building each
-    swept_already = any(arms.same_arm([c, b]) for c in candidates for b in (baseline, base_label))
-    swept = candidates + ([baseline] if keep and not swept_already else [])
-    sweep_dir = run(tuned.corpus, tuned.store, tuned.queries, swept, out / f"tuned-{tuned.corpus.name}", k,
+    swept_already = any(arms.same_arm([c, b]) for c in specs for b in (baseline, base_label))
+    swept = specs + ([baseline] if keep and not swept_already else [])
+    if checked is None or len(swept) > len(specs) or checked.k != k:
+        checked = check_arms(swept, k)
+    sweep_dir = run(tuned.corpus, tuned.store, tuned.queries, checked, out / f"tuned-{tuned.corpus.name}", k,
                     resume=True, progress=progress)
     results = Results.load(sweep_dir)
     table = pd.concat([means(results, m) for m in dict.fromkeys([measure, *keep])], axis=1)

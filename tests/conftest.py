@@ -104,7 +104,7 @@ def make_pdf(path: Path, pages: list[str]) -> Path:
 SLOW_FIXTURES = {"real_env", "latex", "rmanuals", "small", "small_results", "small_pair", "latex_results", "cluster"}
 
 
-# `pytest -n 2` runs the suite on two workers (pytest-xdist, `--dist loadgroup`; `make test` runs it serially).
+# `make test` runs the suite on two workers (`pytest -n 2`, pytest-xdist, `--dist loadgroup`).
 # Tests sharing a fixture
 # built once per module or package (a server, a rendered report) run on one worker, which builds it once; so
 # do the tests sharing the Dask cluster. The real corpora are built once for both workers (:func:`building`).

@@ -72,6 +72,28 @@ def test_cli_tune_refuses_gating_on_the_tuning_set(sets, capsys, monkeypatch):
     one_line_error(capsys, "--grid wants NAME=V1,V2")
 
 
+def test_cli_tune_checks_its_candidates_once(sets, tmp_path, monkeypatch, capsys):
+    from evalkit import runner, tune as tune_module
+
+    a, b, d = sets
+    monkeypatch.setenv("EVALKIT_CACHE", str(a.store.path.parent))
+    calls = []
+    real = runner.check_arms
+
+    def counted(specs, k):
+        calls.append(tuple(specs))
+        return real(specs, k)
+
+    for module in (runner, tune_module):
+        monkeypatch.setattr(module, "check_arms", counted)
+    query_file(tmp_path / "held.toml", *OTHER_QUERIES[:2], name="small-held")  # needles: `run` accepts them
+    main(["tune", "--arm", "global-index,score-merge", "--tune-on", f"{a.corpus.root}={d / 'a.toml'}",
+          "--held-out", f"{b.corpus.root}={tmp_path / 'held.toml'}", "--baseline-arm", "keyword",
+          "--out", str(tmp_path / "t")])
+    assert "evalkit gate: " in capsys.readouterr().out  # both runs were made: the chosen arm was gated held out
+    assert calls.count(("global-index", "score-merge")) == 1, calls  # by the CLI, before a corpus opens
+
+
 def test_choose_keeps_a_measure_within_the_margin_of_the_baselines():
     table = pd.DataFrame({"doc": [0.70, 0.80, 0.78, 0.75], "page": [0.50, 0.40, 0.485, 0.49]},
                          index=["base", "greedy", "kept", "also"])

@@ -20,6 +20,7 @@ import math
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -61,6 +62,30 @@ def settings(store: PageStore, kind: str) -> str:
 def _settings_ok(store: PageStore, name: str, kind: str) -> bool:
     row = store.db.execute("SELECT settings FROM fts_indexes WHERE name=?", (name,)).fetchone()
     return row is not None and row[0] == settings(store, kind)
+
+
+_SNAPSHOT = threading.Lock()
+
+
+@contextmanager
+def snapshot(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read transaction around an FTS5 query on a cache other processes write. FTS5 connects a table by
+    reading its config in a read transaction of its own, after the statement read the schema in another; a
+    schema change committed in between (another process building an index in the same cache: a notebook
+    and a shell) fails the statement with "vtable constructor failed" (SQLITE_SCHEMA, which SQLite does not
+    retry there). Pinned to one snapshot first, both reads agree. Nothing at query time writes through the
+    store's connection, so this read transaction holds no one's writes; one thread at a time opens one
+    (an arm's connection may serve several)."""
+    with _SNAPSHOT:
+        if db.in_transaction:  # already one snapshot
+            yield db
+            return
+        db.execute("BEGIN")
+        try:
+            db.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchone()  # the read that starts the snapshot
+            yield db
+        finally:
+            db.execute("COMMIT")
 
 
 def document_table(sha256: str) -> str:
@@ -347,9 +372,10 @@ class GlobalIndex:
         FTS5 query. Rows come back as two strings (the subquery's ``LIMIT -1`` keeps SQLite from merging
         bm25() into the aggregate); FTS5 gives no count through SQL, but bm25() of the phrase alone
         determines it (:func:`fts5_term_frequency`)."""
-        rows, scores = self.db.execute(
-            f"SELECT group_concat(r), group_concat(s) FROM (SELECT rowid AS r, -bm25({self.table}) AS s "
-            f"FROM {self.table} WHERE {self.table} MATCH ? LIMIT -1)", (match_expression([term]),)).fetchone()
+        with snapshot(self.db) as db:
+            rows, scores = db.execute(
+                f"SELECT group_concat(r), group_concat(s) FROM (SELECT rowid AS r, -bm25({self.table}) AS s "
+                f"FROM {self.table} WHERE {self.table} MATCH ? LIMIT -1)", (match_expression([term]),)).fetchone()
         rows = np.array(rows.split(",") if rows else [], np.int64)
         tf = fts5_term_frequency(np.array(scores.split(",") if scores else [], np.float64),
                                  self._idf(len(rows)), self.norm["corpus"][rows])

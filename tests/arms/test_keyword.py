@@ -7,7 +7,7 @@ from collections import defaultdict
 import pytest
 
 from evalkit import arms, qrels
-from evalkit.arms.lexical import ensure_document_indexes, match_expression, query_terms
+from evalkit.arms.lexical import ensure_document_indexes, match_expression, query_terms, snapshot
 from evalkit.fusion import fuse
 
 from ..conftest import ROOT
@@ -19,20 +19,24 @@ VARIANTS = ["keyword", "keyword(idf_scope=corpus)", "keyword(tiebreak=page)",
 def reference_per_document(arm, terms: list[str], k: int) -> dict[str, list[tuple[int, float]]]:
     """One FTS5 query per document over its own table (idf_scope=doc), or the corpus-wide bm25() list
     split by document (idf_scope=corpus); each document's top k as (page, -bm25)."""
-    db = arm.store.db
+    db = arm.store.db  # read in one snapshot: the other test worker may be building indexes in the same cache
     if arm.params["idf_scope"] == "corpus":
         t = arm.global_index.table
-        rows = db.execute(f"SELECT rowid, bm25({t}) FROM {t} WHERE {t} MATCH ?", (match_expression(terms),))
+        with snapshot(db):
+            rows = db.execute(f"SELECT rowid, bm25({t}) FROM {t} WHERE {t} MATCH ?",
+                              (match_expression(terms),)).fetchall()
         out = defaultdict(list)
         for rowid, score in rows:
             out[arm.global_index.docs[arm.global_index.doc[rowid]]].append((int(arm.global_index.page[rowid]), -score))
         return {d: sorted(v, key=lambda ps: (-ps[1], ps[0]))[:k] for d, v in out.items()}
     out = {}
-    for doc, table in ensure_document_indexes(arm.store, arm.corpus).items():
-        rows = db.execute(f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? "
-                          f"ORDER BY bm25({table}), rowid LIMIT {int(k)}", (match_expression(terms),)).fetchall()
-        if rows:
-            out[doc] = [(page, -score) for page, score in rows]
+    tables = ensure_document_indexes(arm.store, arm.corpus)
+    with snapshot(db):
+        for doc, table in tables.items():
+            rows = db.execute(f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? "
+                              f"ORDER BY bm25({table}), rowid LIMIT {int(k)}", (match_expression(terms),)).fetchall()
+            if rows:
+                out[doc] = [(page, -score) for page, score in rows]
     return out
 
 
@@ -41,7 +45,9 @@ def reference_content_scores(arm, terms: list[str]):
     g, db = arm.global_index, arm.store.db
     pages_with = {}
     for t in terms:
-        rows = db.execute(f"SELECT rowid FROM {g.table} WHERE {g.table} MATCH ?", (match_expression([t]),))
+        with snapshot(db):
+            rows = db.execute(f"SELECT rowid FROM {g.table} WHERE {g.table} MATCH ?",
+                              (match_expression([t]),)).fetchall()
         pages_with[t] = {(g.docs[g.doc[r]], int(g.page[r])) for (r,) in rows}
     docs_with = {t: {d for d, _ in ps} for t, ps in pages_with.items()}
     n = len(set().union(*docs_with.values())) if docs_with else 0
@@ -62,8 +68,9 @@ def reference_search(arm, query: str, k: int) -> list[tuple[str, int, float]]:
         return []
     if arm.name == "global-index":
         g = arm.global_index
-        rows = arm.store.db.execute(f"SELECT rowid, bm25({g.table}) FROM {g.table} WHERE {g.table} MATCH ?",
-                                    (match_expression(terms),))
+        with snapshot(arm.store.db) as db:
+            rows = db.execute(f"SELECT rowid, bm25({g.table}) FROM {g.table} WHERE {g.table} MATCH ?",
+                              (match_expression(terms),)).fetchall()
         sha = {d.name: d.sha256 for d in arm.corpus.documents}
         ranked = sorted(((score, g.docs[g.doc[r]], int(g.page[r])) for r, score in rows),
                         key=lambda r: (r[0], sha[r[1]], r[2]))
@@ -111,7 +118,8 @@ def test_term_frequencies_are_fts5s_counts(latex):
     store.db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, {g.table}, instance)")
     for word, stem in [("table", "tabl"), ("the", "the"), ("hyphenation", "hyphen"), ("colour", "colour"),
                        ("zzz", "zzz")]:
-        want = dict(store.db.execute("SELECT doc, count(*) FROM temp.vocab WHERE term=? GROUP BY doc", (stem,)))
+        with snapshot(store.db) as db:
+            want = dict(db.execute("SELECT doc, count(*) FROM temp.vocab WHERE term=? GROUP BY doc", (stem,)))
         assert want or word == "zzz"
         m = g.matches((word,))
         assert dict(zip(m.term_rows[0].tolist(), m.term_tf[0].tolist(), strict=True)) == want

@@ -187,3 +187,33 @@ def test_a_word_fts5_reads_as_a_phrase_matches_as_fts5_matches_it(tmp_path, spec
     hits = arm.search(query, 10).hits
     assert [(h.doc, h.page, h.score) for h in hits] == reference_search(arm, query, 10)
     assert {(h.doc, h.page) for h in hits} == {("a.pdf", 1), ("b.pdf", 1), ("b.pdf", 2)}
+
+
+def test_a_phrase_is_read_while_another_process_changes_the_caches_schema(tmp_path):
+    # Another process (a shell building an index beside a notebook) commits a schema change at the moment
+    # FTS5 connects the table, after the statement read the schema: without one read snapshot around the
+    # query SQLite fails it ("vtable constructor failed" or "database schema has changed", SQLITE_SCHEMA).
+    import itertools
+    import sqlite3
+
+    c, store = _tiny(tmp_path, {"a.pdf": ["ab cd and ab cd again"], "b.pdf": ["tables"]})
+    index = GlobalIndex(store, c)
+    other = sqlite3.connect(store.path, isolation_level=None, timeout=60)
+    n = itertools.count()
+
+    def meanwhile(action, table, *_):
+        if action == sqlite3.SQLITE_READ and table == f"{index.table}_config":  # FTS5 connecting the table
+            other.execute(f"CREATE TABLE other_{next(n)}(x)")
+        return sqlite3.SQLITE_OK
+
+    fresh = PageStore(store.path)  # a connection that has not connected the table yet
+    index.db = fresh.db
+    fresh.db.set_authorizer(meanwhile)
+    rows, tf = index._phrase("ab\u19b0cd")
+    fresh.db.set_authorizer(None)
+    assert next(n) > 0, "the schema never changed while FTS5 connected the table: the test tests nothing"
+    assert rows.tolist() == [1] and tf.tolist() == [2.0]
+    assert not fresh.db.in_transaction
+    other.close()
+    fresh.close()
+    store.close()
