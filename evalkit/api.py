@@ -367,18 +367,34 @@ def judged_pair(base: _compare.Side, cand: _compare.Side, predictions: str | Pat
 
 
 def judge_source(file: str | Path, results: str | Path, store: PageStore | None = None, depth: int = 10,
-                 arms: Sequence[str] | None = None, vectors: bool = True) -> tuple[Any, PageStore]:
-    """A query file, the results directory run on it and its corpus (named by the file's ``[set]``, else
-    by the run) read into the local judge's rows (:class:`evalkit.autojudge.session.Source`: the ranks of
-    every arm, or of ``arms``; ``vectors=False``: no semantic signal); and the page store, whose SQLite file
-    caches fitted judges. Here, where corpora are opened: the judge itself never opens one."""
+                 arms: Sequence[str] | None = None, vectors: bool = True,
+                 docs: str | Path | None = None) -> tuple[Any, PageStore]:
+    """A query file, the results directory run on it and its corpus (the folder ``docs`` for a run of a
+    folder of PDFs, else the one named by the file's ``[set]``, else by the run) read into the local judge's
+    rows (:class:`evalkit.autojudge.session.Source`: the ranks of every arm, or of ``arms``; ``vectors=False``:
+    no semantic signal); and the page store, whose SQLite file caches fitted judges. Here, where corpora are
+    opened: the judge itself never opens one. A folder is never taken from the run's manifest (data, maybe
+    from elsewhere): the user names it, and it must hold the documents the run read."""
     from .arms.signals import CorpusSignals
     from .autojudge.session import load
     from .results import Results
 
     qs = qrels.load(file)
     res = Results.load(results)
-    opened = corpus(qs.corpus or res.manifest["corpus"]["name"], store=store, progress=False)
+    ran = res.manifest["corpus"]
+    if docs is not None:
+        opened = corpus(docs=docs, store=store, progress=False)
+        if opened.corpus.digest() != ran.get("digest"):
+            raise CorpusError(f"{docs}: not the documents the run in {res.path} read (corpus {ran['name']!r}): "
+                              "pass the folder that run read, unchanged")
+    else:
+        name = qs.corpus or ran["name"]
+        try:
+            corpora.locate(name)
+        except CorpusError as e:
+            raise CorpusError(f"{e}; a run of a folder of PDFs (`evalkit run --docs DIR`): pass that folder, "
+                              f"--docs DIR (the run read {ran.get('root', 'a folder')})") from None
+        opened = corpus(name, store=store, progress=False)
     return load(qs, res, CorpusSignals(opened.corpus, opened.store, vectors=vectors), depth, arms), opened.store
 
 

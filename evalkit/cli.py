@@ -382,7 +382,7 @@ def cmd_qrels_judge(args) -> int:
             raise UsageError(f"--train-on wants QRELS=RESULTS, e.g. qrels/rmanuals.toml=results/rmanuals, "
                              f"not {file + sep + where!r}")
     chosen = split_top(args.arms, ",") if args.arms else None
-    src, store = api.judge_source(args.file, args.results, arms=chosen, vectors=not args.no_vectors)
+    src, store = api.judge_source(args.file, args.results, arms=chosen, vectors=not args.no_vectors, docs=args.docs)
     others = [api.judge_source(file, where, store=store, arms=chosen, vectors=not args.no_vectors)[0]
               for file, _, where in pairs]
     out = session.run(src, spec, others, args.train_share, args.folds, store.db)
@@ -963,6 +963,8 @@ def _qrels_judging(qp: Subparsers) -> None:
                                      "(docs/judge.md)")
     ju.add_argument("file", type=Path)
     ju.add_argument("--results", required=True, type=Path, help="a results directory run with this query set")
+    ju.add_argument("--docs", type=Path, metavar="DIR", help="the folder of PDFs the run read, for a run of a folder "
+                    "(`evalkit run --docs DIR`) rather than of a corpus in a lock file")
     ju.add_argument("--train-on", action="append", default=[], metavar="QRELS=RESULTS",
                     help="train on another query file with its results directory (repeatable); without it and "
                          "without --train-share, the judge is cross-fitted by query on FILE itself")

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import measures
 from .atomic import replacing, temporary
 from .oserrors import naming
 
@@ -189,6 +190,10 @@ def check_per_query(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise ResultsError(f"{path}: column {missing[0]!r} is missing; it is rebuilt from the answers by "
                            f"`evalkit run ... --out {path.parent} --resume`")
+    for column in ("latency_s", *(c for c in measures.DEFAULT if c in frame.columns)):
+        if frame[column].dtype.kind not in "biuf":  # a mean of strings fails far from here, or concatenates
+            raise ResultsError(f"{path}: column {column!r} holds {frame[column].dtype} values, not numbers: the file "
+                               f"was edited or damaged; rebuild it with `evalkit run ... --out {path.parent} --resume`")
     twice = frame[frame.duplicated(["query", "arm"])]
     if len(twice):
         query, arm = twice.iloc[0]["query"], twice.iloc[0]["arm"]

@@ -777,3 +777,31 @@ def test_a_set_graded_in_part_runs_and_gates_with_the_judge(isolated, capsys, mo
     decider = judged.Decider(res, "keyword", "global-index", preds, rules)  # the workbench's "can I decide yet?"
     [rule], _ = decider.outcomes(qrels.load(q))
     assert (rule.status, rule.numbers["graded"], rule.numbers["n"]) == ("undecided", 6, 12)
+
+
+def test_qrels_judge_on_a_run_of_a_folder_takes_the_folder_from_the_user(isolated, capsys, monkeypatch):
+    """`evalkit run --docs DIR` pins nothing in a lock: `qrels judge` then asks for --docs DIR (never taking a
+    folder from the run's manifest, which is data) and refuses a folder holding other documents."""
+    from .conftest import make_pdf, query, query_file
+
+    monkeypatch.chdir(isolated)
+    docs, other = isolated / "docs", isolated / "other"
+    for folder in (docs, other):
+        folder.mkdir()
+    for i in range(0, len(ANIMALS), 2):
+        make_pdf(docs / f"{ANIMALS[i]}.pdf", [f"The {a} lives by the sea. " * 3 for a in ANIMALS[i:i + 2]])
+    make_pdf(other / "walrus.pdf", ["The walrus lives by the sea."])
+    q = query_file(isolated / "mine.toml", *(
+        query(f"q{i:02d}", "needle", f"where does the {a} live", (f"{ANIMALS[i - i % 2]}.pdf", 1 + i % 2, 3),
+              (f"{ANIMALS[i - i % 2]}.pdf", 2 - i % 2, 0)) for i, a in enumerate(ANIMALS)))
+    res = isolated / "res"
+    assert main(["run", "--docs", str(docs), "--qrels", str(q), "--arms", "keyword,global-index", "--out",
+                 str(res)]) == 0
+    judge = ["qrels", "judge", str(q), "--results", str(res), "--no-vectors", "--model", "logistic", "--folds", "2"]
+    capsys.readouterr()
+    assert main(judge) == 2
+    one_line_error(capsys, "pass that folder, --docs DIR", str(docs))
+    assert main([*judge, "--docs", str(other)]) == 2
+    one_line_error(capsys, f"{other}: not the documents the run in {res} read")
+    assert main([*judge, "--docs", str(docs)]) == 0
+    assert (res / "judge" / "predictions.parquet").exists()

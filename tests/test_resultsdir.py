@@ -227,6 +227,21 @@ def test_a_per_query_file_without_a_column_readers_use_is_named(tmp_path, capsys
     one_line_error(capsys, str(res / "per_query.parquet"), "column 'arm' is missing")
 
 
+@pytest.mark.parametrize("command", [["summary", "R"], ["gate", "--baseline", "R:base", "--candidate", "R:cand"]])
+def test_a_measure_column_of_strings_is_named_for_every_reader(tmp_path, capsys, command):
+    """Results from elsewhere with a measure written as text: a mean would fail far from the file, or add
+    strings end to end."""
+    import pandas as pd
+
+    res = write_results(tmp_path / "r", {"base": {"nDCG@10": [0.2, 0.5]}, "cand": {"nDCG@10": [0.3, 0.6]}},
+                        ["needle"] * 2)
+    frame = pd.read_parquet(res / "per_query.parquet")
+    frame["GoldDoc@3"] = frame["GoldDoc@3"].map(lambda v: f"{v:.1f}")
+    frame.to_parquet(res / "per_query.parquet", index=False)
+    assert main([str(res) if a == "R" else a.replace("R:", f"{res}:") for a in command]) == 2
+    one_line_error(capsys, str(res / "per_query.parquet"), "column 'GoldDoc@3' holds", "not numbers")
+
+
 @pytest.mark.parametrize("field, value, says", [
     ("specs", [1], "'specs[0]' is not a string"),
     ("environment.machine.memory_bytes", "lots", "'environment.machine.memory_bytes' is not a whole number"),
