@@ -123,7 +123,8 @@ def execute(source: Path, where: Path, name: str, title: str, out_html: str | Pa
     env["EVALKIT_WORKDIR"] = os.getcwd()  # where a manifest's relative paths (its query file) are looked up
     try:
         with tempfile.TemporaryDirectory(prefix="evalkit-kernel-") as clean:  # the kernel's working directory
-            _interruptible(NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+            # the kernel's start has the cells' bound too: nbclient's own 60 s is passed on a busy CI machine
+            _interruptible(NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name=kernel_name,
                                           extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP warning
                                           resources={"metadata": {"path": clean}}), env)
     except CellExecutionError as e:

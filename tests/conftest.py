@@ -97,6 +97,12 @@ def make_pdf(path: Path, pages: list[str]) -> Path:
     return path
 
 
+# How long a wait may last before a test is failed as hung (a browser's page, a server's start, a kernel's
+# answer): a bound on a hang, never a measure of speed. On a 2-core machine at load 14 every step takes
+# several times as long as on an idle one, and past Playwright's default 30 s.
+HANG_S = 600
+
+
 # Fixtures that need a real corpus, the real model or a cluster of processes: a test that uses one, itself or
 # through another fixture, is marked slow, so `pytest -m "not slow"` is the quick inner loop. A test module
 # may name more of its own in SLOW_FIXTURES (a fixture that starts a server); a test that starts processes

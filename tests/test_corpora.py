@@ -287,6 +287,6 @@ def test_two_corpus_adds_at_once_keep_both_entries(isolated):
         time.sleep(0.01)
     second = add("second")
     (signals / "second-pid").write_text(str(second.pid))
-    outs = [p.communicate(timeout=120) for p in (first, second)]
+    outs = [p.communicate(timeout=600) for p in (first, second)]
     assert [first.returncode, second.returncode] == [0, 0], outs
     assert set(corpora.read_lock(isolated / "corpora.lock")) == {"old", "first", "second"}

@@ -133,13 +133,13 @@ def evalkit_server(tmp_path_factory):
     sock = str(tmp_path_factory.mktemp("cli") / "evalkit.sock")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     server = subprocess.Popen([sys.executable, "-m", "tests.cli_server", sock], cwd=ROOT, env=env)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600
     while not os.path.exists(sock):
         assert server.poll() is None and time.monotonic() < deadline, "the evalkit command server did not start"
         time.sleep(0.1)
     yield sock
     server.terminate()
-    server.wait(timeout=30)
+    server.wait(timeout=600)
 
 
 @pytest.fixture

@@ -203,7 +203,7 @@ def test_two_workbenches_opening_at_the_same_instant_never_both_get_in(session):
     finally:
         for p in procs:
             p.stdin.close()
-            p.wait(timeout=60)
+            p.wait(timeout=600)
 
 
 def test_a_reworded_query_is_pooled_again_and_only_pages_below_gain_2_set_aside(session):

@@ -15,7 +15,7 @@ from evalkit import api, gating, judged, notebooks, qrels
 from evalkit.cli import main
 from evalkit.judging import Session
 from evalkit.replay import to_grade
-from tests.conftest import ROOT, make_pdf
+from tests.conftest import HANG_S, ROOT, make_pdf
 
 pytestmark = pytest.mark.slow
 ARMS = ["global-index", "keyword"]
@@ -69,7 +69,7 @@ def test_your_pdfs_notebook_runs_from_folder_to_gate(isolated, monkeypatch, caps
     notebooks.inject_parameters(nb, ARMS=ARMS, QUERIES="../mine.toml", GRADE=GRADE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]))  # `!evalkit`
-    NotebookClient(nb, timeout=600, kernel_name="python3",
+    NotebookClient(nb, timeout=HANG_S, startup_timeout=HANG_S, kernel_name="python3",
                    resources={"metadata": {"path": str(isolated / "notebooks")}}).execute()
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert f"grade these {len(mine)} of {len(TOPICS)} queries whole" in out

@@ -17,7 +17,7 @@ from evalkit.reports import prose, rendering, selection
 from evalkit.results import Results
 from evalkit.runner import run
 
-from ..conftest import ROOT, query_file
+from ..conftest import HANG_S, ROOT, query_file
 from .conftest import ARMS, QUERIES, SET, _copy
 
 
@@ -116,8 +116,9 @@ def browse(html, tmp_path) -> dict:
 
     with sync_playwright() as p:
         browser = p.chromium.launch_persistent_context(tmp_path / "profile", executable_path=CHROMIUM,
-                                                       headless=True, args=CHROMIUM_FLAGS)
+                                                       headless=True, args=CHROMIUM_FLAGS, timeout=HANG_S * 1000)
         try:
+            browser.set_default_timeout(HANG_S * 1000)  # a bound on a hang: a loaded machine takes minutes
             browser.route(lambda url: url != html.as_uri(), refuse)
             page = browser.new_page()
             page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
