@@ -79,7 +79,9 @@ def lab_serving(tmp_path: Path, cells: list[str]):
     server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
                                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}",
                                "--allow-root", "--LabApp.extension_manager=readonly", "--LabApp.news_url=",
-                               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+                               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                               # a kernel that answers late is waited for, not given up after 60 s (a hang bound)
+                               f"--MappingKernelManager.kernel_info_timeout={HANG_S}"],
                               cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "lab.log").open("w"))
     try:
         wait_for(server, f"http://127.0.0.1:{port}/api/status?token={token}", tmp_path / "lab.log")
