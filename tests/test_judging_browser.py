@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from evalkit import api, judging, judging_file, qrels
 from evalkit.draft import Draft, to_toml
@@ -127,23 +128,22 @@ def local(url: str) -> bool:
 
 
 def run_all(page) -> None:
-    """Open the notebook's cells and run them all (the Run menu), then wait for the workbench. JupyterLab may
-    ask which kernel to start (a notebook it has not run before), soon or, on a busy machine, late: the
-    question is answered whenever it is on screen, before an action or while the cells run."""
-    select = page.locator(".jp-Dialog button", has_text="Select")
-    page.add_locator_handler(select, lambda: select.click())
+    """Open the notebook's cells and run them all (the Run menu), then wait for the workbench."""
     page.locator(".jp-Notebook").wait_for()
+    select = page.locator(".jp-Dialog button", has_text="Select")
+    try:  # JupyterLab asks which kernel to start for a notebook it has not run before
+        select.wait_for(timeout=15_000)
+        select.click()
+    except PlaywrightTimeout:
+        pass
     page.locator(".lm-MenuBar-item", has_text="Run").first.click()
     page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
-    workbench, deadline = page.locator(".ek-text"), time.monotonic() + HANG_MS / 1000
-    while not workbench.is_visible():
-        if select.is_visible():
-            select.click()
-        if time.monotonic() > deadline:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SHOTS / "judge-failed.png"))
-            pytest.fail(f"the workbench did not open in {HANG_MS // 1000} s (screens/judge-failed.png)")
-        page.wait_for_timeout(500)
+    try:
+        page.locator(".ek-text").wait_for()
+    except Exception:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "judge-failed.png"))
+        raise
 
 
 def select_quote(page, start: int, end: int) -> str:

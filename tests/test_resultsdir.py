@@ -227,7 +227,8 @@ def test_a_per_query_file_without_a_column_readers_use_is_named(tmp_path, capsys
     one_line_error(capsys, str(res / "per_query.parquet"), "column 'arm' is missing")
 
 
-@pytest.mark.parametrize("command", [["summary", "R"], ["gate", "--baseline", "R:base", "--candidate", "R:cand"]])
+@pytest.mark.parametrize("command", [["summary", "R"], ["gate", "--baseline", "R:base", "--candidate", "R:cand"],
+                                     ["report", "R"]])
 def test_a_measure_column_of_strings_is_named_for_every_reader(tmp_path, capsys, command):
     """Results from elsewhere with a measure written as text: a mean would fail far from the file, or add
     strings end to end."""

@@ -67,16 +67,17 @@ def test_render_takes_a_pair_and_an_output_file(results_dir, tmp_path):
 
 @pytest.mark.slow
 def test_a_failing_cell_fails_render_naming_the_cell_and_the_problem(results_dir, tmp_path):
-    """A problem only a cell meets (a measure column of text: render's check up front reads rows and labels,
-    not values) fails render with the cell, its code and the error, and leaves no report behind."""
-    import pandas as pd
+    """A problem only a cell meets (render's checks up front read the results, not what a cell does with them:
+    a measure column of text is refused before any cell, tests/test_resultsdir.py) fails render with the
+    cell, its code and the error, and leaves no report behind: the report notebook with one more cell."""
+    import nbformat
 
     bad = _copy(results_dir, tmp_path)
-    frame = pd.read_parquet(bad / "per_query.parquet")
-    frame["nDCG@10"] = "not a number"
-    frame.to_parquet(bad / "per_query.parquet", index=False)
+    nb = nbformat.read(rendering.NOTEBOOK, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("res.per_query['nDCG@10'].sum() + ' pages'  # a number plus text"))
+    nbformat.write(nb, tmp_path / "report.ipynb")
     with pytest.raises(CellExecutionError) as e:
-        rendering.render(bad)
+        rendering.render(bad, notebook=tmp_path / "report.ipynb")
     message = str(e.value)
     assert re.search(r"cell \d+ \(In \[\d+\]\) failed", message) and "TypeError" in message
     assert "\x1b[" not in message  # no terminal colour codes
