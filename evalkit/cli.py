@@ -777,7 +777,7 @@ def cmd_refusal_calibrate(args) -> int:
 def cmd_refusal_fit(args) -> int:
     from . import qrels
 
-    from .arms.policies import EvidencePolicy, fit_evidence, make_policy
+    from .arms.policies import fit_evidence, make_policy
 
     qs = qrels.load(args.qrels)
     args.file = args.qrels
@@ -786,8 +786,10 @@ def cmd_refusal_fit(args) -> int:
     policy = make_policy(args.policy, opened.ingest.corpus, opened.store)
     try:
         policy.params["weights"] = fit_evidence(policy, qs.queries)
+    except TypeError as e:  # not the evidence policy
+        raise UsageError(str(e)) from None
     except ValueError as e:
-        raise UsageError(str(e) if not isinstance(policy, EvidencePolicy) else f"{args.qrels}: {e}") from None
+        raise UsageError(f"{args.qrels}: {e}") from None
     print(f"fitted on {qs.name} ({len(qs.queries)} queries)")
     print(policy.label)
     return 0

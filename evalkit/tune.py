@@ -22,7 +22,7 @@ from .corpora import Corpus
 from .pages import PageStore
 from .qrels import QuerySet
 from .results import Results
-from .runner import CheckedArms, check_arms, run
+from .runner import CheckedArms, run
 
 
 class TuneError(ValueError):
@@ -133,7 +133,6 @@ def tune(candidates: Sequence[str] | CheckedArms, tuned: QuerySetOn, held_out: Q
     keep = keep or {}
     for m in (measure, *keep):
         check_measure(m)
-    checked = candidates if isinstance(candidates, CheckedArms) else None
     specs = list(candidates.specs if isinstance(candidates, CheckedArms) else candidates)
     if not specs:
         raise TuneError("tune: no candidate arm to sweep")
@@ -142,9 +141,8 @@ def tune(candidates: Sequence[str] | CheckedArms, tuned: QuerySetOn, held_out: Q
     # baseline as written and as labelled, which has the configured defaults filled in), not by building each
     swept_already = any(arms.same_arm([c, b]) for c in specs for b in (baseline, base_label))
     swept = specs + ([baseline] if keep and not swept_already else [])
-    if checked is None or len(swept) > len(specs) or checked.k != k:
-        checked = check_arms(swept, k)
-    sweep_dir = run(tuned.corpus, tuned.store, tuned.queries, checked, out / f"tuned-{tuned.corpus.name}", k,
+    sweep = candidates if isinstance(candidates, CheckedArms) and swept == specs else swept  # run checks the rest
+    sweep_dir = run(tuned.corpus, tuned.store, tuned.queries, sweep, out / f"tuned-{tuned.corpus.name}", k,
                     resume=True, progress=progress)
     results = Results.load(sweep_dir)
     table = pd.concat([means(results, m) for m in dict.fromkeys([measure, *keep])], axis=1)

@@ -95,7 +95,7 @@ def lab_serving(tmp_path: Path, cells: list[str]):
             server.kill()
 
 
-def wait_for(server: subprocess.Popen, url: str, log: Path, seconds: float = HANG_MS / 1000) -> None:
+def wait_for(server: subprocess.Popen, url: str, log: Path, seconds: float = HANG_S) -> None:
     """Until JupyterLab answers (its log shown if it dies or never does)."""
     import urllib.request
 

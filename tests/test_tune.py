@@ -73,7 +73,7 @@ def test_cli_tune_refuses_gating_on_the_tuning_set(sets, capsys, monkeypatch):
 
 
 def test_cli_tune_checks_its_candidates_once(sets, tmp_path, monkeypatch, capsys):
-    from evalkit import runner, tune as tune_module
+    from evalkit import runner
 
     a, b, d = sets
     monkeypatch.setenv("EVALKIT_CACHE", str(a.store.path.parent))
@@ -84,8 +84,7 @@ def test_cli_tune_checks_its_candidates_once(sets, tmp_path, monkeypatch, capsys
         calls.append(tuple(specs))
         return real(specs, k)
 
-    for module in (runner, tune_module):
-        monkeypatch.setattr(module, "check_arms", counted)
+    monkeypatch.setattr(runner, "check_arms", counted)  # the CLI's check and any of runner.run's
     query_file(tmp_path / "held.toml", *OTHER_QUERIES[:2], name="small-held")  # needles: `run` accepts them
     main(["tune", "--arm", "global-index,score-merge", "--tune-on", f"{a.corpus.root}={d / 'a.toml'}",
           "--held-out", f"{b.corpus.root}={tmp_path / 'held.toml'}", "--baseline-arm", "keyword",

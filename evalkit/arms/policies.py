@@ -361,9 +361,9 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
 
 def fit_evidence(policy: "Policy", queries, l2: float = 1.0) -> str:
     """Fit the evidence policy's weights on a development query set (answerable = 1, abstain = 0) and
-    return them as its ``weights`` parameter; any other policy has none (ValueError)."""
+    return them as its ``weights`` parameter; any other policy has none (TypeError)."""
     if not isinstance(policy, EvidencePolicy):
-        raise ValueError(f"policy {policy.label!r} has no weights to fit (fit the 'evidence' policy)")
+        raise TypeError(f"policy {policy.label!r} has no weights to fit (fit the 'evidence' policy)")
     x = np.array([[policy.signals(q.text)[n] for n in SIGNALS] for q in queries])
     y = np.array([q.answerable for q in queries], dtype=float)
     if y.all() or not y.any():
