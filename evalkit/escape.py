@@ -65,7 +65,9 @@ _MD_ORDERED = re.compile(r"^(\d+)([.)])(?=\s|$)")  # "1. " opens a list; "0.5" d
 
 
 def _line_start(text: str) -> str:
-    """``text`` that opens a line, with what could open a heading, quote or list there backslashed."""
+    """``text`` that opens a line, with what could open a heading, quote or list there backslashed, and no
+    leading spaces: four make a code block, and up to three still open a heading (Markdown shows none)."""
+    text = text.lstrip(" ")
     return _MD_ORDERED.sub(r"\1\\\2", _MD_BLOCK.sub("\\\\", text))
 
 

@@ -218,6 +218,12 @@ def test_markdown_fill_escapes_a_value_that_opens_a_line():
     assert escape.markdown_fill("{v:.2f}", line_start=True, v=0.5) == "0.50"  # a number is no list marker
     assert escape.markdown_fill("{v}", line_start=True, v="1. x") == "1\\. x"
     assert_inert_markdown(escape.markdown_fill("{v}", line_start=True, v="1. x"))
+    # leading spaces: four made an indented code block of a corpus named "  \n\n<script>…" (Hypothesis, idle
+    # run); up to three still open a heading
+    for value in ("  \n\n<script>PWN()</script>\n\n", "    x", "   # x", "  1. x"):
+        line = escape.markdown_fill("{a} × {b}", line_start=True, a=value, b=value)
+        assert not line.startswith(" "), line
+        assert_inert_markdown(line)
 
 
 def test_markdown_fill_makes_every_field_inert_and_keeps_the_template():
