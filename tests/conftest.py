@@ -144,6 +144,18 @@ def pytest_collection_modifyitems(items):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+def pytest_collection_finish(session):
+    """Refuse a run whose groups xdist dropped: it names a test's group in its id (``…@group``), and where the
+    installed pytest ignores that (pytest 9 with xdist 3.8) each worker silently builds every shared fixture."""
+    if not session.config.getoption("loadgroup", False):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist did not group {lost[0]} (and {len(lost) - 1} more): "
+                                "this pytest and pytest-xdist do not work together (see pyproject.toml)")
+
+
 @pytest.fixture
 def isolated(tmp_path, monkeypatch):
     """Point evalkit's data dir, cache dir and lock file at a fresh temporary folder."""

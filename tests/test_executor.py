@@ -9,7 +9,7 @@ from evalkit import corpora, executor, runner
 from evalkit.cli import main
 from evalkit.pages import PageStore
 
-from .conftest import ROOT, SMALL_QUERIES
+from .conftest import ROOT, query, query_file
 
 
 distributed = pytest.importorskip("distributed")
@@ -45,10 +45,12 @@ def test_a_run_on_the_cluster_writes_the_same_trec_files(small, cluster, tmp_pat
     c, _ = small
     docs = tmp_path / "docs"
     docs.mkdir()
-    for name in ("booktabs.pdf", "ctable.pdf", "float.pdf", "newfloat.pdf", "setspace-doc.pdf"):  # the judged ones
+    for name in ("float.pdf", "newfloat.pdf", "setspace-doc.pdf"):  # 22 pages: every step twice, from cold caches
         shutil.copy(c.path(name), docs / name)
-    qfile = tmp_path / "q.toml"
-    qfile.write_text(SMALL_QUERIES)
+    qfile = query_file(tmp_path / "q.toml",
+                       query("q2", "spread", "define a new float type", ("float.pdf", 3, 3), ("newfloat.pdf", 2, 2)),
+                       query("q3", "abstain", "How do I draw a gantt chart with pgfgantt?"),
+                       query("q4", "described", "zzzqx qqqzzv", ("setspace-doc.pdf", 1, 2)))
     specs = "keyword,global-index,semantic,hybrid(keyword=global-index)"
     outs = {}
     for where in ("local", cluster):
