@@ -2,6 +2,7 @@
 embedding and arm runs spread over it give byte-identical cache rows and TREC files."""
 import filecmp
 import shutil
+import tomllib
 
 import pytest
 
@@ -9,7 +10,7 @@ from evalkit import corpora, executor, runner
 from evalkit.cli import main
 from evalkit.pages import PageStore
 
-from .conftest import ROOT, query, query_file
+from .conftest import ROOT, SMALL_QUERIES, query_file
 
 
 distributed = pytest.importorskip("distributed")
@@ -45,12 +46,12 @@ def test_a_run_on_the_cluster_writes_the_same_trec_files(small, cluster, tmp_pat
     c, _ = small
     docs = tmp_path / "docs"
     docs.mkdir()
-    for name in ("float.pdf", "newfloat.pdf", "setspace-doc.pdf"):  # 22 pages: every step twice, from cold caches
+    names = {"float.pdf", "newfloat.pdf", "setspace-doc.pdf"}  # 22 pages: every step twice, from cold caches
+    for name in names:
         shutil.copy(c.path(name), docs / name)
-    qfile = query_file(tmp_path / "q.toml",
-                       query("q2", "spread", "define a new float type", ("float.pdf", 3, 3), ("newfloat.pdf", 2, 2)),
-                       query("q3", "abstain", "How do I draw a gantt chart with pgfgantt?"),
-                       query("q4", "described", "zzzqx qqqzzv", ("setspace-doc.pdf", 1, 2)))
+    # the small set's queries judged on these manuals only (and its abstain query)
+    qfile = query_file(tmp_path / "q.toml", *(q for q in tomllib.loads(SMALL_QUERIES)["query"]
+                                              if {j["doc"] for j in q["judgments"]} <= names))
     specs = "keyword,global-index,semantic,hybrid(keyword=global-index)"
     outs = {}
     for where in ("local", cluster):
