@@ -144,6 +144,16 @@ def pytest_collection_modifyitems(items):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down
+def pytest_runtest_teardown(item, nextitem):
+    """End a shared session fixture after the last test of its group, not at the end of the run: the idle Dask
+    cluster's processes (heartbeats, a 10 ms profiler) took 170 CPU-s of a 16-minute run. loadgroup hands a
+    group to one worker in one piece; a later test that asks for the fixture again starts it again."""
+    for name in SHARED_SESSION_FIXTURES & set(item.fixturenames):
+        if nextitem is None or name not in nextitem.fixturenames:
+            item._fixtureinfo.name2fixturedefs[name][-1].finish(item._request)
+
+
 def pytest_collection_finish(session):
     """Refuse a run whose groups xdist dropped: it names a test's group in its id (``…@group``), and where the
     installed pytest ignores that (pytest 9 with xdist 3.8) each worker silently builds every shared fixture."""

@@ -586,6 +586,24 @@ def test_the_command_loads_nothing_before_its_ctrl_c_guard():
     assert loaded("import evalkit.__main__") - loaded("pass") == {"evalkit", "evalkit.__main__"}
 
 
+@pytest.mark.slow
+def test_the_command_skips_the_iri_grammars_and_the_library_leaves_them_alone():
+    """``evalkit report`` imports nbformat and the mcp arm the MCP SDK, both through jsonschema, which loads
+    rfc3987-syntax's 38 grammars (3 CPU-s) for a string format evalkit never checks: the command's process
+    does without them; a user's process that imports evalkit still has them."""
+    import subprocess
+    import sys
+
+    def after(code: str) -> str:
+        p = subprocess.run([sys.executable, "-c", f"{code}; import jsonschema, sys; print(sys.modules.get("
+                            "'rfc3987_syntax', 'absent') is None, 'iri' in jsonschema.FormatChecker().checkers)"],
+                           capture_output=True, text=True, check=True)
+        return p.stdout.split()
+
+    assert after("import evalkit.__main__ as m, sys; sys.argv[1:] = ['arms']; m.main()")[-2:] == ["True", "False"]
+    assert after("import evalkit") == ["False", "True"]
+
+
 def test_qrels_regrade_writes_a_blind_sample_and_refuses_one_line(tiny, capsys):
     home, argv = tiny
     docs, q, out = home / "docs", home / "tiny.toml", home / "second.toml"
