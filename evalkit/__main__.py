@@ -12,7 +12,8 @@ WITHOUT = ("rfc3987_syntax",)
 
 def main() -> int:
     for name in WITHOUT:
-        sys.modules.setdefault(name, None)  # an import of it then fails, as if it were not installed
+        if name not in sys.modules:  # None: an import of it fails, as if it were not installed
+            sys.modules[name] = None  # type: ignore[assignment]
     try:
         from .cli import main as cli_main
     except KeyboardInterrupt:
