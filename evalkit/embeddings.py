@@ -236,16 +236,22 @@ def _write_vectors(db, key: str, d: Document, rows: list[tuple]) -> None:
         db.execute("INSERT INTO vector_docs VALUES (?, ?)", (key, d.sha256))
 
 
-_WORKER_EMBEDDERS: dict[tuple[str, int], Embedder] = {}
+def loaded(spec: ModelSpec, batch_size: int = 16, threads: int | None = None) -> Embedder:
+    """The model loaded once per process and settings, and kept: building its ONNX session takes 0.5-1 CPU-s,
+    which every semantic or hybrid arm built paid again (171 CPU-s of a test run, measured with py-spy).
+    Keyed by the weights too (``spec.key``): new weights in the same folder are loaded, not the old ones."""
+    return _loaded(spec, spec.key, batch_size, threads)
+
+
+@lru_cache(maxsize=8)  # a sweep over max_tokens or window loads one per setting
+def _loaded(spec: ModelSpec, key: str, batch_size: int, threads: int | None) -> Embedder:
+    return Embedder(spec, batch_size=batch_size, threads=threads)
 
 
 def embed_chunk(spec: ModelSpec, batch_size: int, texts: list[str]) -> np.ndarray:
-    """The vectors of one chunk of windows: the task a remote executor runs. Each worker process loads the
-    model once and keeps it."""
-    key = (spec.key, batch_size)
-    if key not in _WORKER_EMBEDDERS:
-        _WORKER_EMBEDDERS[key] = Embedder(spec, batch_size=batch_size)
-    return _WORKER_EMBEDDERS[key].passages(texts)
+    """The vectors of one chunk of windows: the task a remote executor runs (each worker process loads the
+    model once)."""
+    return loaded(spec, batch_size).passages(texts)
 
 
 def load_vectors(store: PageStore, doc: Document, key: str) -> tuple[np.ndarray, np.ndarray]:

@@ -1,8 +1,10 @@
+import os
+
 import numpy as np
 import pytest
 
 from evalkit import corpora
-from evalkit.embeddings import (PACKAGED, PACKAGED_MODEL, Embedder, ModelSpec, ensure_vectors, load_vectors,
+from evalkit.embeddings import (PACKAGED, PACKAGED_MODEL, Embedder, ModelSpec, ensure_vectors, load_vectors, loaded,
                                 packaged_fastembed_cache, windows)
 from evalkit.pages import PageStore
 
@@ -32,6 +34,21 @@ def test_the_packaged_model_embeds_like_minilm():
     assert v.shape == (2, 384) and q.shape == (384,)
     assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
     assert v[0] @ q > v[1] @ q + 0.2
+
+
+def test_a_process_loads_the_model_once_per_setting_and_again_for_new_weights(tmp_path, monkeypatch):
+    from evalkit import embeddings
+
+    built = []
+    monkeypatch.setattr(embeddings, "Embedder", lambda spec, **kw: built.append((spec.key, kw)) or object())
+    (tmp_path / "model.onnx").write_bytes(b"weights one")
+    spec = ModelSpec("mine", str(tmp_path), 256, 160)
+    assert loaded(spec) is loaded(spec) and len(built) == 1
+    assert loaded(spec, threads=1) is not loaded(spec) and len(built) == 2
+    (tmp_path / "model.onnx").write_bytes(b"weights two")  # replaced in place: loaded again, not the old ones
+    os.utime(tmp_path / "model.onnx", (1, 1))
+    loaded(spec)
+    assert len(built) == 3 and built[2][0] != built[0][0]
 
 
 def test_fastembed_finds_the_packaged_model_by_name_offline(monkeypatch):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import config
-from ..embeddings import Embedder, ModelSpec, ensure_vectors, load_vectors
+from ..embeddings import ModelSpec, ensure_vectors, load_vectors, loaded
 from ..records import Answer, Hit
 from . import Arm
 
@@ -32,11 +32,11 @@ class SemanticArm(Arm):
         p = self.params
         self.spec = ModelSpec(p["model"], p["model_dir"] or None, p["max_tokens"], p["window"], store.extractor)
         ensure_vectors(store, list(corpus.documents), self.spec,
-                       lambda: Embedder(self.spec, batch_size=p["batch_size"]), progress=progress,
+                       lambda: loaded(self.spec, p["batch_size"]), progress=progress,
                        batch_size=p["batch_size"])
         # query_threads = 0: every core. An arm that runs this one beside other work (hybrid) asks for 1:
         # onnxruntime's idle worker threads spin, and would take the other core from that work.
-        self.embedder = Embedder(self.spec, threads=p["query_threads"] or None)
+        self.embedder = loaded(self.spec, threads=p["query_threads"] or None)
         self._last: tuple[str, np.ndarray] | None = None  # the last query's window scores (window_scores)
         self._load()
 
