@@ -594,7 +594,7 @@ def test_the_command_skips_the_iri_grammars_and_the_library_leaves_them_alone():
     import subprocess
     import sys
 
-    def after(code: str) -> str:
+    def after(code: str) -> list[str]:
         p = subprocess.run([sys.executable, "-c", f"{code}; import jsonschema, sys; print(sys.modules.get("
                             "'rfc3987_syntax', 'absent') is None, 'iri' in jsonschema.FormatChecker().checkers)"],
                            capture_output=True, text=True, check=True)
