@@ -8,7 +8,9 @@ evalkit itself spends its time on -- NumPy matrix products (vector scoring), SQL
 keyword arms), PyMuPDF page parses of a PDF built in memory (extraction) -- read two ways (:func:`reference`):
 its wall time, which a busy machine stretches as it stretches every wall-clock timing, and its CPU time,
 which only a slower core stretches. A timing divided by the matching reading is a ratio that travels
-between machines and moments.
+between machines and moments. The workload runs with BLAS on one thread: OpenBLAS threads a 96 x 96 product
+and its idle threads spin for a while after it, which doubled the CPU reading on an idle machine and left it
+to whether the other core was free.
 
 PyMuPDF is imported inside :func:`_pdf`, so modules that read results can import this one.
 """
@@ -27,6 +29,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 REPEATS = 3  # passes over each part; medians are kept
+REREAD_AFTER_S = 60  # a run shorter than this is read once: the load average beside it is a 1-minute average
 WORDS = tuple(f"w{i}" for i in range(400))  # the FTS5 vocabulary: fixed, so every machine runs the same loop
 
 
@@ -72,7 +75,7 @@ def _matrices() -> tuple[np.ndarray, np.ndarray]:
 
 
 def matrix_product(i: int) -> None:
-    """One product of two 96 x 96 float64 matrices (small enough that BLAS stays on one thread)."""
+    """One product of two 96 x 96 float64 matrices."""
     a, b = _matrices()
     a @ (b if i % 2 else a)
 
@@ -144,15 +147,19 @@ def reference(repeats: int = REPEATS) -> dict:
     slows a process, the share of a core it gets included, as a long loop's or an extraction's wall time
     does. ``cpu_ms``, this process's CPU time: a moment the scheduler gives the core to another process
     does not count, so it grows only with how fast the core runs when it runs us, as a search's CPU time."""
-    parts = {name: _part(step, n, repeats) for name, (step, n) in PARTS.items()}
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        parts = {name: _part(step, n, repeats) for name, (step, n) in PARTS.items()}
     return {"reference_ms": sum(w for w, _ in parts.values()), "cpu_ms": sum(c for _, c in parts.values()),
             "parts_ms": {name: {"wall": w, "cpu": c} for name, (w, c) in parts.items()}}
 
 
-def moment(repeats: int = REPEATS) -> dict:
-    """The machine now: time, load average, CPU ticks so far, and the reference workload's time."""
-    return {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "load_average": load_average(),
-            "cpu_jiffies": cpu_jiffies(), **reference(repeats)}
+def moment(repeats: int = REPEATS, *, read: bool = True) -> dict:
+    """The machine now: time, load average, CPU ticks so far, and (``read``) the reference workload's time."""
+    now = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "load_average": load_average(),
+           "cpu_jiffies": cpu_jiffies()}
+    return {**now, **reference(repeats)} if read else now
 
 
 def start(repeats: int = REPEATS) -> dict:
@@ -163,13 +170,25 @@ def start(repeats: int = REPEATS) -> dict:
 KINDS = ("reference_ms", "cpu_ms")  # the two readings of the reference workload, see :func:`reference`
 
 
+def _seconds_between(first: str, last: str) -> float:
+    try:
+        return (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
+    except (TypeError, ValueError):
+        return math.inf
+
+
 def finish(calibration: dict, repeats: int = REPEATS) -> dict:
-    """``calibration`` with its end moment, the steal share over the run and both reference times: the mean
-    of the start and end figures, since the timings between them ran under both."""
-    end = moment(repeats)
+    """``calibration`` with its end moment and the steal share over the run. A run of
+    :data:`REREAD_AFTER_S` or more reads the workload again and keeps the mean of both readings, since its
+    timings ran under both; a shorter one keeps the start's reading (the end records time and load only):
+    a second reading would measure the same minute, at the cost of a small run's own time."""
     first = calibration["start"]
+    end = moment(repeats, read=False)
+    if _seconds_between(first.get("time"), end["time"]) >= REREAD_AFTER_S:
+        end = {**end, **reference(repeats)}
+    readings = [m for m in (first, end) if all(k in m for k in KINDS)]
     return {**calibration, "end": end, "steal_share": steal_share(first["cpu_jiffies"], end["cpu_jiffies"]),
-            **{k: (first[k] + end[k]) / 2 for k in KINDS}}
+            **{k: sum(m[k] for m in readings) / len(readings) for k in KINDS}}
 
 
 def reference_ms(environment: dict, kind: str = "reference_ms") -> float:
@@ -192,8 +211,10 @@ def summary(environment: dict) -> str:
         return f"{m.get('reference_ms', math.nan):.0f} ms ({m.get('cpu_ms', math.nan):.0f} ms CPU)"
 
     text = f"{cal.get('cpu_model', '?')}, {cal.get('cores', '?')} cores; reference workload {times(first)} at the start"
-    if end:
+    if end and "reference_ms" in end:
         text += f", {times(end)} at the end"
+    elif end:
+        text += f", not read again at the end (a run of {_seconds_between(first.get('time'), end.get('time')):.0f} s)"
     text += f"; load average {first.get('load_average', [math.nan])[0]:.2f}"
     if end:
         text += f" -> {end['load_average'][0]:.2f}; CPU stolen {100 * cal.get('steal_share', math.nan):.1f}%"

@@ -1,5 +1,7 @@
 import math
 import os
+import re
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -15,8 +17,27 @@ def test_the_reference_workload_is_read_as_wall_and_cpu_time():
     assert ref["reference_ms"] < 2000  # a yardstick, not a benchmark: a fraction of a second per reading
 
 
-def test_start_and_finish_record_the_machine_at_both_ends():
-    cal = calibration.finish(calibration.start(repeats=1), repeats=1)
+def test_the_reference_runs_blas_on_one_thread(monkeypatch):
+    """OpenBLAS threads a 96 x 96 product and its idle threads spin after it: counted, they doubled the CPU
+    reading on an idle machine and left it to whether the other core was free."""
+    from threadpoolctl import threadpool_info
+
+    threads = []
+    step, n = calibration.PARTS["matrix_product"]
+
+    def counted(i):
+        threads.extend(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+        step(i)
+    monkeypatch.setitem(calibration.PARTS, "matrix_product", (counted, 2))
+    calibration.reference(repeats=1)
+    assert threads and set(threads) == {1}
+
+
+def test_a_run_of_a_minute_or_more_is_read_at_both_ends():
+    started = calibration.start(repeats=1)
+    a_minute = timedelta(seconds=calibration.REREAD_AFTER_S)
+    long_ago = (datetime.now(timezone.utc) - a_minute).isoformat(timespec="seconds")
+    cal = calibration.finish({**started, "start": {**started["start"], "time": long_ago}}, repeats=1)
     assert cal["cpu_model"] and cal["cores"] == os.cpu_count()
     for moment in (cal["start"], cal["end"]):
         assert moment["reference_ms"] > 0 and moment["cpu_ms"] > 0 and len(moment["load_average"]) == 3
@@ -28,6 +49,15 @@ def test_start_and_finish_record_the_machine_at_both_ends():
     assert calibration.reference_ms({"calibration": cal}) == cal["reference_ms"]
     line = calibration.summary({"calibration": cal})
     assert cal["cpu_model"] in line and "at the start" in line and "at the end" in line and "CPU stolen" in line
+
+
+def test_a_shorter_run_keeps_the_starts_reading_and_records_the_load_at_the_end():
+    cal = calibration.finish(calibration.start(repeats=1), repeats=1)
+    assert set(cal["end"]) == {"time", "load_average", "cpu_jiffies"}
+    for kind in calibration.KINDS:
+        assert cal[kind] == cal["start"][kind] == calibration.reference_ms({"calibration": cal}, kind)
+    line = calibration.summary({"calibration": cal})
+    assert re.search(r"not read again at the end \(a run of [01] s\)", line) and "CPU stolen" in line
 
 
 def test_steal_share_is_the_stolen_part_of_the_ticks_between_two_readings():

@@ -54,7 +54,7 @@ def test_run_writes_a_self_describing_results_directory(small, qset, tmp_path):
     assert m["environment"]["sqlite"] and m["environment"]["packages"]["pymupdf"]
     cal = m["environment"]["calibration"]  # how fast the machine was at the start and the end of the run
     assert cal["cpu_model"] and cal["cores"] >= 1 and cal["start"]["time"] <= cal["end"]["time"]
-    assert cal["start"]["reference_ms"] > 0 and cal["end"]["reference_ms"] > 0 and len(cal["end"]["load_average"]) == 3
+    assert cal["start"]["reference_ms"] > 0 and cal["reference_ms"] > 0 and len(cal["end"]["load_average"]) == 3
     frame = pd.read_parquet(out / "per_query.parquet")
     assert len(frame) == 8 and set(frame.columns) >= {"nDCG@10", "nDCG@10(doc)", "GoldDoc@3", "outcome", "latency_s",
                                                       "ties@10"}
