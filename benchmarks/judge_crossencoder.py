@@ -36,7 +36,6 @@ import hashlib
 import json
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

@@ -100,7 +100,7 @@ def main() -> None:
     for held in dict.fromkeys(s for s, *_ in held_out):
         some = [row for row in held_out if row[0] == held]
         kinds = [k for k in some[0][3] if k.startswith("correct_refusal[")]
-        print(f"\n| held out on | tuned on | policy | threshold | correct refusal | "
+        print("\n| held out on | tuned on | policy | threshold | correct refusal | "
               + " | ".join(k[len("correct_refusal["):-1] for k in kinds) + " |")
         print("|---|---|---|---|---|" + "---|" * len(kinds))
         for s, other, p, m in some:

@@ -21,7 +21,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from . import comparison, dirs, judged, oserrors, qrels, resultsdir, rules
+from . import comparison, dirs, judged, oserrors, qrels, rules
 from . import escape as esc
 from .atomic import replacing
 from .latency import PairedTiming, Untimed

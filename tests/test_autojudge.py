@@ -68,7 +68,7 @@ def write_case(tmp, n=30, grade_shift: dict | None = None, kinds=("needle", "tra
                 fooled.add(p)  # page numbers differ per query: a lure page is one query's
             ev = ', evidence = "x"' if gain else ""
             judged.append(f'{{ doc = "{p[0]}", page = {p[1]}, gain = {gain}{ev} }}')
-        extra = f'distractor = "lure.pdf"\n' if cls == "trap" else ('kind = "off-domain"\n' if cls == "abstain" else "")
+        extra = 'distractor = "lure.pdf"\n' if cls == "trap" else ('kind = "off-domain"\n' if cls == "abstain" else "")
         lines += ["[[query]]", f'id = "{qid}"', f'class = "{cls}"', f'text = "{text}"', extra.strip(),
                   "judgments = [" + ", ".join(judged) + "]", ""]
         looks = {p: 3.0 if p in fooled else truth[(text, p)] for p in pages}  # the arms are fooled too

@@ -1,14 +1,13 @@
 import json
-import shutil
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
-from evalkit import comparison, dirs, gating
+from evalkit import comparison, gating
 from evalkit import escape as esc
 from evalkit.latency import PairedTiming
-from evalkit.reports import prose, rendering
+from evalkit.reports import prose
 from evalkit.results import Results
 
 from .conftest import evalkit_in_namespace, write_results
@@ -130,17 +129,6 @@ def test_show_reads_gate_json_and_says_when_there_is_none(runs, tmp_path):
     (runs / gating.GATE_FILE).write_text(v.to_json())
     shown = gating.show(runs)
     assert isinstance(shown, gating.Verdict) and shown.text() == v.text()
-
-
-@pytest.mark.slow
-def test_the_report_notebook_shows_the_verdict(small_results, tmp_path):
-    d = tmp_path / "results"
-    shutil.copytree(small_results, d)
-    v = gating.evaluate(comparison.side(f"{d}:keyword"), comparison.side(f"{d}:global-index"),
-                        dirs.shipped("gate.toml"))
-    (d / gating.GATE_FILE).write_text(v.to_json())
-    html = rendering.render(d).read_text()
-    assert "Gate verdict" in html and v.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
 
 
 def test_gate_json_records_what_it_was_computed_on_and_the_report_shows_it_only_while_that_holds(runs, tmp_path):

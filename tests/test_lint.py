@@ -1,5 +1,5 @@
-"""The code is ruff-clean: pycodestyle's errors and warnings and bugbear's likely bugs (``[tool.ruff]`` of
-pyproject.toml), inside ``make test``, as tests/test_typing.py runs mypy."""
+"""The code is ruff-clean: pycodestyle's errors and warnings, bugbear's likely bugs and pyflakes' dead imports
+and names (``[tool.ruff]`` of pyproject.toml), inside ``make test``, as tests/test_typing.py runs mypy."""
 from __future__ import annotations
 
 import shutil

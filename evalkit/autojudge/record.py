@@ -8,7 +8,6 @@ without scikit-learn. Every string in it is data, shown as text.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass, field

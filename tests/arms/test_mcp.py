@@ -133,10 +133,10 @@ def test_refusal_errors_and_unreadable_answers_are_told_apart(shared):
     arm, _ = shared
     refused = arm.search("refuse", 10)
     assert refused.refused and not refused.error and refused.reason == "verdict = 'no evidence'"
-    for query, message in (("tool error", "returned an error: .*the index is locked"),
-                           ("inline error", "answered with an error: index missing"),
-                           ("stranger", "elsewhere.pdf.* is not a document of the corpus")):
-        r = arm.search(query, 10)
+    for text, message in (("tool error", "returned an error: .*the index is locked"),
+                          ("inline error", "answered with an error: index missing"),
+                          ("stranger", "elsewhere.pdf.* is not a document of the corpus")):
+        r = arm.search(text, 10)
         assert not r.refused and not r.hits
         assert r.error and re.search(message, r.error), r.error
 

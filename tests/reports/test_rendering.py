@@ -54,18 +54,6 @@ def test_html_has_the_headline_table_legends_figures_and_provenance(rendered, re
 
 
 @pytest.mark.slow
-def test_render_takes_a_pair_and_an_output_file(results_dir, tmp_path):
-    copy = _copy(results_dir, tmp_path)
-    out = rendering.render(copy, out_html=tmp_path / "out" / "r.html", pair="global-index,keyword")
-    assert out == tmp_path / "out" / "r.html" and out.stat().st_size > 100_000
-    assert not (copy / "report.html").exists() and (copy / "report.ipynb").exists()
-    nb = nbformat.read(copy / "report.ipynb", as_version=4)
-    injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
-    assert "pair = ['global-index', 'keyword']" in injected.source
-    assert (copy / "figures" / "deltas.png").stat().st_size > 20_000
-
-
-@pytest.mark.slow
 def test_a_failing_cell_fails_render_naming_the_cell_and_the_problem(results_dir, tmp_path):
     """A problem only a cell meets (render's checks up front read the results, not what a cell does with them:
     a measure column of text is refused before any cell, tests/test_resultsdir.py) fails render with the
@@ -235,9 +223,10 @@ def test_a_run_of_abstain_queries_only_renders(small, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_gated_run_reports_its_verdict_and_its_baseline_first(results_dir, tmp_path):
-    """What `make report` does: gate the best arm against the baseline, then render; the conclusion on the
-    first screen names the verdict, and the baseline comes from gate.json."""
+def test_a_gated_run_rendered_with_a_pair_to_another_file_shows_its_verdict_first(results_dir, tmp_path):
+    """What `make report` does: gate the best arm against the baseline, then render (here with a pair and an
+    output file of its own): the conclusion on the first screen names the verdict, the baseline comes from
+    gate.json, the verdict's section shows the rules it was decided by, and the pair's deltas are drawn."""
     import evalkit as ek
 
     copy = _copy(results_dir, tmp_path)
@@ -248,6 +237,15 @@ def test_a_gated_run_reports_its_verdict_and_its_baseline_first(results_dir, tmp
     assert selection.resolve_pair(res, baseline="keyword") == ("keyword", best)
     gate_line = next(x for x in prose.conclusion(res, "keyword", n_resamples=500).splitlines() if "**Gate**" in x)
     assert f"`{best}` against `keyword`: **{'PASS' if verdict.passed else 'FAIL'}** ({verdict.counts()})" in gate_line
-    html = rendering.render(copy).read_text()
+
+    out = rendering.render(copy, out_html=tmp_path / "out" / "r.html", pair="global-index,keyword")
+    assert out == tmp_path / "out" / "r.html" and out.stat().st_size > 100_000
+    assert not (copy / "report.html").exists() and (copy / "report.ipynb").exists()
+    nb = nbformat.read(copy / "report.ipynb", as_version=4)
+    injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert "pair = ['global-index', 'keyword']" in injected.source
+    assert (copy / "figures" / "deltas.png").stat().st_size > 20_000
+    html = out.read_text()
     first = html[:html.index('id="Headline"')]
     assert "Conclusion" in first and ("PASS" if verdict.passed else "FAIL") in first
+    assert "Gate verdict" in html and verdict.rules_sha256 in html and "non-inferiority nDCG@10(doc)" in html
