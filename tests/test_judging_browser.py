@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from evalkit import api, judging, judging_file, qrels
 from evalkit.draft import Draft, to_toml
@@ -88,9 +87,9 @@ def lab_serving(tmp_path: Path, cells: list[str]):
         wait_for(server, f"http://127.0.0.1:{port}/api/status?token={token}", tmp_path / "lab.log")
         yield tmp_path, f"http://127.0.0.1:{port}", token
     finally:
-        server.send_signal(signal.SIGINT)
+        server.terminate()  # SIGTERM stops it and its kernels; SIGINT only asks on stdin whether to stop
         try:
-            server.wait(10)
+            server.wait(HANG_S)
         except subprocess.TimeoutExpired:
             server.kill()
 
@@ -130,12 +129,13 @@ def local(url: str) -> bool:
 def run_all(page) -> None:
     """Open the notebook's cells and run them all (the Run menu), then wait for the workbench."""
     page.locator(".jp-Notebook").wait_for()
+    # The notebook has its kernel once the toolbar names it: until then it says "No Kernel" (even while the
+    # kernel is already idle), and Run All would ask which kernel to start and run nothing. JupyterLab may
+    # also ask first: whichever comes first is answered, and nothing waits a fixed time.
     select = page.locator(".jp-Dialog button", has_text="Select")
-    try:  # JupyterLab asks which kernel to start for a notebook it has not run before
-        select.wait_for(timeout=15_000)
+    select.or_(page.locator(".jp-Toolbar-kernelName", has_text="Python 3")).first.wait_for()
+    if select.count():
         select.click()
-    except PlaywrightTimeout:
-        pass
     page.locator(".lm-MenuBar-item", has_text="Run").first.click()
     page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
     try:

@@ -368,12 +368,14 @@ class Server:
 
     def close(self, timeout: float = 10.0) -> None:
         """Close the session and end the process (the SDK closes stdin, then terminates, then kills)."""
-        if self._closing is not None and not self.loop.is_closed():
+        if not self._ready.is_set():
+            # still starting (a server that never answers initialize) and nothing to wait for: cancelling the
+            # task runs the SDK's shutdown all the same
+            self._main.cancel()
+        elif self._closing is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._closing.set)
         if not self._ended.wait(timeout):
-            # stuck before it could wait for the close (a server that never answers initialize): cancelling
-            # the task runs the SDK's shutdown all the same
-            self._main.cancel()
+            self._main.cancel()  # stuck before it could wait for the close
             self._ended.wait(timeout)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout)
