@@ -375,7 +375,7 @@ class Server:
         elif self._closing is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._closing.set)
         if not self._ended.wait(timeout):
-            self._main.cancel()  # stuck before it could wait for the close
+            self._main.cancel()  # its shutdown did not end in time: cancelling it ends the SDK's contexts
             self._ended.wait(timeout)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout)
