@@ -40,6 +40,9 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+CONNECT_TIMEOUT = "10s"  # how long an unreachable scheduler is tried before it is named
+
+
 class DaskExecutor:
     """Tasks on a Dask distributed scheduler, at most ``in_flight`` at once (so a large corpus's bytes are
     not all in the scheduler's memory together)."""
@@ -51,7 +54,7 @@ class DaskExecutor:
             raise ExecutorError(f"the Dask executor at {address} needs the distributed package, not installed here: "
                                 "pip install 'evalkit[distributed]'") from None
         try:
-            self.client = Client(address, timeout="10s")
+            self.client = Client(address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as e:
             raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {e}") from None
         self.name = f"dask {address}"

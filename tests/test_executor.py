@@ -17,7 +17,8 @@ distributed = pytest.importorskip("distributed")
 
 
 @pytest.mark.slow
-def test_an_unknown_executor_or_an_unreachable_scheduler_is_named(tmp_path, capsys):
+def test_an_unknown_executor_or_an_unreachable_scheduler_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(executor, "CONNECT_TIMEOUT", "1s")  # refused at once; Dask retries until the timeout
     with pytest.raises(executor.ExecutorError, match="unknown executor 'ray://x:1'"):
         executor.connect("ray://x:1")
     assert main(["search", "tables", "--docs", str(tmp_path), "--executor", "dask://127.0.0.1:9"]) == 2

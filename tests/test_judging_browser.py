@@ -129,13 +129,16 @@ def local(url: str) -> bool:
 def run_all(page) -> None:
     """Open the notebook's cells and run them all (the Run menu), then wait for the workbench."""
     page.locator(".jp-Notebook").wait_for()
-    # The notebook has its kernel once the toolbar names it: until then it says "No Kernel" (even while the
-    # kernel is already idle), and Run All would ask which kernel to start and run nothing. JupyterLab may
-    # also ask first: whichever comes first is answered, and nothing waits a fixed time.
+    # Run All runs only once the notebook holds a connected kernel; before that it asks which kernel to start
+    # or, while the kernel is still starting (the toolbar already names it), clears the cells and runs nothing.
+    # The status bar reads "| Idle" only for a connected, idle kernel. JupyterLab may instead ask which kernel
+    # to start: whichever comes first is answered, and nothing waits a fixed time.
     select = page.locator(".jp-Dialog button", has_text="Select")
-    select.or_(page.locator(".jp-Toolbar-kernelName", has_text="Python 3")).first.wait_for()
+    idle = page.locator(".jp-StatusBar-TextItem", has_text="| Idle")
+    select.or_(idle).first.wait_for()
     if select.count():
         select.click()
+        idle.wait_for()
     page.locator(".lm-MenuBar-item", has_text="Run").first.click()
     page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
     try:

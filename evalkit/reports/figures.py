@@ -4,9 +4,11 @@ figure of a report."""
 from __future__ import annotations
 
 import inspect
+import io
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,9 @@ from ..results import Results
 from ..text import split_top
 from .labels import MEASURE_LABELS, short_labels
 from .tables import MIN_CI_QUERIES, OUTCOME_LABELS, class_ci, deltas, refusal_counts, tie_audit
+
+if TYPE_CHECKING:
+    from IPython.display import Image
 
 # Okabe-Ito (colour-blind safe, yellow left out: unreadable on white), then a few distinct extras.
 # Vermillion comes after black: next to orange it read as the same colour in a 7-arm run.
@@ -47,13 +52,23 @@ def figures_dir(results: Results, figures: str | Path | None = None) -> Path:
     return d
 
 
-def save(fig: Figure, name: str, figures: str | Path | None) -> Path | None:
-    """Save ``fig`` as ``<figures>/<name>.png`` (nothing without a directory); returns the file."""
-    if not figures:
-        return None
-    path = Path(figures) / f"{name}.png"
-    fig.savefig(path, dpi=150, bbox_inches="tight", facecolor="white")
-    return path
+SAVE_DPI = 150  # the figures' files, sharper than the page shows them
+
+
+def save(fig: Figure, name: str, figures: str | Path | None) -> Image:
+    """``fig`` drawn once: saved as ``<figures>/<name>.png`` (no file without a directory) and returned as
+    that image to show, at the size the notebook's own backend would show the figure. The figure is closed,
+    so that backend does not draw it a second time (drawing is most of a figure cell's time)."""
+    from IPython.display import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=SAVE_DPI, bbox_inches="tight", facecolor="white")
+    plt.close(fig)
+    png = buffer.getvalue()
+    if figures:
+        (Path(figures) / f"{name}.png").write_bytes(png)
+    width = int.from_bytes(png[16:20], "big")  # the PNG's IHDR: width in pixels
+    return Image(data=png, format="png", width=round(width * plt.rcParams["figure.dpi"] / SAVE_DPI))
 
 
 def _grouped_bars(ax: Axes, values: pd.DataFrame, colours: dict[str, str], low: pd.DataFrame | None = None,

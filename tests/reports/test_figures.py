@@ -111,11 +111,14 @@ def test_refusals_latency_and_tie_audit_count_what_the_table_says(res):
 
 
 @pytest.mark.slow
-def test_figures_are_saved_only_with_a_directory(res, tmp_path):
-    fig = figures.fig_latency(res)
-    assert figures.save(fig, "latency", None) is None
-    path = figures.save(fig, "latency", figures.figures_dir(res, tmp_path / "figs"))
-    assert path == tmp_path / "figs" / "latency.png" and path.stat().st_size > 10_000
+def test_figures_are_saved_only_with_a_directory_and_shown_from_the_same_drawing(res, tmp_path):
+    shown = figures.save(figures.fig_latency(res), "latency", None)
+    assert shown.data[:8] == b"\x89PNG\r\n\x1a\n" and not plt.get_fignums()  # closed: not drawn again inline
+    folder = figures.figures_dir(res, tmp_path / "figs")
+    shown = figures.save(figures.fig_latency(res), "latency", folder)
+    assert (folder / "latency.png").read_bytes() == shown.data and len(shown.data) > 10_000
+    width = plt.imread(folder / "latency.png").shape[1]
+    assert shown.width == round(width * plt.rcParams["figure.dpi"] / figures.SAVE_DPI)
 
 
 def test_the_first_seven_arm_colours_are_far_apart():

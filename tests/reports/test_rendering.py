@@ -57,12 +57,12 @@ def test_html_has_the_headline_table_legends_figures_and_provenance(rendered, re
 def test_a_failing_cell_fails_render_naming_the_cell_and_the_problem(results_dir, tmp_path):
     """A problem only a cell meets (render's checks up front read the results, not what a cell does with them:
     a measure column of text is refused before any cell, tests/test_resultsdir.py) fails render with the
-    cell, its code and the error, and leaves no report behind: the report notebook with one more cell."""
-    import nbformat
-
+    cell, its code and the error, and leaves no report behind: the report notebook with one more cell, right
+    after the cell that loads the results (the cells after it are never run)."""
     bad = _copy(results_dir, tmp_path)
     nb = nbformat.read(rendering.NOTEBOOK, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("res.per_query['nDCG@10'].sum() + ' pages'  # a number plus text"))
+    loads = next(i for i, c in enumerate(nb.cells) if "Results.load(results)" in c.source)
+    nb.cells.insert(loads + 1, nbformat.v4.new_code_cell("res.per_query['nDCG@10'].sum() + ' pages'  # number + text"))
     nbformat.write(nb, tmp_path / "report.ipynb")
     with pytest.raises(CellExecutionError) as e:
         rendering.render(bad, notebook=tmp_path / "report.ipynb")
