@@ -58,7 +58,7 @@ SAVE_DPI = 150  # the figures' files, sharper than the page shows them
 def save(fig: Figure, name: str, figures: str | Path | None) -> Image:
     """``fig`` drawn once: saved as ``<figures>/<name>.png`` (no file without a directory) and returned as
     that image to show, at the size the notebook's own backend would show the figure. The figure is closed,
-    so that backend does not draw it a second time (drawing is most of a figure cell's time)."""
+    so that backend does not draw it a second time."""
     from IPython.display import Image
 
     buffer = io.BytesIO()
