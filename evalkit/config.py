@@ -1,5 +1,5 @@
 """Settings a machine keeps once, for the command line, notebooks and scripts alike: which embedding model
-the semantic arm runs, and from where.
+the semantic arm runs, and from where; and, from the environment only, how many threads it may use.
 
 Read in this order: ``$EVALKIT_MODEL`` / ``$EVALKIT_MODEL_DIR``, then ``[model]`` in the config file
 (``$EVALKIT_CONFIG``, else ``$XDG_CONFIG_HOME/evalkit/config.toml``), written by ``evalkit config model``
@@ -47,6 +47,19 @@ def model() -> dict[str, str]:
     if out["dir"]:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return out
+
+
+def threads() -> int | None:
+    """``$EVALKIT_THREADS``: the threads an embedding model computes on (None: onnxruntime's default, every
+    core). On a machine whose cores are all busy (tests run in parallel, a shared CI runner) a second
+    thread waits for a core and spins meanwhile: 262 page windows took 79 CPU-s on two threads and 60 on
+    one, in the same wall time, beside a busy loop (docs/speed.md)."""
+    value = os.environ.get("EVALKIT_THREADS", "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"EVALKIT_THREADS={value!r}: not a whole number of threads of at least 1")
+    return int(value)
 
 
 def use_model(name: str, model_dir: str = "") -> Path:

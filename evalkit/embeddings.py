@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from . import dirs, executor
+from . import config, dirs, executor
 from .atomic import holding, replacing
 from .pages import EXTRACTOR, PageStore
 from .records import Document
@@ -135,7 +135,8 @@ class ModelSpec:
 
 
 class Embedder:
-    """A fastembed model with an explicit token limit and a small batch (memory grows with batch size)."""
+    """A fastembed model with an explicit token limit and a small batch (memory grows with batch size), on
+    ``threads`` threads, else ``$EVALKIT_THREADS`` (:func:`evalkit.config.threads`), else every core."""
 
     def __init__(self, spec: ModelSpec, batch_size: int = 16, threads: int | None = None):
         from fastembed import TextEmbedding
@@ -143,7 +144,7 @@ class Embedder:
         folder = spec.folder()
         kwargs: dict[str, Any] = {"specific_model_path": str(folder)} if folder else {}
         self.spec, self.batch_size = spec, batch_size
-        self.model = TextEmbedding(spec.model, threads=threads, **kwargs)
+        self.model = TextEmbedding(spec.model, threads=threads or config.threads(), **kwargs)
         tokenizer = self.model.model.tokenizer  # type: ignore[attr-defined]  # the ONNX model's, not on its base
         tokenizer.enable_truncation(max_length=spec.max_tokens)
 
@@ -196,22 +197,24 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
                 where.append((d, n))
                 yield [w for _, _, w in chunk]
 
-    ex = executor.current()
-    vectors: Iterator[tuple[int, Any]]
-    if ex is None:
-        vectors = enumerate(map(embedder_factory().passages, texts()))
-    else:
-        vectors = ex.map(embed_chunk, ((spec, batch_size, t) for t in texts()))
-    got: dict[str, dict[int, np.ndarray]] = {}
-    for i, vecs in vectors:  # progress moves inside a long document too
-        d, n = where[i]
-        got.setdefault(d.sha256, {})[n] = vecs
-        bar.update(len({p for p, _, _ in chunks[d.sha256][n]}))
-        if len(got[d.sha256]) == len(chunks[d.sha256]):
-            done_vecs = got.pop(d.sha256)
-            _write_vectors(db, key, d, [r for m, chunk in enumerate(chunks.pop(d.sha256))
-                                        for r in _rows(key, d, chunk, done_vecs[m])])
-    bar.close()
+    try:  # the bar ends before an error's one line is printed
+        ex = executor.current()
+        vectors: Iterator[tuple[int, Any]]
+        if ex is None:
+            vectors = enumerate(map(embedder_factory().passages, texts()))
+        else:
+            vectors = ex.map(embed_chunk, ((spec, batch_size, t) for t in texts()))
+        got: dict[str, dict[int, np.ndarray]] = {}
+        for i, vecs in vectors:  # progress moves inside a long document too
+            d, n = where[i]
+            got.setdefault(d.sha256, {})[n] = vecs
+            bar.update(len({p for p, _, _ in chunks[d.sha256][n]}))
+            if len(got[d.sha256]) == len(chunks[d.sha256]):
+                done_vecs = got.pop(d.sha256)
+                _write_vectors(db, key, d, [r for m, chunk in enumerate(chunks.pop(d.sha256))
+                                            for r in _rows(key, d, chunk, done_vecs[m])])
+    finally:
+        bar.close()
 
 
 def _chunks(store: PageStore, d: Document, window: int) -> list[list[tuple[int, int, str]]]:
