@@ -241,8 +241,9 @@ def _write_vectors(db, key: str, d: Document, rows: list[tuple]) -> None:
 def loaded(spec: ModelSpec, batch_size: int = 16, threads: int | None = None) -> Embedder:
     """The model loaded once per process and settings, and kept: building its ONNX session takes 0.5-1 CPU-s,
     which every semantic or hybrid arm built paid again (171 CPU-s of a test run, measured with py-spy).
-    Keyed by the weights too (``spec.key``): new weights in the same folder are loaded, not the old ones."""
-    return _loaded(spec, spec.key, batch_size, threads)
+    Keyed by the weights too (``spec.key``), and by the threads it runs on (``threads``, else
+    ``$EVALKIT_THREADS`` as it is now): new weights in the same folder are loaded, not the old ones."""
+    return _loaded(spec, spec.key, batch_size, threads or config.threads())
 
 
 @lru_cache(maxsize=8)  # a sweep over max_tokens or window loads one per setting

@@ -311,7 +311,9 @@ def small(latex, tmp_path_factory):
     folder = tmp_path_factory.mktemp("small")
     for name in SMALL:
         shutil.copy(c.path(name), folder / name)
-    with building("small"):  # their vectors, embedded once for both workers (the cache is keyed by content)
+    with building("small"), pytest.MonkeyPatch.context() as mp:  # their vectors, embedded once for both workers
+        # (the cache is keyed by content), on every core: the other worker's first tests wait for them
+        mp.delenv("EVALKIT_THREADS", raising=False)
         small = store.ingest(corpora.from_dir(folder, "small"), progress=False).corpus
         SemanticArm(small, store, progress=False)  # the arm `semantic`: its vectors
     return small, store

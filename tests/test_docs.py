@@ -98,6 +98,8 @@ def test_the_site_builds_strictly(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     site = tmp_path / "site"
     assert (site / "index.html").is_file()
+    # opened offline, a page asks no font server (Material's default loads Roboto from Google Fonts)
+    assert not [p.name for p in site.rglob("*.html") if "fonts.googleapis.com" in p.read_text()]
     assert "evalkit.api.run" in (site / "api.html").read_text()
     # opened from disk (file://, no server): every link between pages leads to a file, never to a folder,
     # which a browser shows as a directory listing (issue 33); 404.html is a server's page, linked from /

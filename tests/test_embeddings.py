@@ -43,8 +43,11 @@ def test_a_process_loads_the_model_once_per_setting_and_again_for_new_weights(tm
     monkeypatch.setattr(embeddings, "Embedder", lambda spec, **kw: built.append((spec.key, kw)) or object())
     (tmp_path / "model.onnx").write_bytes(b"weights one")
     spec = ModelSpec("mine", str(tmp_path), 256, 160)
+    monkeypatch.delenv("EVALKIT_THREADS", raising=False)
     assert loaded(spec) is loaded(spec) and len(built) == 1
     assert loaded(spec, threads=1) is not loaded(spec) and len(built) == 2
+    monkeypatch.setenv("EVALKIT_THREADS", "1")  # read at each call: the one-thread model
+    assert loaded(spec) is loaded(spec, threads=1) and len(built) == 2
     (tmp_path / "model.onnx").write_bytes(b"weights two")  # replaced in place: loaded again, not the old ones
     os.utime(tmp_path / "model.onnx", (1, 1))
     loaded(spec)
