@@ -2,7 +2,7 @@
 
 Three kinds of work spread out, each a task that is a pure function of what it is sent: extraction (one
 PDF's bytes -> its pages, :func:`evalkit.extraction.extract_bytes`), embedding (one chunk of page windows
--> vectors, :func:`evalkit.embeddings.embed_chunk`) and arm runs (one query -> one answer,
+-> vectors, :func:`evalkit.embeddings.embed_chunk`) and arm runs (a few queries -> their answers,
 :func:`evalkit.runner.search_task`). The parent stays the only writer of the SQLite cache and writes every
 result in the order a local run would, so a distributed run's cache rows and TREC files are byte-identical
 to a local run's (tested against a local cluster).

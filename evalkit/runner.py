@@ -261,8 +261,11 @@ def _run_arm(arm: arms.Arm, spec: str, qs: QuerySet, path: Path, k: int, progres
     answers: Iterator[tuple[int, tuple[Answer, float]]]
     if ex is None:
         answers = ((i, _timed_search(arm, q.text, k)) for i, q in enumerate(todo))
-    else:
-        answers = ex.map(search_task, [(*_where(spec, arm), q.text, k) for q in todo])
+    else:  # QUERIES_PER_TASK to a task: the answers come back as they would one by one
+        starts = range(0, len(todo), QUERIES_PER_TASK)
+        done_tasks = ex.map(search_task, [(*_where(spec, arm), tuple(q.text for q in todo[s:s + QUERIES_PER_TASK]), k)
+                                          for s in starts])
+        answers = ((starts[i] + j, answer) for i, got in done_tasks for j, answer in enumerate(got))
     ready: dict[int, tuple[Answer, float]] = {}
     written = 0
     pages = page_counts(arm)
@@ -307,6 +310,10 @@ def _say_answers(label: str, qs: QuerySet, path: Path, k: int) -> None:
 
 
 _WORKER_ARMS: dict[tuple, arms.Arm] = {}
+# Queries sent to a worker in one task: a task costs the client, the scheduler and the worker tens of CPU-ms
+# whatever it holds, more than a lexical search itself (benchmarks/executor_tasks.py: the latex set on four
+# lexical arms over two local workers, 18.2 s of wall time in one-query tasks and 9.1 s in tasks of 8).
+QUERIES_PER_TASK = 8
 
 
 def _where(spec: str, arm: arms.Arm) -> tuple[str, Corpus, str, str]:
@@ -319,16 +326,17 @@ def _worker_key(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> tupl
     return spec, corpus.digest(), cache, hidden_text
 
 
-def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, query: str, k: int) -> tuple[Answer, float]:
-    """One query on one arm, timed where it runs: the task a remote executor runs. A worker process builds
-    each arm once (reading indexes and vectors from the cache at the same path), prepares it, and keeps it
-    until the arm's run is recorded (:func:`release_task`)."""
+def search_task(spec: str, corpus: Corpus, cache: str, hidden_text: str, queries: tuple[str, ...],
+                k: int) -> list[tuple[Answer, float]]:
+    """A few queries on one arm, each timed where it runs: the task a remote executor runs. A worker process
+    builds each arm once (reading indexes and vectors from the cache at the same path), prepares it, and
+    keeps it until the arm's run is recorded (:func:`release_task`)."""
     key = _worker_key(spec, corpus, cache, hidden_text)
     if key not in _WORKER_ARMS:
         arm = arms.make(spec, corpus, PageStore(Path(cache), hidden_text=hidden_text))
         arm.prepare()
         _WORKER_ARMS[key] = arm
-    return _timed_search(_WORKER_ARMS[key], query, k)
+    return [_timed_search(_WORKER_ARMS[key], query, k) for query in queries]
 
 
 def release_task(spec: str, corpus: Corpus, cache: str, hidden_text: str) -> None:

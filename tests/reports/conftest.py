@@ -8,8 +8,9 @@ import pytest
 from matplotlib import pyplot as plt
 from matplotlib.container import BarContainer
 
+import evalkit as ek
 from evalkit import qrels
-from evalkit.reports import rendering
+from evalkit.reports import rendering, selection
 from evalkit.results import Results
 from evalkit.runner import run
 
@@ -54,8 +55,21 @@ def results_dir(small, tmp_path_factory):
 
 
 @pytest.fixture(scope="package")
-def rendered(results_dir):
-    return rendering.render(results_dir)
+def gated(results_dir, tmp_path_factory):
+    """What `make report` does, on a copy of the run: the best arm gated against keyword, then the report
+    rendered (once for the package's tests) with a pair and an output file of its own: (copy, best arm,
+    verdict, HTML path)."""
+    copy = _copy(results_dir, tmp_path_factory.mktemp("gated"))
+    best = selection.best_arm(Results.load(copy), besides="keyword")
+    verdict = ek.gate(copy, copy, baseline_arm="keyword", candidate_arm=best)
+    html = rendering.render(copy, out_html=copy.parent / "out" / "r.html", pair="global-index,keyword")
+    return copy, best, verdict, html
+
+
+@pytest.fixture(scope="package")
+def rendered(gated):
+    """The rendered report's HTML."""
+    return gated[3]
 
 
 @pytest.fixture

@@ -22,15 +22,15 @@ from .conftest import ARMS, QUERIES, SET, _copy
 
 
 @pytest.mark.slow
-def test_render_writes_notebook_html_and_every_figure(rendered, results_dir):
-    assert rendered == results_dir.resolve() / "report.html"
+def test_render_writes_notebook_html_and_every_figure(gated):
+    copy = gated[0]
     for name in rendering.FIGURES:
-        png = results_dir / "figures" / f"{name}.png"
+        png = copy / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert png.stat().st_size > 20_000, name
         h, w = plt.imread(png).shape[:2]
         assert w >= 900 and h >= 250, (name, w, h)
-    nb = nbformat.read(results_dir / "report.ipynb", as_version=4)
+    nb = nbformat.read(copy / "report.ipynb", as_version=4)
     tags = [c.metadata.get("tags", []) for c in nb.cells]
     assert tags.index(["injected-parameters"]) == tags.index(["parameters"]) + 1
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
@@ -161,7 +161,9 @@ def hostile_html(results_dir, tmp_path_factory):
     marker = d.parent / "imported"
     (d / "pandas.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit('imported')\n")
     (d / "matplotlibrc").write_text("backend: module://no_such_backend\n")
-    return rendering.render(d), marker
+    html = rendering.render(d)
+    assert html == d.resolve() / "report.html"  # no output file given: beside the run
+    return html, marker
 
 
 @pytest.mark.slow
@@ -223,23 +225,18 @@ def test_a_run_of_abstain_queries_only_renders(small, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_gated_run_rendered_with_a_pair_to_another_file_shows_its_verdict_first(results_dir, tmp_path):
+def test_a_gated_run_rendered_with_a_pair_to_another_file_shows_its_verdict_first(gated):
     """What `make report` does: gate the best arm against the baseline, then render (here with a pair and an
     output file of its own): the conclusion on the first screen names the verdict, the baseline comes from
     gate.json, the verdict's section shows the rules it was decided by, and the pair's deltas are drawn."""
-    import evalkit as ek
-
-    copy = _copy(results_dir, tmp_path)
-    best = selection.best_arm(Results.load(copy), besides="keyword")
-    verdict = ek.gate(copy, copy, baseline_arm="keyword", candidate_arm=best)
+    copy, best, verdict, out = gated
     res = Results.load(copy)
     assert selection.resolve_baseline(res) == "keyword"
     assert selection.resolve_pair(res, baseline="keyword") == ("keyword", best)
     gate_line = next(x for x in prose.conclusion(res, "keyword", n_resamples=500).splitlines() if "**Gate**" in x)
     assert f"`{best}` against `keyword`: **{'PASS' if verdict.passed else 'FAIL'}** ({verdict.counts()})" in gate_line
 
-    out = rendering.render(copy, out_html=tmp_path / "out" / "r.html", pair="global-index,keyword")
-    assert out == tmp_path / "out" / "r.html" and out.stat().st_size > 100_000
+    assert out == copy.parent / "out" / "r.html" and out.stat().st_size > 100_000
     assert not (copy / "report.html").exists() and (copy / "report.ipynb").exists()
     nb = nbformat.read(copy / "report.ipynb", as_version=4)
     injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
