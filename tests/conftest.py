@@ -119,8 +119,9 @@ SLOW_FIXTURES = {"real_env", "latex", "rmanuals", "small", "small_results", "sma
 # Tests sharing a fixture
 # built once per module or package (a server, a rendered report) run on one worker, which builds it once; so
 # do the tests sharing the Dask cluster. The real corpora are built once for both workers (:func:`building`).
-# Slow tests are handed out first and the quick ones fill in at the end, so neither worker is left with one
-# long test while the other is idle.
+# xdist hands out the groups first, largest first (its --loadscope-reorder), then the tests of no group in
+# the order collected here: slow ones first, the quick ones filling in at the end, so neither worker is
+# left with one long test while the other is idle.
 SHARED_SESSION_FIXTURES = {"cluster"}
 
 
