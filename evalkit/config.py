@@ -52,8 +52,8 @@ def model() -> dict[str, str]:
 def threads() -> int | None:
     """``$EVALKIT_THREADS``: the threads an embedding model computes on (None: onnxruntime's default, every
     core). On a machine whose cores are all busy (tests run in parallel, a shared CI runner) a second
-    thread waits for a core and spins meanwhile: 262 page windows took 79 CPU-s on two threads and 60 on
-    one, in the same wall time, beside a busy loop (docs/speed.md)."""
+    thread waits for a core and spins meanwhile: beside a busy loop, a cold semantic search of 29 pages took
+    31.0 CPU-s on two threads and 23.8 on one, in the same 23.7 s (docs/speed.md)."""
     value = os.environ.get("EVALKIT_THREADS", "")
     if not value:
         return None
