@@ -20,10 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from matplotlib import pyplot as plt
-from matplotlib.figure import Figure
 
 from . import comparison, gating, pooling
 from .defaults import STRATEGIES
@@ -34,6 +33,9 @@ from .recorded import Rejudged, answers, check_run, gains, rankings, rescore
 from .records import Answer
 from .results import Results
 from .rules import load as load_rules
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 REFERENCE = "depth(k=10)"  # today's pool: every arm's top 10, read whole
 BUDGETS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 23, 26, 30, 35, 40, 50, 60, 70)
@@ -271,7 +273,11 @@ def simulate(qs: QuerySet, results: Results | Path | str, strategies: Sequence[s
 
 def fig_simulation(sim: Simulation) -> Figure:
     """Four panels against pages read (share of the depth-10 pool): gold pages found, Kendall tau on
-    nDCG@10 and nDCG@10(doc), and gate decisions changed; the stop signal of each strategy is a dot."""
+    nDCG@10 and nDCG@10(doc), and gate decisions changed; the stop signal of each strategy is a dot.
+    pyplot is loaded here: the judge and the answerability arm import this module for its replay, not its
+    figure."""
+    from matplotlib import pyplot as plt
+
     panels = [("gold_found", "share of gain >= 2 pages found"), ("tau_page", "Kendall tau, nDCG@10"),
               ("tau_doc", "Kendall tau, nDCG@10(doc)")]
     if "gate_vs_full" in sim.curves:
@@ -304,6 +310,8 @@ def fig_simulation(sim: Simulation) -> Figure:
 
 def write(sim: Simulation, out: Path) -> list[Path]:
     """simulation.csv (the curves), loo.csv, summary.csv and simulation.png into ``out``."""
+    from matplotlib import pyplot as plt
+
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "simulation.csv", out / "summary.csv", out / "loo.csv", out / "simulation.png"]
     sim.curves.to_csv(paths[0], index=False)

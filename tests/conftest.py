@@ -3,6 +3,7 @@ query sets and runs several test modules use, and the check of a one-line error.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 from hypothesis import HealthCheck, settings
+
+from evalkit.__main__ import WITHOUT
 
 ROOT = Path(__file__).resolve().parent.parent
 # Hypothesis: a bounded number of examples, and no per-example deadline or speed health check, which a
@@ -28,6 +31,11 @@ os.environ.setdefault("EVALKIT_MODEL_DIR", "packaged")
 # Dask workers), does the same work in the same time for a quarter less CPU.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("EVALKIT_THREADS", "1")
+# The test processes do without rfc3987-syntax, as `python -m evalkit` does (evalkit/__main__.py): nbformat's
+# jsonschema would compile its 38 Lark grammars in every worker, 3 CPU-s, for a format no test checks.
+# tests/test_cli.py checks, in a process of its own, that the library leaves a user's process alone.
+for _name in WITHOUT:
+    sys.modules.setdefault(_name, None)  # type: ignore[arg-type]
 # A few short real manuals: enough for the real model and real FTS5 behaviour, small enough to embed quickly.
 SMALL = ("booktabs.pdf", "ctable.pdf", "float.pdf", "newfloat.pdf", "setspace-doc.pdf", "parskip.pdf",
          "subcaption.pdf", "cite.pdf", "chapterbib.pdf", "pdfpages.pdf")
@@ -109,9 +117,12 @@ HANG_S = 600
 
 
 # Fixtures that need a real corpus, the real model or a cluster of processes: a test that uses one, itself or
-# through another fixture, is marked slow, so `pytest -m "not slow"` is the quick inner loop. A test module
-# may name more of its own in SLOW_FIXTURES (a fixture that starts a server); a test that starts processes
-# of its own (an interpreter, a kernel, a browser, mypy, mkdocs) carries the mark itself.
+# through another fixture, is marked slow, so `pytest -n 2 -m "not slow"` is the quick inner loop (about a
+# minute and a half on an idle 2-core machine; docs/getting-started.md). A test module may name more of its
+# own in SLOW_FIXTURES (a fixture that starts a server or an interpreter); a test that starts processes of
+# its own (an interpreter, a kernel, a browser, mypy, mkdocs, a mount namespace), or that costs more than
+# about 1.5 CPU-seconds by itself (fitting the local judge in every fold, a coverage simulation, every
+# rendering of hostile input), carries the mark itself.
 SLOW_FIXTURES = {"real_env", "latex", "rmanuals", "small", "small_results", "small_pair", "latex_results", "cluster"}
 
 
@@ -225,7 +236,6 @@ def evalkit_in_namespace(mounts: str, argv: list[str], after: str = ""):
     import shlex
     import shutil
     import subprocess
-    import sys
 
     if not shutil.which("unshare") or subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode:
         pytest.skip("needs a mount namespace (unshare --mount, as root)")

@@ -4,6 +4,7 @@ error. (The three forms of one BM25 retriever giving identical rankings: tests/t
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pymupdf
 import pytest
@@ -12,21 +13,6 @@ import evalkit as ek
 from evalkit.answers import AnswerError
 
 from .conftest import ROOT, make_pdf, query, query_file
-
-lc_core = pytest.importorskip("langchain_core.retrievers")
-# The loaders whose page convention the adapter follows live in langchain_community, which is sunset and says
-# so on import (a DeprecationWarning); importorskip imports it with warnings off. Users still load PDFs with
-# them, so the tests keep checking that convention; evalkit itself never imports langchain_community.
-pytest.importorskip("langchain_community.document_loaders")
-li_core = pytest.importorskip("llama_index.core.retrievers")
-pytest.importorskip("llama_index.readers.file")
-
-from langchain_community.document_loaders import PyMuPDFLoader, PyPDFLoader  # noqa: E402
-from langchain_core.documents import Document  # noqa: E402
-from langchain_text_splitters import RecursiveCharacterTextSplitter  # noqa: E402
-from llama_index.core.node_parser import SentenceSplitter  # noqa: E402
-from llama_index.core.schema import NodeWithScore, TextNode  # noqa: E402
-from llama_index.readers.file import PDFReader, PyMuPDFReader  # noqa: E402
 
 # Physical page n (1-based) carries "topic<n>"; its printed label is LABELS[n - 1]: roman front matter, arabic
 # from 1, and an appendix whose numbering starts at 1 again (so labels "1" and "2" are each on two pages).
@@ -55,25 +41,46 @@ def docs(folder):
     return ek.corpus(docs=folder, progress=False)
 
 
-class Grep(lc_core.BaseRetriever):
-    """The simplest LangChain retriever: the documents that contain the query, in their order."""
+@pytest.fixture(scope="module")
+def lib():
+    """LangChain's and LlamaIndex's loaders and splitters, and the simplest retriever of each, imported here:
+    seconds of imports that only the worker running this module's tests (one group: tests/conftest.py) pays."""
+    lc_core = pytest.importorskip("langchain_core.retrievers")
+    # The loaders whose page convention the adapter follows live in langchain_community, which is sunset and
+    # says so on import (a DeprecationWarning); importorskip imports it with warnings off. Users still load
+    # PDFs with them, so the tests keep checking that convention; evalkit itself never imports it.
+    lc_loaders = pytest.importorskip("langchain_community.document_loaders")
+    li_core = pytest.importorskip("llama_index.core.retrievers")
+    li_readers = pytest.importorskip("llama_index.readers.file")
+    from langchain_core.documents import Document
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.schema import NodeWithScore, TextNode
 
-    documents: list[Document]
+    class Grep(lc_core.BaseRetriever):
+        """The simplest LangChain retriever: the documents that contain the query, in their order."""
 
-    def _get_relevant_documents(self, query, *, run_manager):
-        return [d for d in self.documents if query in d.page_content]
+        documents: list[Document]
 
+        def _get_relevant_documents(self, query, *, run_manager):
+            return [d for d in self.documents if query in d.page_content]
 
-class LlamaGrep(li_core.BaseRetriever):
-    """The simplest LlamaIndex retriever: the nodes that contain the query, scored by their order."""
+    class LlamaGrep(li_core.BaseRetriever):
+        """The simplest LlamaIndex retriever: the nodes that contain the query, scored by their order."""
 
-    def __init__(self, nodes):
-        super().__init__()
-        self.nodes = nodes
+        def __init__(self, nodes):
+            super().__init__()
+            self.nodes = nodes
 
-    def _retrieve(self, query_bundle):
-        found = [n for n in self.nodes if query_bundle.query_str in n.get_content()]
-        return [NodeWithScore(node=n, score=float(len(found) - i)) for i, n in enumerate(found)]
+        def _retrieve(self, query_bundle):
+            found = [n for n in self.nodes if query_bundle.query_str in n.get_content()]
+            return [NodeWithScore(node=n, score=float(len(found) - i)) for i, n in enumerate(found)]
+
+    return SimpleNamespace(Grep=Grep, LlamaGrep=LlamaGrep, Document=Document, TextNode=TextNode,
+                           PyPDFLoader=lc_loaders.PyPDFLoader, PyMuPDFLoader=lc_loaders.PyMuPDFLoader,
+                           RecursiveCharacterTextSplitter=RecursiveCharacterTextSplitter,
+                           SentenceSplitter=SentenceSplitter, PDFReader=li_readers.PDFReader,
+                           PyMuPDFReader=li_readers.PyMuPDFReader)
 
 
 def pages(docs, retriever, query, name="lib"):
@@ -85,40 +92,41 @@ def test_the_test_pdf_prints_labels_that_differ_from_its_physical_pages(folder):
         assert [p.get_label() for p in pdf] == LABELS
 
 
-@pytest.mark.parametrize("loader", [PyPDFLoader, PyMuPDFLoader])
-def test_langchain_loaders_0_based_pages_map_to_physical_pages(docs, folder, loader):
+@pytest.mark.parametrize("loader", ["PyPDFLoader", "PyMuPDFLoader"])
+def test_langchain_loaders_0_based_pages_map_to_physical_pages(lib, docs, folder, loader):
+    loader = getattr(lib, loader)
     loaded = loader(str(folder / "labelled.pdf")).load() + loader(str(folder / "plain.pdf")).load()
     assert [d.metadata["page"] for d in loaded[:7]] == list(range(7))  # the loader's own convention: 0-based
-    grep = Grep(documents=loaded)
+    grep = lib.Grep(documents=loaded)
     for n in range(1, 11):
         doc = "labelled.pdf" if n <= 7 else "plain.pdf"
         assert pages(docs, grep, f"topic{n}.") == [(doc, n if n <= 7 else n - 7)]
 
 
-@pytest.mark.parametrize("loader", [PyPDFLoader, PyMuPDFLoader])
-def test_langchain_whole_document_chunks_are_placed_by_their_text(docs, folder, loader):
-    whole = loader(str(folder / "labelled.pdf"), mode="single").load()
+@pytest.mark.parametrize("loader", ["PyPDFLoader", "PyMuPDFLoader"])
+def test_langchain_whole_document_chunks_are_placed_by_their_text(lib, docs, folder, loader):
+    whole = getattr(lib, loader)(str(folder / "labelled.pdf"), mode="single").load()
     assert len(whole) == 1 and "page" not in whole[0].metadata
-    chunks = RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0,
-                                            add_start_index=True).split_documents(whole)
-    assert pages(docs, Grep(documents=chunks), "topic6") == [("labelled.pdf", 6)]
+    chunks = lib.RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0,
+                                                add_start_index=True).split_documents(whole)
+    assert pages(docs, lib.Grep(documents=chunks), "topic6") == [("labelled.pdf", 6)]
 
 
-def test_langchain_chunks_cut_from_evalkits_text_keep_their_span(docs):
+def test_langchain_chunks_cut_from_evalkits_text_keep_their_span(lib, docs):
     """A chunk whose start_index is an offset of evalkit's own text lies on the pages that span overlaps
     (here across a page break), not only on the first page its text is found on."""
     text = docs.text("labelled.pdf")
     start = text.index("word2x39")
-    chunk = Document(text[start:start + 30], metadata={"source": "labelled.pdf", "start_index": start})
+    chunk = lib.Document(text[start:start + 30], metadata={"source": "labelled.pdf", "start_index": start})
     assert "\f" in chunk.page_content
-    assert pages(docs, Grep(documents=[chunk]), "word2x39") == [("labelled.pdf", 2), ("labelled.pdf", 3)]
+    assert pages(docs, lib.Grep(documents=[chunk]), "word2x39") == [("labelled.pdf", 2), ("labelled.pdf", 3)]
 
 
-def test_llamaindex_pdfreader_labels_resolve_to_physical_pages(docs, folder):
-    loaded = PDFReader().load_data(folder / "labelled.pdf") + PDFReader().load_data(folder / "plain.pdf")
+def test_llamaindex_pdfreader_labels_resolve_to_physical_pages(lib, docs, folder):
+    loaded = lib.PDFReader().load_data(folder / "labelled.pdf") + lib.PDFReader().load_data(folder / "plain.pdf")
     assert [d.metadata["page_label"] for d in loaded] == LABELS + ["1", "2", "3"]  # pypdf reads the labels
-    nodes = SentenceSplitter(chunk_size=64, chunk_overlap=0).get_nodes_from_documents(loaded)
-    grep = LlamaGrep(nodes)
+    nodes = lib.SentenceSplitter(chunk_size=64, chunk_overlap=0).get_nodes_from_documents(loaded)
+    grep = lib.LlamaGrep(nodes)
     for n in range(1, 11):  # topic4 is on label "2" (twice in the PDF), topic6 on label "1" (twice)
         doc = "labelled.pdf" if n <= 7 else "plain.pdf"
         assert pages(docs, grep, f"topic{n}.") == [(doc, n if n <= 7 else n - 7)], n
@@ -127,15 +135,15 @@ def test_llamaindex_pdfreader_labels_resolve_to_physical_pages(docs, folder):
 # llama-index-readers-file's PyMuPDFReader imports PyMuPDF by its old name (`import fitz`), which warns; the
 # warning is that reader's, not evalkit's (whose adapters import neither library), so it is silenced here.
 @pytest.mark.filterwarnings("ignore:The `fitz` API is deprecated:FutureWarning")
-def test_llamaindex_pymupdfreader_source_is_the_physical_page(docs, folder):
-    loaded = PyMuPDFReader().load_data(folder / "labelled.pdf")
+def test_llamaindex_pymupdfreader_source_is_the_physical_page(lib, docs, folder):
+    loaded = lib.PyMuPDFReader().load_data(folder / "labelled.pdf")
     assert "page_label" not in loaded[0].metadata and loaded[5].metadata["source"] == "6"
-    assert pages(docs, LlamaGrep(loaded), "topic6") == [("labelled.pdf", 6)]
+    assert pages(docs, lib.LlamaGrep(loaded), "topic6") == [("labelled.pdf", 6)]
 
 
-def test_a_label_on_several_pages_that_the_text_does_not_decide_is_an_error(docs):
-    node = TextNode(text="not on any page", metadata={"file_name": "labelled.pdf", "page_label": "1"})
-    arm = ek.arm(LlamaGrep([node]), name="li")
+def test_a_label_on_several_pages_that_the_text_does_not_decide_is_an_error(lib, docs):
+    node = lib.TextNode(text="not on any page", metadata={"file_name": "labelled.pdf", "page_label": "1"})
+    arm = ek.arm(lib.LlamaGrep([node]), name="li")
     with pytest.raises(AnswerError, match=r"page label '1' is on pages \[3, 6\] of 'labelled.pdf'.*none"):
         docs.search(arm, "not on")
 
@@ -147,12 +155,12 @@ QUERIES = (
 )
 
 
-def test_hits_outside_the_corpus_are_errors_of_their_queries_and_the_run_goes_on(docs, folder, isolated):
+def test_hits_outside_the_corpus_are_errors_of_their_queries_and_the_run_goes_on(lib, docs, folder, isolated):
     query_file(isolated / "q.toml", *QUERIES, name="labels")
-    lc = Grep(documents=PyPDFLoader(str(folder / "labelled.pdf")).load()
-              + PyPDFLoader(str(isolated / "elsewhere.pdf")).load())
-    stray = TextNode(text="Plain page about topic9.", metadata={"file_name": "plain.pdf", "page_label": "iv"})
-    li = LlamaGrep(PDFReader().load_data(folder / "labelled.pdf") + [stray])
+    lc = lib.Grep(documents=lib.PyPDFLoader(str(folder / "labelled.pdf")).load()
+                  + lib.PyPDFLoader(str(isolated / "elsewhere.pdf")).load())
+    stray = lib.TextNode(text="Plain page about topic9.", metadata={"file_name": "plain.pdf", "page_label": "iv"})
+    li = lib.LlamaGrep(lib.PDFReader().load_data(folder / "labelled.pdf") + [stray])
     res = ek.run(docs, isolated / "q.toml", [ek.arm(lc, name="lc"), ek.arm(li, name="li")], isolated / "res",
                  progress=False)
     rows = res.per_query.set_index(["arm", "query"])

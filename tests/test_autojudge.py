@@ -97,6 +97,7 @@ def case(tmp_path):
 LOGISTIC = model.Spec("logistic", "isotonic", seed=0)
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_judge_and_predictions(case):
     a, b = session.crossfit(case, LOGISTIC, k=3), session.crossfit(case, LOGISTIC, k=3)
     pd.testing.assert_frame_equal(a, b)
@@ -104,6 +105,7 @@ def test_the_same_seed_gives_the_same_judge_and_predictions(case):
     assert set(other["model"]) != set(a["model"])  # the seed is part of the identity
 
 
+@pytest.mark.slow
 def test_no_query_s_grades_reach_its_own_cross_fitted_predictions(tmp_path):
     """Regrade one query: its own predictions do not move (its fold's judge never saw it); a judge trained
     on every query, that query included, does move: so the check can fail."""
@@ -159,6 +161,7 @@ def test_verdicts_follow_the_stated_bounds():
     assert agreement.verdicts(t)["abstain"].startswith("refused")
 
 
+@pytest.mark.slow
 def test_isotonic_calibration_matches_the_true_chances_on_fresh_data():
     rng = np.random.default_rng(0)
 

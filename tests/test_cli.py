@@ -493,6 +493,7 @@ def test_a_failed_resume_cannot_pass_a_gate_on_the_old_measures(tiny, capsys):
     one_line_error(capsys, "not complete")
 
 
+@pytest.mark.slow
 def test_a_failed_resume_leaves_no_old_figures_in_summary_best_or_report(tiny, capsys):
     """After a --resume on a changed query set fails, the old set's measures are not shown as the new set's:
     summary, best and report refuse in one line naming the set whose run did not finish (exit 2)."""
@@ -550,6 +551,7 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(tmp_path):
     assert p.returncode == 130 and p.stderr == "evalkit: interrupted\n", p.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("debug", [[], ["--debug"]])
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path, debug):
     """`evalkit summary | head`: the output's pipe has no reader (closed before the command writes, so the
@@ -732,6 +734,7 @@ ANIMALS = ("walrus", "seal", "orca", "puffin", "otter", "narwhal", "beluga", "ga
 PARTIAL_RULES = '[[rule]]\ntype = "non-inferiority"\nmeasure = "nDCG@10"\nmargin = 0.05\n'
 
 
+@pytest.mark.slow
 def test_a_set_graded_in_part_runs_and_gates_with_the_judge(isolated, capsys, monkeypatch):
     """Write twelve needles, pool them (`qrels pool`), grade six whole: `qrels check` warns of the six others,
     `evalkit run` answers all twelve and measures six (the manifest lists the rest), the plain gate says so,
@@ -797,6 +800,7 @@ def test_a_set_graded_in_part_runs_and_gates_with_the_judge(isolated, capsys, mo
     assert (rule.status, rule.numbers["graded"], rule.numbers["n"]) == ("undecided", 6, 12)
 
 
+@pytest.mark.slow
 def test_qrels_judge_on_a_run_of_a_folder_takes_the_folder_from_the_user(isolated, capsys, monkeypatch):
     """`evalkit run --docs DIR` pins nothing in a lock: `qrels judge` then asks for --docs DIR (never taking a
     folder from the run's manifest, which is data) and refuses a folder holding other documents."""

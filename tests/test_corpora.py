@@ -259,6 +259,7 @@ sys.exit(cli.main(["corpus", "add", me, folder, "--cache", str(signals / f"{me}.
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks to see a waiting process")
 def test_two_corpus_adds_at_once_keep_both_entries(isolated):
     import subprocess

@@ -160,6 +160,7 @@ def test_hostile_results_are_inert_in_every_report_output(tmp_path_factory, h):
         assert_no_math(fig)
 
 
+@pytest.mark.slow
 @given(h=hostile)
 @SLOW
 def test_hostile_verdicts_and_tables_are_inert_in_every_rendering(tmp_path_factory, capsys, h):
@@ -191,6 +192,7 @@ def test_hostile_verdicts_and_tables_are_inert_in_every_rendering(tmp_path_facto
         assert_inert_terminal(printed.out + printed.err)
 
 
+@pytest.mark.slow
 @given(h=hostile)
 @FAST
 def test_hostile_results_are_inert_in_the_docs_figures(tmp_path_factory, h):

@@ -110,6 +110,7 @@ def _coverage(judge: str, reps: int = 1500, n: int = 12, big: int = 120) -> tupl
     return covered / reps, widths / reps, alone / reps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("judge", ["good", "biased", "useless"])
 def test_intervals_hold_whatever_the_judge(judge):
     coverage, width, alone = _coverage(judge)

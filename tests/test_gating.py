@@ -206,6 +206,7 @@ def test_the_gate_says_what_a_small_set_can_detect_before_the_rules(tmp_path, tw
     assert gating.Verdict.from_dict(json.loads(v.to_json())).detectable == v.detectable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cand, code, says", [("worse", 1, "FAIL"), ("same", 0, "PASS")])
 def test_a_read_only_candidate_folder_still_gets_its_verdict_and_exit_code(runs, tmp_path, cand, code, says):
     """CI gates a checkout it may not write to: the verdict and its exit code stand, and one line says that

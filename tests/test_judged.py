@@ -312,6 +312,7 @@ def test_decidable_says_after_each_grade_what_the_gate_can_say_and_which_page_is
     assert judged.decidable(res, "base", "cand", preds, everything, rules_file).startswith("decided: ")
 
 
+@pytest.mark.slow
 def test_the_workbench_decider_rescoring_one_query_per_grade_says_what_a_fresh_one_says(tmp_path, rules_file):
     """The Decider keeps what does not change while a person grades and rescores only the queries whose
     grades changed: after each grade its answer is the one decidable computes from nothing."""

@@ -266,6 +266,7 @@ def test_drafts_stream_one_key_each_with_the_class_balance_and_the_time(docs, is
     w.close()
 
 
+@pytest.mark.slow
 def test_the_workbench_shows_the_judge_blind_and_after_each_grade_whether_the_gate_can_decide(docs,  # noqa: F811
                                                                                              isolated):
     """Given a run to gate, the workbench shows the judge's agreement and refusals and "can I decide yet?";

@@ -245,6 +245,9 @@ print(json.dumps(found))
 """
 
 
+SLOW_FIXTURES = {"loaded"}  # it starts an interpreter that imports every reader: slow (tests/conftest.py)
+
+
 @pytest.fixture(scope="module")
 def loaded() -> dict[str, set[str]]:
     """Module -> the modules importing it loaded, for every reader and the runner."""

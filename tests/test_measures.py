@@ -238,6 +238,7 @@ def scored_queries(draw):
     return qrels, [pids[i] for i in order], [float(raw[i]) for i in order]
 
 
+@pytest.mark.slow
 @given(scored_queries())
 def test_page_measures_agree_with_pytrec_eval(case):
     qrels, ranking, raw = case
@@ -260,6 +261,7 @@ def test_page_measures_agree_with_pytrec_eval(case):
     assert M.MEASURES["Recall@10(doc)"](ranking, qrels) == pytest.approx(dtheirs["recall_10"], abs=1e-9)
 
 
+@pytest.mark.slow
 @given(scored_queries())
 def test_judged_agrees_with_trec_eval_precision_over_all_judged_items(case):
     """Judged@10 is trec_eval's P_10 with every judged item (gain 0 too) made relevant, over the

@@ -21,6 +21,7 @@ def test_an_error_without_a_file_gets_the_path_being_written_and_a_cause_in_word
     assert oserrors.describe(e.value) == f"{tmp_path / 'absent'}: No such file or directory"
 
 
+@pytest.mark.slow
 def test_a_full_disk_under_out_names_the_file_and_leaves_no_temporary_file(tiny, tmp_path):
     home, argv = tiny
     mnt = tmp_path / "mnt"
@@ -35,6 +36,7 @@ def test_a_full_disk_under_out_names_the_file_and_leaves_no_temporary_file(tiny,
     assert "Errno" not in p.stderr and not any(line.endswith(".tmp") for line in err), p.stderr
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_assembling_the_model_leaves_no_temporary_file_copy(tiny, tmp_path, monkeypatch):
     home, _ = tiny
     mnt = tmp_path / "mnt"
@@ -51,6 +53,7 @@ def test_a_full_disk_while_assembling_the_model_leaves_no_temporary_file_copy(ti
     assert not any(line.endswith(".tmp") for line in err), p.stderr
 
 
+@pytest.mark.slow
 def test_an_io_error_on_a_full_cache_disk_says_the_disk_is_full(tiny, tmp_path):
     """SQLite answers "disk I/O error" when its shared-memory file cannot be made on a full disk; the line
     said to run again "once nothing else uses it", as if another user were the cause."""

@@ -368,6 +368,7 @@ def test_cli_split_writes_two_files_and_never_overwrites(tmp_path, capsys):
 SHIPPED = sorted(p for p in (ROOT / "qrels").rglob("*.toml") if "drafts" not in p.parts)  # drafts: not sets
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bom, newline", [(True, "\r\n"), (True, "\n"), (False, "\r\n")])
 def test_a_query_file_with_a_byte_order_mark_or_crlf_is_the_same_set(tmp_path, bom, newline):
     """What editors on Windows write (UTF-8 with a BOM, CRLF) loads as the same set, digest included."""

@@ -4,6 +4,7 @@ is wrong, while a judge that has seen the grades it estimates would make them fa
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -76,6 +77,7 @@ def _coverage(judge, rep: replay.Replayed, draws: int = 300) -> float:
     return float(replay.summarise(rows)["coverage"].min())
 
 
+@pytest.mark.slow
 def test_coverage_holds_with_a_biased_judge_that_learns_from_the_draw():
     """A judge fitted in each draw on the graded queries only (cross-fitted among them) that favours arm a by
     0.2 and shrinks the rest: the replay's intervals still cover the true differences."""
@@ -100,6 +102,7 @@ def test_coverage_holds_with_a_biased_judge_that_learns_from_the_draw():
     assert _coverage(judge, rep) >= 0.93
 
 
+@pytest.mark.slow
 def test_a_judge_that_saw_the_grades_it_estimates_breaks_coverage():
     """The same biased judge, but on the graded queries it repeats their grades (trained on them): the
     correction sees no error and the bias goes through. This is what the cross-fitting above prevents."""
@@ -132,6 +135,7 @@ def test_the_cost_of_a_decision_is_the_first_budget_keeping_most_significant_pai
     assert math.isnan(replay.needed(summary, {"nDCG@10": 20}).iloc[0]["pages graded"])
 
 
+@pytest.mark.slow
 def test_qrels_simulate_judge_replays_with_the_local_judge(tmp_path, monkeypatch, capsys):
     """The command reaches the library's replay: one row per budget and measure, coverage in [0, 1]."""
     from evalkit import api
@@ -142,11 +146,13 @@ def test_qrels_simulate_judge_replays_with_the_local_judge(tmp_path, monkeypatch
 
     qs, res, sig = write_case(tmp_path, n=12, kinds=("needle", "trap"))
     monkeypatch.setattr(api, "judge_source", lambda file, results: (session.load(qs, res, sig), None))
+    budgets = replay.BUDGETS[:2]  # two of them show the wiring: every budget refits the judge per fold, 4 CPU-s
+    monkeypatch.setattr(replay, "simulate", partial(replay.simulate, budgets=budgets))
     assert main(["qrels", "simulate", str(qs.path), "--results", str(res.path), "--judge", "--draws", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("syn: 12 answerable queries") and "2 ordered pairs of 2 arms" in out[0]
     rows = [line.split() for line in out[2:]]
-    assert len(rows) == len(replay.BUDGETS) * len(estimates.MEASURES)
+    assert len(rows) == len(budgets) * len(estimates.MEASURES)
     assert all(0 <= float(r[4]) <= 1 for r in rows)
 
 

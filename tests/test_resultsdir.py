@@ -167,6 +167,7 @@ FIELDS = ["corpus", "corpus.name", "corpus.digest", "corpus.documents", "qrels",
           "arms.0.params", "status", "depth", "environment", "environment.machine", "specs"]
 
 
+@pytest.mark.slow
 def test_any_manifest_field_of_the_wrong_type_is_bad_input_never_a_crash(tmp_path_factory, capsys):
     """Every field a reader uses, replaced by every JSON type or removed: summary, compare and gate give
     exit 0 (the value fits) or exit 2 with one line; never exit 1 (for gate: "a rule failed")."""

@@ -88,6 +88,7 @@ def test_a_run_of_another_query_set_is_refused(case, tmp_path):
         simulate.simulate(qrels.load(other), d, ["depth"], None)
 
 
+@pytest.mark.slow
 def test_the_command_writes_its_files_and_refuses_a_missing_directory(case, tmp_path, capsys):
     from evalkit.cli import main
 

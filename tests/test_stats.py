@@ -237,7 +237,8 @@ def _dense(d, n_resamples, seed):
     return p, (float(ci.low), float(ci.high))
 
 
-@pytest.mark.parametrize("n, rounding, batch_values", [(17, 1, 64), (60, 2, 500), (300, 3, 7000), (2500, 2, 2**21)])
+@pytest.mark.parametrize("n, rounding, batch_values", [(17, 1, 64), (60, 2, 500), (300, 3, 7000),
+                                                       pytest.param(2500, 2, 2**21, marks=pytest.mark.slow)])
 def test_streamed_resampling_gives_the_dense_formulas_numbers(monkeypatch, n, rounding, batch_values):
     """Same seed, same p-value and CI as one dense array, whatever the batch (ties in rounded scores too)."""
     import evalkit.stats as ek_stats

@@ -121,6 +121,7 @@ def test_the_wheel_runs_corpus_run_report_and_gate_outside_the_checkout(tmp_path
     assert verify.returncode == 0 and f"0 missing, 0 changed, 0 extra in {checkout / 'docs'}" in verify.stdout, verify
 
 
+@pytest.mark.slow
 def test_an_editable_install_is_not_shadowed_by_a_folder_named_evalkit(tmp_path):
     """Python started in a folder holding one named ``evalkit`` (the clone) imported it as an empty namespace
     package under setuptools' editable import hook, asked only after every sys.path folder: ``module

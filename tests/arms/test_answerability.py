@@ -60,6 +60,7 @@ def zoo(isolated):
     return corpus, store, _queries(isolated / "zoo.toml", ANIMALS[:-4], ABSENT)
 
 
+@pytest.mark.slow
 def test_the_judge_policy_admits_and_refuses_as_calibrated(zoo, capsys):
     corpus, store, file = zoo
     spec = f"admit(arm=global-index,policy=judge(qrels={file},vectors=0),threshold=0.2)"

@@ -176,6 +176,7 @@ def test_no_script_from_data_runs_and_no_code_from_the_results_directory_is_impo
     assert "Not written by evalkit, so not read: matplotlibrc, pandas.py" in seen["text"]
 
 
+@pytest.mark.slow
 def test_the_browser_check_catches_requests_console_errors_and_broken_figures(tmp_path):
     page = tmp_path / "bad.html"
     page.write_text('<!DOCTYPE html><html><head><script src="https://cdn.invalid/x.js"></script></head><body>'
