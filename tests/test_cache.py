@@ -14,7 +14,6 @@ from .conftest import make_pdf, query, query_file
 
 QUERIES = (
     query("parskip", "needle", "space between paragraphs instead of indentation", ("parskip.pdf", 1, 3)),
-    query("spacing", "needle", "double line spacing for a thesis", ("setspace-doc.pdf", 1, 3)),
     query("cite", "needle", "sort and compress numeric citations", ("cite.pdf", 1, 3)),
     query("gantt", "abstain", "draw a gantt chart"),
 )
@@ -46,11 +45,11 @@ def test_two_runs_embed_into_one_cold_vector_cache_at_once(latex, tmp_path):
     c, _ = latex
     docs = tmp_path / "docs"
     docs.mkdir()
-    for name in ("parskip.pdf", "setspace-doc.pdf", "cite.pdf", "chapterbib.pdf"):
+    for name in ("parskip.pdf", "cite.pdf", "chapterbib.pdf"):  # short ones: both processes embed all of them
         shutil.copy(c.path(name), docs / name)
     shutil.copy(c.path("parskip.pdf"), docs / "the copy.pdf")
-    q = tmp_path / "four.toml"
-    query_file(q, *QUERIES, name="four")
+    q = tmp_path / "three.toml"
+    query_file(q, *QUERIES, name="three")
     env = {**os.environ, "EVALKIT_CACHE": str(tmp_path / "cache")}
     procs = [subprocess.Popen([sys.executable, "-m", "evalkit", "run", "--docs", str(docs), "--qrels", str(q),
                                "--arms", "semantic,hybrid", "--out", str(tmp_path / f"res{i}")],
@@ -64,7 +63,7 @@ def test_two_runs_embed_into_one_cold_vector_cache_at_once(latex, tmp_path):
     for f in trec:
         assert (tmp_path / "res1" / "runs" / f).read_bytes() == (tmp_path / "res2" / "runs" / f).read_bytes()
     db = sqlite3.connect(tmp_path / "cache" / "evalkit.sqlite")
-    assert db.execute("SELECT count(*) FROM vector_docs").fetchone()[0] == 4
+    assert db.execute("SELECT count(*) FROM vector_docs").fetchone()[0] == 3
 
 
 def _cache(tmp_path):
