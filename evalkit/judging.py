@@ -442,15 +442,17 @@ class Session:
 
     @_action
     def pool(self, qid: str) -> list[PageKey]:
-        """Draw the query's pool (blind, de-duplicated) and record it; judgments below gain 2 of pages the pool
-        no longer holds move to ``set_aside``, while a relevant page (gain 2 or more) is never set aside
-        unasked: it stays in the queue. Returns the pool."""
+        """Draw the query's pool (blind, de-duplicated) and record it. Only a grade below 2 given under an
+        earlier wording (``reread``) of a page the pool no longer holds moves to ``set_aside``: a relevant
+        page (gain 2 or more) is never set aside unasked, and a grade of the query as it reads now stays
+        whatever drew its page (a search outside the pool, other arms). Returns the pool."""
         q = self._query(qid)
         pages = self.strategy.pool(self.search(qid))
         q["pooled"] = _array(page_id(*p) for p in pages)
         keep = set(pages)
         judged = q.get("judgments", [])
-        stays = [(str(j["doc"]), int(j["page"])) in keep or int(j["gain"]) >= GOLD_GAIN for j in judged]
+        stays = [(str(j["doc"]), int(j["page"])) in keep or int(j["gain"]) >= GOLD_GAIN or "reread" not in j
+                 for j in judged]
         if not all(stays):
             aside = q.setdefault("set_aside", tomlkit.array().multiline(True))
             for j, stay in zip(judged, stays, strict=True):

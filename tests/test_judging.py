@@ -219,6 +219,26 @@ def test_a_reworded_query_is_pooled_again_and_only_pages_below_gain_2_set_aside(
     assert aside == [{"doc": "ice.pdf", "page": 1, "gain": 0, "reread": "walrus migration sea ice"}]
 
 
+def test_pooling_again_keeps_every_grade_of_the_query_as_it_reads_now(session, docs, isolated):
+    """A pool drawn again for the same wording, by the same arms or others (a notebook with arms of its own),
+    sets nothing aside: a page found by a search outside the pool and graded 0, or one only the earlier arms
+    drew, was read for this very text."""
+    session.write_query("q1", "needle", "walrus migration sea ice")
+    pool = session.pool("q1")
+    judge_all(session, "q1")
+    arm, found = session.find("Penguins are not seals")
+    outside = next(p for p in found if p not in pool)
+    session.grade("q1", *outside, 0, found_by=f"search:{arm}")
+    graded = sorted((j.doc, j.page, j.gain) for j in qrels.load(session.path)["q1"].judgments)
+    session.pool("q1")
+    session.close()
+    other = Session(session.path, docs, ["global-index"], "depth(k=1)")
+    other.pool("q1")
+    other.close()
+    assert sorted((j.doc, j.page, j.gain) for j in qrels.load(session.path)["q1"].judgments) == graded
+    assert "set_aside" not in tomllib.loads(session.path.read_text())["query"][0]
+
+
 def test_a_reword_sends_every_graded_page_back_to_be_read_and_keeps_the_old_grade_as_previous(session):
     session.write_query("q1", "needle", "walrus migration")
     session.pool("q1")
