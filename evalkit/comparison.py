@@ -257,7 +257,7 @@ def formatted(frame: pd.DataFrame) -> pd.DataFrame:
     """A :func:`table` (with ``p_holm``) as the columns `evalkit compare` shows, each value formatted."""
     f = frame.copy()
     f["Δ"] = f["delta"].map(lambda v: f"{v:+.3f}")
-    f["95% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(f["low"], f["high"], strict=True)]
+    f["95% CI"] = [stats.ci_text(lo, hi) for lo, hi in zip(f["low"], f["high"], strict=True)]
     f["W/T/L"] = [f"{w}/{t}/{lost}" for w, t, lost in zip(f["wins"], f["ties"], f["losses"], strict=True)]
     for col in ("base", "cand"):
         f[col] = f[col].map(lambda v: "n/a" if pd.isna(v) else f"{v:.3f}")

@@ -182,7 +182,7 @@ def ensure_vectors(store: PageStore, docs: list[Document], spec: ModelSpec, embe
     todo = list({d.sha256: d for d in docs if d.sha256 not in done}.values())  # identical files: once
     store.note(f"vectors ({spec.model})", sum(d.pages for d in {d.sha256: d for d in docs
                                                                 if d.sha256 in done}.values()),
-               sum(d.pages for d in todo), "embedded")
+               sum(d.pages for d in todo), "embedded", of=f"{key}|" + ",".join(sorted(d.sha256 for d in docs)))
     if not todo:
         return
     bar = tqdm(total=sum(d.pages for d in todo), unit="page", desc=f"embed {spec.model}", disable=not progress,

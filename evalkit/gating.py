@@ -349,9 +349,11 @@ def rederived(verdict: Verdict, base_dir: Path, cand_dir: Path) -> Verdict | str
         if not isinstance(stored, Outcome) or _plain(fresh) != _plain(stored):
             rule = fresh.rule if fresh else stored.rule
             said = f"records {stored.status!r}" if isinstance(stored, Outcome) else "does not record it"
+            again_ = f"evaluated again {fresh.status if fresh else 'absent'!r}"
+            if isinstance(stored, Outcome) and fresh and fresh.status == stored.status:
+                again_ = "evaluated again the same, with other figures or words"
             return (f"{GATE_FILE} does not match what its rules give on these runs (rule {rule!r}: it {said}, "
-                    f"evaluated again {fresh.status if fresh else 'absent'!r}): it was edited, or written by another "
-                    f"evalkit; run `evalkit gate` again")
+                    f"{again_}): it was edited, or written by another evalkit; run `evalkit gate` again")
     return verdict if _plain(again.settings) == _plain(verdict.settings) else \
         f"{GATE_FILE} does not match what its rules give on these runs (its [gate] settings differ): run " \
         "`evalkit gate` again"

@@ -25,6 +25,13 @@ OFFLINE_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block extra_css -%}
+<style>
+/* a table wider than the page (the arms' provenance: parameters, the model and its digest) scrolls within
+   its cell instead of running off the page's right edge unseen */
+.jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }
+</style>
+{%- endblock extra_css -%}
 """
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -137,8 +144,9 @@ def execute(source: Path, where: Path, name: str, title: str, out_html: str | Pa
         raise CellExecutionError(f"report notebook {source.name}, {at} failed on {where}: "
                                  f"{e.ename}: {e.evalue}\n{code}\n\n{tb}", e.ename, e.evalue) from None
     nbformat.write(nb, where / f"{name}.ipynb")
+    # outputs only, no prompts (the prose lines up with the tables): the .ipynb keeps the code
     exporter = HTMLExporter(template_name="lab", template_file="evalkit-offline", exclude_input=True,
-                            exclude_output_prompt=True, embed_images=True,  # outputs only: the .ipynb keeps the code
+                            exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True,
                             extra_loaders=[DictLoader({"evalkit-offline": OFFLINE_TEMPLATE})])
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
     out = Path(out_html) if out_html else where / f"{name}.html"

@@ -98,9 +98,16 @@ class PageStore:
         self.db = connect(self.path)
         self._report = f"{self.extractor}|{REPORT_VERSION}"
         self._usage: dict[str, tuple[int, int, str]] = {}  # what -> pages reused, pages built, how they are built
+        self._noted: set[tuple[str, str]] = set()  # (what, of which pages) counted since :meth:`counted`
 
-    def note(self, what: str, reused: int, built: int, verb: str = "built") -> None:
-        """Count the pages a derived table (an index, a model's vectors) found cached and built, for :meth:`usage`."""
+    def note(self, what: str, reused: int, built: int, verb: str = "built", of: str = "") -> None:
+        """Count the pages a derived table (an index, a model's vectors) found cached and built, for :meth:`usage`.
+        ``of`` names the pages (a corpus digest): arms that share one table (keyword, global-index and hybrid
+        all read the corpus-wide index) count it once, not once per arm."""
+        if of:
+            if (what, of) in self._noted:
+                return
+            self._noted.add((what, of))
         r, b, _ = self._usage.get(what, (0, 0, verb))
         self._usage[what] = (r + reused, b + built, verb)
 
@@ -114,7 +121,9 @@ class PageStore:
                          for what, (r, b, verb) in self._usage.items() if (r, b, verb) != before.get(what))
 
     def counted(self) -> dict[str, tuple[int, int, str]]:
-        """The counts so far, for :meth:`usage` ``since``."""
+        """The counts so far, for :meth:`usage` ``since``; from here on a shared table counts again (the next
+        run's own use of it)."""
+        self._noted.clear()
         return dict(self._usage)
 
     def close(self) -> None:

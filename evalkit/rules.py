@@ -217,7 +217,7 @@ class ClassDrop(Rule):
                 st = "underpowered"
             details.append(Detail(c, st, f"{_ci(r)}, n {int(r['n'])}, p(Holm) {ph:.4f}, "
                                          f"{stats.mdd_text(r['mdd'], r['sd_delta'])}, "
-                                         f"power at {self.max_drop:g} {pw:.0%}"))
+                                         f"power at {self.max_drop:g} {stats.power_text(pw)}"))
             per_class[c] = {"n": int(r["n"]), "delta": r["delta"], "low": r["low"], "high": r["high"],
                             "p": r["p"], "p_holm": ph, "mdd": r["mdd"], "power": pw, "status": st}
         severity: tuple[Status, ...] = ("fail", "underpowered", "pass")

@@ -182,9 +182,22 @@ def detectable(value: float) -> float:
     return value if value <= RANGE else math.nan
 
 
+def ci_text(low: float, high: float) -> str:
+    """An interval as every table and verdict writes it, ``[+0.005, +0.059]``; a slice of fewer than two
+    queries has none, and says so rather than printing ``[+nan, +nan]``."""
+    if math.isnan(low) or math.isnan(high):
+        return "[no CI: n < 2]"
+    return f"[{low:+.3f}, {high:+.3f}]"
+
+
 def delta_text(delta: float, low: float, high: float) -> str:
     """A paired difference and its interval as every table and verdict writes it: ``+0.032 [+0.005, +0.059]``."""
-    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
+    return f"{delta:+.3f} {ci_text(low, high)}"
+
+
+def power_text(value: float) -> str:
+    """A power as a verdict writes it: ``80%``, or ``n/a (n < 2)`` where none is defined (:func:`power`)."""
+    return "n/a (n < 2)" if math.isnan(value) else f"{value:.0%}"
 
 
 def mdd_text(value: float, sd: float = math.nan) -> str:

@@ -700,7 +700,9 @@ def test_corpus_add_then_run_by_name_says_which_cache_it_used_and_what_it_reused
     err = capsys.readouterr().err
     assert f"corpus mine: PDFs in {tmp_path / 'pdfs'}; cache {cache}: 2 of 2 documents reused, 0 extracted" in err
     assert f"cache {cache}: corpus-wide index: 0 pages reused, 3 built" in err
-    assert main(["run", "--corpus", "mine", "--qrels", "tiny.toml", "--arms", "keyword", "--out", "res2"]) == 0
+    # keyword and global-index both read the one corpus-wide index: its 3 pages, counted once
+    assert main(["run", "--corpus", "mine", "--qrels", "tiny.toml", "--arms", "keyword,global-index", "--out",
+                 "res2"]) == 0
     assert f"cache {cache}: corpus-wide index: 3 pages reused, 0 built" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "corpora.lock", "pdfs", "res", "res2", "tiny.toml"]
     other = tmp_path / "elsewhere.lock"

@@ -101,6 +101,8 @@ def test_an_interrupted_embedding_resumes_and_a_second_run_embeds_nothing(tmp_pa
     with PageStore(tmp_path / "s.sqlite") as again:  # what a command prints: what it reused and embedded
         ensure_vectors(again, list(c.documents), SPEC, lambda: pytest.fail("embedded again"), progress=False)
         assert again.usage() == f"vectors ({SPEC.model}): 6 pages reused, 0 embedded"
+        ensure_vectors(again, list(c.documents), SPEC, lambda: pytest.fail("embedded again"), progress=False)
+        assert again.usage() == f"vectors ({SPEC.model}): 6 pages reused, 0 embedded"  # a second arm: once
         # a notebook keeps the store open: a second run says what it reused, not the kernel's total
         counted = again.counted()
         assert again.usage(since=counted) == ""

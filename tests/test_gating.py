@@ -159,6 +159,11 @@ def test_an_edited_verdict_is_not_shown_as_the_gates(runs, tmp_path):
     assert isinstance(shown, gating.NoVerdict), shown
     assert "does not match what its rules give" in shown.why and "records 'pass'" in shown.why
     assert "evaluated again 'fail'" in shown.why and "PASS" not in prose._gate_sentence(Results.load(runs))
+    forged = json.loads(v.to_json())  # the same statuses, a figure changed (or an older evalkit's wording)
+    forged["outcomes"][0]["summary"] += " (edited)"
+    (runs / gating.GATE_FILE).write_text(json.dumps(forged))
+    why = gating.show(runs).why
+    assert f"records '{v.outcomes[0].status}', evaluated again the same, with other figures or words" in why, why
     (tmp_path / "gate.toml").write_text(RULES + "\n")  # the rules changed since: nothing to evaluate again
     (runs / gating.GATE_FILE).write_text(v.to_json())
     assert "rules file" in gating.show(runs).why and "changed since the verdict" in gating.show(runs).why

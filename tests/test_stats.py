@@ -204,6 +204,16 @@ def test_a_difference_and_its_interval_are_written_one_way():
     assert delta_text(0.0321, -0.0049, 0.059) == "+0.032 [-0.005, +0.059]"
 
 
+def test_a_slice_of_one_query_says_it_has_no_interval_and_no_power():
+    """One trap query in a class: no bootstrap interval and no power exist, and the text says so instead of
+    printing ``[+nan, +nan]`` and ``nan%`` (the newcomer trial's compare, gate and report)."""
+    from evalkit.stats import delta_text, power_text
+
+    c = paired_compare([0.3], [0.7])
+    assert delta_text(c.mean_delta, c.low, c.high) == "+0.400 [no CI: n < 2]"
+    assert power_text(power(0.05, c.sd_delta, 1)) == "n/a (n < 2)" and power_text(0.8) == "80%"
+
+
 def test_an_mdd_beyond_the_measures_range_is_told_as_n_too_small(two_per_class):
     import pandas as pd
 

@@ -124,9 +124,9 @@ def ensure_global_index(store: PageStore, corpus: Corpus) -> str:
     digest = corpus.digest()
     name = f"fts_global_{digest[:24]}"
     if _settings_ok(store, name, "global"):
-        store.note("corpus-wide index", corpus.pages, 0)
+        store.note("corpus-wide index", corpus.pages, 0, of=digest)
         return name
-    store.note("corpus-wide index", 0, corpus.pages)
+    store.note("corpus-wide index", 0, corpus.pages, of=digest)
     folder = str(corpus.root.resolve())
     with db:
         db.execute("BEGIN IMMEDIATE")

@@ -45,10 +45,12 @@ def judge_agreement(results: Results) -> pd.DataFrame | None:
     return None if rec is None else rec.table()
 
 
-def judge_agreement_styled(results: Results) -> Styler | Markdown:
+def judge_agreement_styled(results: Results) -> Styler | None:
+    """The agreement table styled; None (the notebook shows nothing) where the run has no judge, which
+    :func:`judge_overview` has said just above."""
     t = judge_agreement(results)
     if t is None:
-        return Markdown(ABSENT)
+        return None
     counts = [c for c in ("queries", "graded pages") if c in t.columns]
     return styled(t.style.format(precision=2, na_rep="—", escape="html")
                   .format("{:.0f}", subset=counts, na_rep="—"))

@@ -169,6 +169,13 @@ def tie_table(results: Results) -> pd.DataFrame:
     return wide.reindex(index=results.arms).reindex(columns=order, level=1)
 
 
+def _short(digest: object) -> str:
+    """A weights digest as the table shows it, ``sha256:8199be6f699a`` (as git shortens a commit): the whole
+    one ran the page's width off its right edge; manifest.json keeps it whole."""
+    algo, sep, value = str(digest).partition(":")
+    return f"{algo}:{value[:12]}" if sep and len(value) > 12 else str(digest)
+
+
 def provenance(results: Results) -> dict[str, pd.DataFrame]:
     """The manifest as three tables: ``run`` (corpus, query set, digests, times), ``arms`` (label, spec,
     implementation, parameters, build seconds, model) and ``environment`` (interpreter, packages, machine,
@@ -184,7 +191,7 @@ def provenance(results: Results) -> dict[str, pd.DataFrame]:
         "arm": a["label"], "spec": a.get("spec"), "implementation": a.get("class"),
         "params": ", ".join(f"{k}={v}" for k, v in a.get("params", {}).items()) or "(none)",
         "build s": a.get("build_seconds"),
-        "model": "; ".join(f"{mo.get('name')} ({mo.get('weights')}, {mo.get('max_tokens')} tokens, "
+        "model": "; ".join(f"{mo.get('name')} ({_short(mo.get('weights'))}, {mo.get('max_tokens')} tokens, "
                            f"window {mo.get('window')})" for mo in a.get("models", [])),
     } for a in m.get("arms", [])]).set_index("arm")
     if not arms["model"].astype(bool).any():

@@ -35,6 +35,12 @@ def test_legends_and_provenance_come_from_the_run(res, results_dir, tmp_path):
     (copy / "manifest.json").write_text(json.dumps(manifest))
     assert queryfile.gains(Results.load(copy)) == qrels.DEFAULT_GAINS
     assert "text" not in tables.deltas(moved, ("keyword", "global-index")).columns
+    # a model's weights digest is shown short (as git shortens a commit): whole, it ran off the page
+    digest = "sha256:" + "8199be6f699a" + "0" * 52
+    manifest["arms"][0]["models"] = [{"name": "m", "weights": digest, "max_tokens": 256, "window": 1}]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    model = tables.provenance(Results.load(copy))["arms"].loc["keyword", "model"]
+    assert model == "m (sha256:8199be6f699a, 256 tokens, window 1)"
 
 
 def test_the_conclusion_says_what_the_numbers_show(tmp_path):
