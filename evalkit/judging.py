@@ -676,7 +676,28 @@ def _above(ranking: Sequence[PageKey], t: validity.TrapRanks) -> str:
 
 
 def _described_lines(s: Session, q: Table, text: str) -> list[str]:
-    """A described query against every pooled page: the largest word overlap and any shared 4-word run."""
+    """A described query under corpus-wide BM25 (keyword-easy when a gold page ranks in its top 3: the pages
+    that must not answer, before any is graded) and against every pooled page (the largest word overlap,
+    any shared 4-word run)."""
+    return [_keyword_easy_line(s, str(q["id"]), text)] + (_overlap_lines(s, q, text) if "pooled" in q else [
+        "described: no pool yet: its overlap with the pooled pages is checked once it is pooled"])
+
+
+def _keyword_easy_line(s: Session, qid: str, text: str) -> str:
+    top = s.ranker()(text)[:validity.DESCRIBED_BM25_TOP]
+    gold = validity.gold_pages(Query(qid, "described", text, tuple(Judgment(d, p, g) for (d, p), g in s._judged(qid)
+                                                                      if g > 0)))
+    named = ", ".join(f"{page_id(*p)} ({r})" for r, p in enumerate(top, 1))
+    if not top:
+        return "described: BM25 matches no page of it"
+    if hit := next((f"{page_id(*p)} at {r}" for r, p in enumerate(top, 1) if p in gold), None):
+        return f"described: keyword-easy: BM25 ranks gold page {hit}: write it further from the page's words"
+    if gold:
+        return f"described: BM25 ranks no gold page in its top {validity.DESCRIBED_BM25_TOP} ({named})"
+    return f"described: keyword-easy if one of the pages BM25 ranks first answers: {named}"
+
+
+def _overlap_lines(s: Session, q: Table, text: str) -> list[str]:
     want = content_words(text)
     worst: tuple[float, str, set[str]] = (0.0, "", set())
     runs = []

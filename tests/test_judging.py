@@ -272,9 +272,18 @@ def test_validity_shows_before_any_page_is_read(session):
     session.pool("t2")
     session.grade("t2", "walrus.pdf", 2, 3)
     assert "NOT a trap" in session.before("t2")[0]
-    session.write_query("d1", "described", "walrus migration follows the sea ice")
+    lines = session.write_query("d1", "described", "walrus migration follows the sea ice")
+    # not pooled: no overlap is claimed; the pages BM25 ranks first are named, as a trap's are
+    assert "no pool yet" in lines[1] and "keyword-easy if one of the pages BM25 ranks first answers: " \
+        "walrus.pdf#2 (1)" in lines[0], lines
     session.pool("d1")
     assert any("shares the run" in line for line in session.before("d1"))
+    session.grade("d1", "walrus.pdf", 2, 3)
+    assert "keyword-easy: BM25 ranks gold page walrus.pdf#2 at 1" in session.before("d1")[0]
+    session.write_query("d2", "described", "how far do tusked animals travel when the frozen sea moves")
+    session.pool("d2")
+    session.grade("d2", "seal.pdf", 1, 2)  # a gold page BM25 does not put first: not keyword-easy
+    assert "BM25 ranks no gold page in its top 3" in session.before("d2")[0], session.before("d2")
 
 
 def test_marked_text_gives_the_page_back_exactly():
