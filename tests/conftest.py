@@ -117,7 +117,7 @@ HANG_S = 600
 
 
 # Fixtures that need a real corpus, the real model or a cluster of processes: a test that uses one, itself or
-# through another fixture, is marked slow, so `pytest -n 2 -m "not slow"` is the inner loop (79 s on an
+# through another fixture, is marked slow, so `pytest -n 2 -m "not slow"` is the inner loop (85 s on an
 # idle 2-core machine: docs/getting-started.md). A test module may name more of its
 # own in SLOW_FIXTURES (a fixture that starts a server or an interpreter); a test that starts processes of
 # its own (an interpreter, a kernel, a browser, mypy, mkdocs, a mount namespace), or that costs more than
