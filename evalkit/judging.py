@@ -651,8 +651,7 @@ def _previous(j: InlineTable) -> InlineTable:
 def _trap_line(s: Session, qid: str, text: str, distractor: str) -> str:
     if not distractor:
         return "trap: name the distractor, the lexically similar document that does not answer"
-    q = Query(qid, "trap", text, tuple(Judgment(d, p, g) for (d, p), g in s._judged(qid) if g > 0),
-              distractor=distractor)
+    q = _as_graded(s, qid, "trap", text, distractor=distractor)
     ranking = s.ranker()(text)
     t = validity.trap_ranks(q, ranking)
     at = f"{t.distractor_rank} ({t.distractor_page})" if t.distractor_rank else "nowhere"
@@ -683,16 +682,23 @@ def _described_lines(s: Session, q: Table, text: str) -> list[str]:
         "described: no pool yet: its overlap with the pooled pages is checked once it is pooled"])
 
 
+def _as_graded(s: Session, qid: str, cls: str, text: str, **fields: str) -> Query:
+    """The query as written, with the pages graded above 0 so far: what the strict checks will judge."""
+    return Query(qid, cls, text, tuple(Judgment(d, p, g) for (d, p), g in s._judged(qid) if g > 0), **fields)
+
+
 def _keyword_easy_line(s: Session, qid: str, text: str) -> str:
-    top = s.ranker()(text)[:validity.DESCRIBED_BM25_TOP]
-    gold = validity.gold_pages(Query(qid, "described", text, tuple(Judgment(d, p, g) for (d, p), g in s._judged(qid)
-                                                                      if g > 0)))
-    named = ", ".join(f"{page_id(*p)} ({r})" for r, p in enumerate(top, 1))
+    """The strict check's keyword-easy test (:func:`evalkit.validity.keyword_easy`) as the query stands;
+    before any page is graded, the pages BM25 ranks first, any of which would make it keyword-easy."""
+    q, ranking = _as_graded(s, qid, "described", text), s.ranker()(text)
+    top = ranking[:validity.DESCRIBED_BM25_TOP]
     if not top:
         return "described: BM25 matches no page of it"
-    if hit := next((f"{page_id(*p)} at {r}" for r, p in enumerate(top, 1) if p in gold), None):
-        return f"described: keyword-easy: BM25 ranks gold page {hit}: write it further from the page's words"
-    if gold:
+    if (hit := validity.keyword_easy(q, ranking)) is not None:
+        return f"described: keyword-easy: BM25 ranks gold page {hit[1]} at {hit[0]}: write it further from the " \
+               "page's words"
+    named = ", ".join(f"{page_id(*p)} ({r})" for r, p in enumerate(top, 1))
+    if q.judgments:
         return f"described: BM25 ranks no gold page in its top {validity.DESCRIBED_BM25_TOP} ({named})"
     return f"described: keyword-easy if one of the pages BM25 ranks first answers: {named}"
 

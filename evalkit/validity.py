@@ -50,6 +50,13 @@ def gold_pages(q: Query) -> set[tuple[str, int]]:
     return gold or {(j.doc, j.page) for j in q.relevant}
 
 
+def keyword_easy(q: Query, ranking: Sequence[tuple[str, int]]) -> tuple[int, str] | None:
+    """A described query's best gold page within corpus-wide BM25's top :data:`DESCRIBED_BM25_TOP` (rank, page
+    id): the query is keyword-easy. None when no gold page ranks that high."""
+    gold = gold_pages(q)
+    return _best(ranking[:DESCRIBED_BM25_TOP], lambda p: p in gold)
+
+
 def _best(ranking: Sequence[tuple[str, int]], keep: Callable[[tuple[str, int]], bool]) -> tuple[int, str] | None:
     """1-based rank and page id of the first page of ``ranking`` that ``keep`` accepts."""
     return next(((r, page_id(*p)) for r, p in enumerate(ranking, 1) if keep(p)), None)
@@ -155,9 +162,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]], rank: Ranker,
             bad("text", f"shares the run {run!r} with judged page {pid}: write it in the reader's words",
                 warning=q.cls != "described")
         if q.cls == "described":
-            gold = gold_pages(q)
-            top = _best(rank(q.text)[:DESCRIBED_BM25_TOP], lambda p: p in gold)  # noqa: B023 (called in this iteration only)
-            if top is not None:
+            if (top := keyword_easy(q, rank(q.text))) is not None:
                 bad("text", f"keyword-easy: corpus-wide BM25 ranks gold page {top[1]} at {top[0]} "
                             f"(a described query's gold pages must rank below {DESCRIBED_BM25_TOP})")
     return problems + _abstain_mix(qs, vocab) + _pool_arms(qs)
