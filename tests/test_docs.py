@@ -100,7 +100,10 @@ def test_the_site_builds_strictly(tmp_path):
     assert (site / "index.html").is_file()
     # opened offline, a page asks no font server (Material's default loads Roboto from Google Fonts)
     assert not [p.name for p in site.rglob("*.html") if "fonts.googleapis.com" in p.read_text()]
-    assert "evalkit.api.run" in (site / "api.html").read_text()
+    api = (site / "api.html").read_text()
+    assert "evalkit.api.run" in api
+    # the docstrings' Sphinx roles read as the code they name (docs/sphinx_roles.py), not ":func:`run`"
+    assert not re.findall(r":(?:attr|class|const|data|exc|func|meth|mod|obj):", api), "a Sphinx role on the API page"
     # opened from disk (file://, no server): every link between pages leads to a file, never to a folder,
     # which a browser shows as a directory listing (issue 33); 404.html is a server's page, linked from /
     folders = {f"{page.relative_to(site)} -> {href}" for page in site.rglob("*.html") if page.name != "404.html"
