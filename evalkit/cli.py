@@ -189,7 +189,7 @@ def cmd_qrels_check(args) -> int:
                 share, shared = qrels.described_overlap(q, pages)
                 gold = validity.gold_pages(q)
                 best = next((r for r, p in enumerate(rank(q.text), 1) if p in gold), None)
-                print(f"  described {q.id}: overlap {share:.0%} {' '.join(sorted(shared))}; "
+                print(f"  described {q.id}: overlap {share:.0%} {' '.join(shared)}; "
                       f"BM25 ranks its best gold page at {best or 'nowhere'}")
     errors = [p for p in problems if not p.warning]
     counts = {c: len(v) for c, v in qs.by_class().items()}

@@ -46,7 +46,7 @@ from .measures import GOLD_GAIN
 from .qrels import Problem, QuerySet
 from .undo import Journal, UndoError, digest
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
-from .text import PASSAGE_WORDS, PASSAGES, contains, content_words, words
+from .text import PASSAGE_WORDS, PASSAGES, as_written, contains, content_words, words
 
 if TYPE_CHECKING:
     from .api import OpenCorpus
@@ -717,7 +717,7 @@ def _overlap_lines(s: Session, q: Table, text: str) -> list[str]:
     if worst[0] > qrels.DESCRIBED_MAX_OVERLAP:
         out.append(f"described: shares {worst[0]:.0%} of its content words with pooled page {worst[1]} "
                    f"(max {qrels.DESCRIBED_MAX_OVERLAP:.0%} with a page judged relevant): "
-                   f"{', '.join(sorted(worst[2]))}")
+                   f"{', '.join(as_written(text, worst[2]))}")
     if runs:
         run, pid = max(runs, key=lambda r: len(r[0]))
         out.append(f"described: shares the run {run!r} with pooled page {pid}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from . import ids
 from .measures import doc_qrels, page_qrels
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
-from .text import contains, content_words
+from .text import as_written, contains, content_words
 
 CLASS_LEGEND = {
     "needle": "one page of one document answers",
@@ -305,7 +305,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
             share, shared = described_overlap(q, pages)
             if share > DESCRIBED_MAX_OVERLAP:
                 bad("text", f"described query shares {share:.0%} of its content words with a judged page "
-                            f"(max {DESCRIBED_MAX_OVERLAP:.0%}): {', '.join(sorted(shared))}")
+                            f"(max {DESCRIBED_MAX_OVERLAP:.0%}): {', '.join(shared)}")
     return problems
 
 
@@ -331,8 +331,9 @@ def _other_form(name: str, pages: dict[str, list[str]]) -> str:
     return f" (the corpus has {twins[0]!r}: the same name in another Unicode form, NFC/NFD)" if twins else ""
 
 
-def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, set[str]]:
-    """The largest share of the query's content words found on any one judged page, and those words.
+def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, list[str]]:
+    """The largest share of the query's content words found on any one judged page, and those words as the
+    query writes them.
 
     Per page, not over the union of pages: a query is "lifted" when it copies the wording of a page that
     answers it, and a union would grow with every extra page judged, penalising complete judgments."""
@@ -342,7 +343,7 @@ def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, set
         if words and j.doc in pages and 1 <= j.page <= len(pages[j.doc]):
             shared = words & content_words(pages[j.doc][j.page - 1])
             best = max(best, (len(shared) / len(words), shared), key=lambda b: b[0])
-    return best
+    return best[0], as_written(q.text, best[1])
 
 
 # ---- TREC ---------------------------------------------------------------------------------------------

@@ -49,6 +49,12 @@ def content_words(text: str) -> set[str]:
     return {w.removesuffix("s") for w in words(text) if len(w) >= 3 and w not in STOPWORDS}
 
 
+def as_written(text: str, folded: set[str]) -> list[str]:
+    """The words of ``text`` whose folded form (:func:`content_words`) is in ``folded``, as ``text`` writes
+    them (lower-cased), sorted: what a message quotes back to the writer ("walrus", not "walru")."""
+    return sorted({w for w in words(text) if content_words(w) & folded})
+
+
 # What a query writes as a name rather than as prose: a TeX command (\addplot), a function call (across(),
 # group_by()), a mixed-case identifier (actionButton, TikZ, RStudio), letters run together with digits
 # (ggplot2, algorithm2e), or a capitalised word inside a sentence (a product: Overleaf, Pygments).

@@ -332,6 +332,13 @@ def _many(n_per_class=5, same_text=()):
     return qrels.QuerySet("set", "c", tuple(queries))
 
 
+def test_a_described_querys_overlap_names_its_words_as_written():
+    from evalkit.records import Judgment, Query
+
+    q = Query("d1", "described", "which page says where walrus herds go", (Judgment("a.pdf", 1, 3),))
+    assert qrels.described_overlap(q, {"a.pdf": ["Walrus herds migrate south."]}) == (0.5, ["herds", "walrus"])
+
+
 def test_split_is_two_disjoint_halves_stratified_by_class_and_seeded():
     qs = _many()
     a, b = qrels.split(qs, seed=3)

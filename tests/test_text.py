@@ -1,4 +1,4 @@
-from evalkit.text import content_words, names, normalize, snippet, split_top, words
+from evalkit.text import as_written, content_words, names, normalize, snippet, split_top, words
 
 
 def test_normalize_folds_what_extraction_varies_on():
@@ -9,6 +9,13 @@ def test_words_and_content_words():
     assert words("How do I use \\captionsetup{labelsep=period}?") == ["how", "do", "i", "use", "captionsetup",
                                                                       "labelsep", "period"]
     assert content_words("How do I change the margins of tables?") == {"change", "margin", "table"}
+
+
+def test_shared_words_are_quoted_as_the_query_writes_them():
+    query = "Where do Walrus herds go along the sea ice?"
+    shared = content_words(query) & content_words("walrus herd on the sea")
+    assert shared == {"walru", "herd", "sea"}  # folded: a plural s off, and walrus's s with it
+    assert as_written(query, shared) == ["herds", "sea", "walrus"]
 
 
 def test_snippet_centres_on_the_first_query_word():
