@@ -10,9 +10,12 @@ the kernel's run queue, waiting for a core another process held, cancels most of
 arm spends waiting on its own account (a server, a disk, a sleep) still counts. On this shared machine
 (load average 11), `keyword` against `global-index` on `latex` re-timed on the wall clock gave ratios 1.25
 and 1.71; less run-queue waits, four times 1.38 to 1.40. The decision is on the per-query ratios' median
-(taken on log ratios, so 2x slower and 2x faster weigh the same) with a percentile bootstrap interval.
-The median, not the mean: a search of a millisecond that the scheduler interrupts takes ten, and a few
-such queries would move a mean of ratios far more than the arms differ.
+(taken on log ratios, so 2x slower and 2x faster weigh the same) with the distribution-free interval of a
+median, between two order statistics (the sign test's): its coverage holds for any shape of the ratios and
+any number of queries, so six queries all eight times slower fail the rule, where a bootstrap interval,
+unreliable on so few, had to call them underpowered. The median, not the mean: a search of a millisecond
+that the scheduler interrupts takes ten, and a few such queries would move a mean of ratios far more than
+the arms differ.
 """
 from __future__ import annotations
 
@@ -21,11 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from . import stats
-
-
-MIN_QUERIES = 10  # re-timed queries below which a bootstrap interval of a median means nothing
+from scipy.stats import quantile_test
 
 
 @dataclass(frozen=True)
@@ -63,13 +62,23 @@ class Untimed:
     reason: str
 
 
-def paired_ratio(base_s: Sequence[float], cand_s: Sequence[float], confidence: float = 0.95,
-                 n_resamples: int = stats.RESAMPLES, seed: int = 0) -> tuple[float, float, float]:
-    """(ratio, low, high): the median of per-query candidate/baseline times with its percentile bootstrap
-    interval (computed on log ratios, then exponentiated)."""
+def paired_ratio(base_s: Sequence[float], cand_s: Sequence[float],
+                 confidence: float = 0.95) -> tuple[float, float, float]:
+    """(ratio, low, high): the median of per-query candidate/baseline times and its distribution-free
+    interval at ``confidence`` (order statistics of the log ratios, exponentiated: scipy's
+    ``quantile_test``); low and high are nan with fewer than :func:`fewest_timed` queries."""
     b, c = np.asarray(base_s, float), np.asarray(cand_s, float)
     if b.shape != c.shape:
         raise ValueError(f"paired times need equal lengths, got {b.size} and {c.size}")
     keep = (b > 0) & (c > 0)
-    mean, low, high = stats.bootstrap_ci(np.log(c[keep]) - np.log(b[keep]), confidence, n_resamples, seed, np.median)
-    return math.exp(mean), math.exp(low), math.exp(high)
+    logs = np.log(c[keep]) - np.log(b[keep])
+    if logs.size == 0:
+        return math.nan, math.nan, math.nan
+    ci = quantile_test(logs, q=0, p=0.5).confidence_interval(confidence)
+    return math.exp(float(np.median(logs))), math.exp(ci.low), math.exp(ci.high)
+
+
+def fewest_timed(confidence: float = 0.95) -> int:
+    """The fewest re-timed queries with an interval at ``confidence``: the smallest n whose widest interval,
+    from the fastest ratio to the slowest, misses the median only with chance 2 / 2**n (6 at 95%)."""
+    return math.ceil(math.log2(2 / (1 - confidence)) - 1e-12)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import comparison, measures, stats
-from .latency import MIN_QUERIES, PairedTiming, Untimed, paired_ratio
+from .latency import PairedTiming, Untimed, fewest_timed, paired_ratio
 from .resultsdir import slug
 
 Status = Literal["pass", "fail", "underpowered", "skipped", "undecided"]
@@ -335,10 +335,11 @@ class Latency(Rule):
     """Candidate over baseline seconds per query, at most ``max_ratio``, measured side by side: both arms
     re-timed in one process, interleaved query by query (:mod:`evalkit.timing`), the median of the
     per-query ratios (wall clock less the time each search waited for a core: :mod:`evalkit.latency`) with
-    its bootstrap interval. *pass* when the upper bound is at most max_ratio, *fail* when the lower bound is
-    above it, *underpowered* when the interval straddles it or fewer than ``MIN_QUERIES`` queries were
-    re-timed. The runs' recorded latencies were taken at other moments under other loads: they are
-    reported, never decide. Skipped, saying why, when no paired timing could be taken."""
+    its distribution-free interval (:func:`evalkit.latency.paired_ratio`). *pass* when the upper bound is at
+    most max_ratio, *fail* when the lower bound is above it, *underpowered* when the interval straddles it
+    or too few queries were re-timed for an interval at the gate's confidence (five or fewer at 95%). The
+    runs' recorded latencies were taken at other moments under other loads: they are reported, never decide.
+    Skipped, saying why, when no paired timing could be taken."""
 
     type: ClassVar[str] = "latency"
     max_ratio: float = 1.2
@@ -360,17 +361,17 @@ class Latency(Rule):
             return self.outcome("skipped", f"cannot re-time: {why}; {recorded}", recorded=rec)
         s = ctx.settings
         base_s, cand_s = t.times()
-        ratio, low, high = paired_ratio(base_s, cand_s, s.confidence, s.resamples, s.seed)
-        shown: Status = "pass" if high <= self.max_ratio else "fail" if low > self.max_ratio else "underpowered"
-        st = shown if t.n >= MIN_QUERIES else "underpowered"  # two or three ratios make no interval
+        ratio, low, high = paired_ratio(base_s, cand_s, s.confidence)
+        st: Status = "pass" if high <= self.max_ratio else "fail" if low > self.max_ratio else "underpowered"
         pct = round(100 * s.confidence)
         mb, mc = float(np.median(base_s)), float(np.median(cand_s))
         clock = "wall clock less waits for a core" if t.clock == "unqueued" else "wall clock"
+        verdict = (f"[{low:.2f}, {high:.2f}] ({pct}%) "
+                   f"{'<=' if st == 'pass' else '>' if st == 'fail' else 'straddles'} {self.max_ratio:g}"
+                   if not math.isnan(low) else
+                   f"with too few queries for a {pct}% interval (it takes {fewest_timed(s.confidence)})")
         summary = (f"re-timed side by side over {t.n} queries, {clock}: "
-                   f"median {1000 * mb:.2f} ms -> {1000 * mc:.2f} ms, paired ratio {ratio:.2f} [{low:.2f}, {high:.2f}] "
-                   f"({pct}%) {'<=' if shown == 'pass' else '>' if shown == 'fail' else 'straddles'} {self.max_ratio:g}"
-                   f"{f', too few queries to decide (fewer than {MIN_QUERIES})' if t.n < MIN_QUERIES else ''}; "
-                   f"{recorded}")
+                   f"median {1000 * mb:.2f} ms -> {1000 * mc:.2f} ms, paired ratio {ratio:.2f} {verdict}; {recorded}")
         return self.outcome(st, summary, ratio=ratio, low=low, high=high, n=t.n, warmup=t.warmup, clock=t.clock,
                             base_median_s=mb, cand_median_s=mc, load_average=list(t.load_average),
                             max_ratio=self.max_ratio, recorded=rec)

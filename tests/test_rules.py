@@ -190,8 +190,10 @@ def test_latency_decides_on_the_paired_timing_and_never_on_recorded_latencies(tm
     assert o.status == "fail" and o.numbers["low"] > 1.2 and "> 1.2; recorded" in o.summary
     o = verdict(_timing(rng.lognormal(np.log(1.2), 0.5, 40)))
     assert o.status == "underpowered" and o.numbers["low"] < 1.2 < o.numbers["high"]
-    o = verdict(_timing(np.full(3, 2.0)))  # three queries: however clear, too few to decide
-    assert o.status == "underpowered" and "too few queries to decide" in o.summary
+    o = verdict(_timing(np.full(5, 8.0)))  # five queries: however clear, no 95% interval of a median
+    assert o.status == "underpowered" and "with too few queries for a 95% interval (it takes 6)" in o.summary
+    o = verdict(_timing(rng.lognormal(np.log(8.0), 0.05, 6)))  # six, all eight times slower: a regression
+    assert o.status == "fail" and o.numbers["low"] > 1.2 and "over 6 queries" in o.summary
 
 
 def test_latency_decides_also_when_the_runs_environments_differ(tmp_path):
