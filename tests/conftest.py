@@ -251,9 +251,11 @@ def cluster():
     distributed = pytest.importorskip("distributed")
     import dask
 
-    # workers that may start children: extraction bounds every PDF in a process of its own
+    # workers that may start children: extraction bounds every PDF in a process of its own. The scheduler's
+    # HTTP server starts even without a dashboard, on 8787 unless told: two suites at once warned of the clash
     with dask.config.set({"distributed.worker.daemon": False}), distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40) as c:
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+            scheduler_kwargs={"dashboard": False}, silence_logs=40) as c:
         yield c.scheduler_address.replace("tcp://", "dask://")
 
 
