@@ -187,10 +187,9 @@ def cmd_qrels_check(args) -> int:
                 print(f"  trap {validity.trap_ranks(q, rank(q.text))}")
             if q.cls == "described":
                 share, shared = qrels.described_overlap(q, pages)
-                gold = validity.gold_pages(q)
-                best = next((r for r, p in enumerate(rank(q.text), 1) if p in gold), None)
+                best = validity.best_gold(q, rank(q.text))
                 print(f"  described {q.id}: overlap {share:.0%} {' '.join(shared)}; "
-                      f"BM25 ranks its best gold page at {best or 'nowhere'}")
+                      f"BM25 ranks its best gold page at {best[0] if best else 'nowhere'}")
     errors = [p for p in problems if not p.warning]
     counts = {c: len(v) for c, v in qs.by_class().items()}
     pool = (f"pooled from the top {qs.pool_depth} of {', '.join(qs.pool_arms) or '(arms not recorded)'}"

@@ -46,7 +46,7 @@ from .measures import GOLD_GAIN
 from .qrels import Problem, QuerySet
 from .undo import Journal, UndoError, digest
 from .records import ABSTAIN_KINDS, CLASSES, Judgment, Query, page_id, split_page_id
-from .text import PASSAGE_WORDS, PASSAGES, as_written, contains, content_words, words
+from .text import PASSAGE_WORDS, PASSAGES, contains, content_words, words
 
 if TYPE_CHECKING:
     from .api import OpenCorpus
@@ -704,20 +704,13 @@ def _keyword_easy_line(s: Session, qid: str, text: str) -> str:
 
 
 def _overlap_lines(s: Session, q: Table, text: str) -> list[str]:
-    want = content_words(text)
-    worst: tuple[float, str, set[str]] = (0.0, "", set())
-    runs = []
-    for p in q.get("pooled", []):
-        page = s.text(*split_page_id(str(p)))
-        shared = want & content_words(page)
-        if want and len(shared) / len(want) > worst[0]:
-            worst = (len(shared) / len(want), str(p), shared)
-        runs += [(r, str(p)) for r in validity.shared_runs(text, page)[:1]]
+    pooled = [(str(p), s.text(*split_page_id(str(p)))) for p in q.get("pooled", [])]
+    share, pid, shared = qrels.most_shared(text, pooled)
+    runs = [(r, p) for p, page in pooled for r in validity.shared_runs(text, page)[:1]]
     out = []
-    if worst[0] > qrels.DESCRIBED_MAX_OVERLAP:
-        out.append(f"described: shares {worst[0]:.0%} of its content words with pooled page {worst[1]} "
-                   f"(max {qrels.DESCRIBED_MAX_OVERLAP:.0%} with a page judged relevant): "
-                   f"{', '.join(as_written(text, worst[2]))}")
+    if share > qrels.DESCRIBED_MAX_OVERLAP:
+        out.append(f"described: shares {share:.0%} of its content words with pooled page {pid} "
+                   f"(max {qrels.DESCRIBED_MAX_OVERLAP:.0%} with a page judged relevant): {', '.join(shared)}")
     if runs:
         run, pid = max(runs, key=lambda r: len(r[0]))
         out.append(f"described: shares the run {run!r} with pooled page {pid}")

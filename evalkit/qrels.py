@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import tomllib
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -333,17 +333,26 @@ def _other_form(name: str, pages: dict[str, list[str]]) -> str:
 
 def described_overlap(q: Query, pages: dict[str, list[str]]) -> tuple[float, list[str]]:
     """The largest share of the query's content words found on any one judged page, and those words as the
-    query writes them.
+    query writes them (:func:`most_shared`)."""
+    judged = ((page_id(j.doc, j.page), pages[j.doc][j.page - 1]) for j in q.relevant
+              if j.doc in pages and 1 <= j.page <= len(pages[j.doc]))
+    share, _, shared = most_shared(q.text, judged)
+    return share, shared
+
+
+def most_shared(text: str, pages: Iterable[tuple[str, str]]) -> tuple[float, str, list[str]]:
+    """Of ``(page id, page text)`` pairs, the first page holding the largest share of ``text``'s content
+    words: (that share, its page id, those words as ``text`` writes them); ``(0.0, "", [])`` when none does.
 
     Per page, not over the union of pages: a query is "lifted" when it copies the wording of a page that
     answers it, and a union would grow with every extra page judged, penalising complete judgments."""
-    words = content_words(q.text)
-    best: tuple[float, set[str]] = (0.0, set())
-    for j in q.relevant:
-        if words and j.doc in pages and 1 <= j.page <= len(pages[j.doc]):
-            shared = words & content_words(pages[j.doc][j.page - 1])
-            best = max(best, (len(shared) / len(words), shared), key=lambda b: b[0])
-    return best[0], as_written(q.text, best[1])
+    want = content_words(text)
+    best: tuple[float, str, set[str]] = (0.0, "", set())
+    for pid, page in pages:
+        shared = want & content_words(page)
+        if want and len(shared) / len(want) > best[0]:
+            best = (len(shared) / len(want), pid, shared)
+    return best[0], best[1], as_written(text, best[2])
 
 
 # ---- TREC ---------------------------------------------------------------------------------------------

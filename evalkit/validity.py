@@ -53,8 +53,13 @@ def gold_pages(q: Query) -> set[tuple[str, int]]:
 def keyword_easy(q: Query, ranking: Sequence[tuple[str, int]]) -> tuple[int, str] | None:
     """A described query's best gold page within corpus-wide BM25's top :data:`DESCRIBED_BM25_TOP` (rank, page
     id): the query is keyword-easy. None when no gold page ranks that high."""
+    return best_gold(q, ranking[:DESCRIBED_BM25_TOP])
+
+
+def best_gold(q: Query, ranking: Sequence[tuple[str, int]]) -> tuple[int, str] | None:
+    """The 1-based rank and page id of ``q``'s best-ranked gold page (:func:`gold_pages`) in ``ranking``."""
     gold = gold_pages(q)
-    return _best(ranking[:DESCRIBED_BM25_TOP], lambda p: p in gold)
+    return _best(ranking, lambda p: p in gold)
 
 
 def _best(ranking: Sequence[tuple[str, int]], keep: Callable[[tuple[str, int]], bool]) -> tuple[int, str] | None:
@@ -86,8 +91,7 @@ class TrapRanks:
 
 def trap_ranks(q: Query, ranking: Sequence[tuple[str, int]]) -> TrapRanks:
     d = _best(ranking, lambda p: p[0] == q.distractor)
-    gold = gold_pages(q)
-    g = _best(ranking, lambda p: p in gold)
+    g = best_gold(q, ranking)
     return TrapRanks(q.id, q.distractor, *(d or (None, None)), *(g or (None, None)))
 
 

@@ -339,6 +339,15 @@ def test_a_described_querys_overlap_names_its_words_as_written():
     assert qrels.described_overlap(q, {"a.pdf": ["Walrus herds migrate south."]}) == (0.5, ["herds", "walrus"])
 
 
+def test_the_most_shared_page_is_counted_per_page_first_on_a_tie():
+    text = "where do walrus herds go"  # content words: walrus, herds
+    pages = [("a.pdf#1", "a walrus"), ("a.pdf#2", "herds of seals"), ("b.pdf#1", "the herds")]
+    assert qrels.most_shared(text, pages) == (0.5, "a.pdf#1", ["walrus"])  # not 100% over the union
+    assert qrels.most_shared(text, [("a.pdf#1", "seals"), ("b.pdf#1", "Walrus herds")]) == (1.0, "b.pdf#1",
+                                                                                          ["herds", "walrus"])
+    assert qrels.most_shared(text, [("a.pdf#1", "seals")]) == qrels.most_shared("the of", pages) == (0.0, "", [])
+
+
 def test_split_is_two_disjoint_halves_stratified_by_class_and_seeded():
     qs = _many()
     a, b = qrels.split(qs, seed=3)
