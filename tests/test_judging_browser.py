@@ -76,6 +76,10 @@ def lab_serving(tmp_path: Path, cells: list[str]):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
            "JUPYTER_CONFIG_DIR": str(jupyter / "config"), "JUPYTERLAB_SETTINGS_DIR": str(jupyter / "settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(jupyter / "workspaces")}
+    # no "get notified about official Jupyter news?" toast over the page (--LabApp.news_url= does not stop it)
+    news = jupyter / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text('{"fetchNews": "false"}')
     server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
                                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}",
                                "--allow-root", "--LabApp.extension_manager=readonly", "--LabApp.news_url=",
