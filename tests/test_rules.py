@@ -158,6 +158,17 @@ def test_refusal_rules_use_an_exact_paired_test(tmp_path, newly_refused, status)
     assert correct.numbers["cand"] == pytest.approx(1 - newly_refused / 10)
 
 
+def test_a_refusal_rule_with_no_query_of_its_kind_is_skipped_saying_so(tmp_path, classed):
+    text = "[[rule]]\ntype = 'refusal'\nrate = 'wrongful'\n[[rule]]\ntype = 'refusal'\nrate = 'correct'"
+    wrongful, correct = evaluate(tmp_path, text, classed)  # 66 answerable queries, no abstain query
+    assert wrongful.status == "pass" and wrongful.numbers["n"] == 66
+    assert correct.status == "skipped" and correct.summary == "the query set has no abstain queries"
+    abstain = make_pair(tmp_path / "abstain", {"nDCG@10": [0.0] * 3}, {"nDCG@10": [0.0] * 3}, ["abstain"] * 3)
+    wrongful, correct = evaluate(tmp_path, text, abstain)
+    assert wrongful.status == "skipped" and wrongful.summary == "the query set has no answerable queries"
+    assert correct.status == "pass" and correct.numbers["n"] == 3
+
+
 def test_floor_is_on_the_candidates_mean(tmp_path):
     pair = make_pair(tmp_path, {"nDCG@10": [0.0] * 4}, {"nDCG@10": [0.5] * 4, "GoldDoc@3": [1, 1, 1, 0]}, ["trap"] * 4)
     (o,) = evaluate(tmp_path, "[[rule]]\ntype = 'floor'\nmin = 0.75", pair)
@@ -239,7 +250,8 @@ def test_robustness_reads_the_candidates_report(tmp_path):
 def test_identical_runs_pass_every_relative_rule(tmp_path, classed):
     same = comparison.pair(classed.base, classed.base)
     outcomes = rules.evaluate(rules.load(dirs.shipped("gate.toml")), same, _timing(np.ones(30)))
-    assert {o.status for o in outcomes} == {"pass"}
+    skipped = [o.rule for o in outcomes if o.status == "skipped"]  # no abstain query: no correct refusal rate
+    assert {o.status for o in outcomes} == {"pass", "skipped"} and skipped == ["refusal: correct refusal may not fall"]
     assert [o.status for o in rules.evaluate(rules.load(dirs.shipped("gate.toml")),
                                              same)][-1] == "skipped"  # not re-timed
 
