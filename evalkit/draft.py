@@ -33,8 +33,9 @@ Pages = Mapping[str, Sequence[str]]  # document name -> its page texts, page 1 f
 
 CLASSES = ("needle", "trap", "spread", "abstain")
 # A term a reader would name: a TeX command, a call, or a word of four or more letters (dots, digits,
-# hyphens and underscores inside, as R and package names have them).
-_TERM = re.compile(r"\\[A-Za-z@]{3,}|[A-Za-z][\w.]*\(\)|[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]")
+# hyphens and underscores inside, as R and package names have them), in any alphabet: ASCII letters only
+# cut "Économique" to "conomique".
+_TERM = re.compile(r"\\[A-Za-z@]{3,}|[^\W\d_][\w.]*\(\)|[^\W\d_][\w.-]*[^\W_]")
 _HEADING = re.compile(r"^\s*(?:(?:\d+\.)*\d+\.?|(?:Figure|Table|Fig\.)\s+\d+[.:])\s+([A-Z][^\n]{3,70}?)\s*$",
                       re.MULTILINE)
 _LEADER = re.compile(r"(\s*\.){2,}.*$|\s+\d+$|[\s,;:.]+$")  # table-of-contents dots, page numbers, stray marks

@@ -32,6 +32,12 @@ def test_a_needle_is_a_distinctive_term_with_the_page_that_shows_it():
     assert "Zipf" in fancy.source and "fancyframe" in fancy.context
 
 
+def test_a_term_is_a_whole_word_in_any_alphabet_a_tex_command_or_a_call():
+    text = "La Revue canadienne d'Économique: \\documentclass, group_by() and ggplot2, a naïve café-au-lait"
+    assert draft.terms(text) == ["Revue", "canadienne", "Économique", "\\documentclass", "group_by()", "ggplot2",
+                                 "naïve", "café-au-lait"]  # "conomique" once: a word cut at its first accent
+
+
 def test_common_english_and_internal_names_are_not_needles():
     pages = {"a.pdf": ["table table table \\foo@bar \\foo@bar \\foo@bar"], "b.pdf": ["x"], "c.pdf": ["y"]}
     assert draft.needles(pages, draft.Index.build(pages), 5) == []
