@@ -242,6 +242,14 @@ def refusal_changes(pair: Pair) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def refusal_text(r, arrow: str = "->") -> str:
+    """One row of :func:`refusal_changes` in words; a rate over no queries says there is none to measure."""
+    if not r.n:
+        return f"{r.rate}: the query set has no {'abstain' if r.rate == 'correct refusal' else 'answerable'} queries"
+    return (f"{r.rate}: {r.base:.3f} {arrow} {r.cand:.3f} over {r.n} queries; {r.worse} worse, {r.better} better "
+            f"(exact McNemar, one-sided p {r.p_worse:.4f})")
+
+
 def latency(pair: Pair) -> dict:
     """Median seconds per query of both sides (queries answered by both) and their ratio."""
     lb, lc = pair.base_rows["latency_s"], pair.cand_rows["latency_s"]
@@ -307,8 +315,7 @@ def render(pairs: list[Pair], measures: tuple[str, ...] = MEASURES, **kw) -> str
         n_ans = int(p.mask(ALL).sum())
         out += [f"baseline  {esc.terminal(p.base.label)}", f"candidate {esc.terminal(p.cand.label)}",
                 f"{n_ans} answerable queries paired by id (abstain queries: refusal rates)", "", _fmt_table(f), ""]
-        out += [f"{r.rate:<17} {r.base:.3f} -> {r.cand:.3f}  over {r.n} queries; {r.worse} worse, {r.better} better "
-                f"(exact McNemar, one-sided p {r.p_worse:.4f})" for r in ref.itertuples()]
+        out += [refusal_text(r) for r in ref.itertuples()]
         out.append(f"latency (median s/query) {lat['base']:.4f} -> {lat['cand']:.4f}, ratio {lat['ratio']:.2f}"
                    + ("" if lat["comparable"] else "  (NOT comparable: see below)"))
         out += [f"note: {esc.terminal(n)}" for n in notes(p)]

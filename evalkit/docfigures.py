@@ -189,8 +189,7 @@ def compare_table(base: str, cand: str, measures: tuple[str, ...]) -> str:
     lines = [f"{int(pair.mask(comparison.ALL).sum())} answerable queries paired by id (abstain queries: "
              "refusal rates).", "",
              markdown_table(frame, index=False), ""]
-    lines += [f"- {r.rate}: {r.base:.3f} → {r.cand:.3f} over {r.n} queries; {r.worse} worse, {r.better} better "
-              f"(exact McNemar, one-sided p {r.p_worse:.4f})" for r in comparison.refusal_changes(pair).itertuples()]
+    lines += [f"- {comparison.refusal_text(r, '→')}" for r in comparison.refusal_changes(pair).itertuples()]
     lines.append(f"- latency (median s/query): {lat['base']:.4f} → {lat['cand']:.4f}, ratio {lat['ratio']:.2f}")
     return "\n".join(lines)
 

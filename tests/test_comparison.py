@@ -121,6 +121,15 @@ def test_refusal_changes_are_paired_counts_with_an_exact_test(tmp_path):
     c = r.loc["correct refusal"]
     assert (c["n"], c["base"], c["cand"], c["worse"], c["better"]) == (4, 0.5, 0.5, 2, 2)
     assert c["p_worse"] == pytest.approx(stats.mcnemar_p(2, 2))
+    assert [comparison.refusal_text(row) for row in r.reset_index().itertuples()] == [
+        "wrongful refusal: 0.000 -> 0.750 over 8 queries; 6 worse, 0 better (exact McNemar, one-sided p 0.0156)",
+        "correct refusal: 0.500 -> 0.500 over 4 queries; 2 worse, 2 better (exact McNemar, one-sided p 0.6875)"]
+
+
+def test_a_refusal_rate_over_no_queries_says_the_set_has_none(tmp_path):
+    d = write_results(tmp_path / "r", {"a": {"nDCG@10": [0.5] * 4}, "b": {"nDCG@10": [0.5] * 4}}, ["needle"] * 4)
+    text = comparison.render([comparison.pair(comparison.side(f"{d}:a"), comparison.side(f"{d}:b"))], ("nDCG@10",))
+    assert "correct refusal: the query set has no abstain queries" in text and "nan" not in text
 
 
 def test_latency_is_the_ratio_of_medians(tmp_path):
