@@ -336,7 +336,7 @@ def tune_table(verdicts: dict[str, Path], first: str) -> str:
         n = rule.numbers if rule else {}
         ruled = stats.delta_text(n["delta"], n["low"], n["high"]) if {"delta", "low", "high"} <= set(n) else ""
         rows.append({"tuned → held out": label, "Δ of the gate's first rule [95% CI]": ruled,
-                     "gate": f"{'PASS' if v.passed else 'FAIL'} ({v.counts()})",
+                     "gate": f"{gating.MARK[v.status]} ({v.counts()})",
                      "Δ nDCG@10 (page) [95% CI]": stats.delta_text(page.mean_delta, page.low, page.high),
                      "chosen": chosen, "baseline": baseline, "gate's first rule": rule.rule if rule else ""})
     return markdown_table(pd.DataFrame(rows), index=False)

@@ -25,7 +25,7 @@ from . import comparison, dirs, judged, oserrors, qrels, rules
 from . import escape as esc
 from .atomic import replacing
 from .latency import PairedTiming, Untimed
-from .rules import Detail, Outcome
+from .rules import Detail, Outcome, Status
 from .version import __version__
 
 GATE_FILE = "gate.json"  # written into the candidate's results directory, read by the report notebook
@@ -67,6 +67,14 @@ class Verdict:
         return not self.blocking
 
     @property
+    def status(self) -> Status:
+        """The verdict in one word: pass; undecided when every blocking rule is undecided (a judge's
+        predictions could not settle it: grade more), else fail. Each form of the verdict says the same."""
+        if self.passed:
+            return "pass"
+        return "undecided" if all(o.status == "undecided" for o in self.blocking) else "fail"
+
+    @property
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 
@@ -79,7 +87,7 @@ class Verdict:
             return f"evalkit gate: PASS (exit 0) — {self.counts()}"
         names = "; ".join(esc.terminal(o.rule) + (f" [{', '.join(map(esc.terminal, bad))}]" if (
             bad := [d.label for d in o.details if d.status == "fail"]) else "") for o in self.blocking)
-        if all(o.status == "undecided" for o in self.blocking):
+        if self.status == "undecided":
             return (f"evalkit gate: UNDECIDED (exit 1: an undecided rule blocks unless --undecided pass) — "
                     f"{self.counts()}. Undecided: {names}")
         return f"evalkit gate: FAIL (exit 1) — {self.counts()}. Failed: {names}"
@@ -101,7 +109,7 @@ class Verdict:
 
     # ---- JSON ------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return rules.finite({**asdict(self), "passed": self.passed, "exit_code": self.exit_code})
+        return rules.finite({**asdict(self), "status": self.status, "passed": self.passed, "exit_code": self.exit_code})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
@@ -131,7 +139,7 @@ class Verdict:
     # ---- Markdown --------------------------------------------------------------------------------------
     def markdown(self) -> str:
         cell = esc.markdown
-        out = [f"### evalkit gate: {'PASS' if self.passed else 'FAIL'}", "",
+        out = [f"### evalkit gate: {MARK[self.status]}", "",
                esc.markdown_fill("Baseline {baseline!c}, candidate {candidate!c}; corpus {corpus}, query set {qrels}, "
                                  "{queries} queries. Rules {rules!c}, sha256 {sha!c}.", baseline=self.baseline,
                                  candidate=self.candidate, corpus=self.corpus, qrels=self.query_set,
@@ -192,7 +200,7 @@ class Verdict:
         if lines := self.judge_lines():
             notes += "<ul class='ek-gate-judge'>" + "".join(f"<li>{esc.html(x)}</li>" for x in lines) + "</ul>"
         detects = "".join(f"<p>what this set can detect: {esc.html(d)}</p>" for d in self.detectable)
-        return (f"<p>{badge('pass' if self.passed else 'fail')} {esc.html(self.counts())} — baseline "
+        return (f"<p>{badge(self.status)} {esc.html(self.counts())} — baseline "
                 f"<code>{esc.html(self.baseline)}</code>, candidate <code>{esc.html(self.candidate)}</code>; "
                 f"rules <code>{esc.html(self.rules_file)}</code> sha256 "
                 f"<code>{esc.html(self.rules_sha256)}</code></p>{detects}"

@@ -6,6 +6,7 @@ import json
 import os
 from contextlib import chdir
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ import pytest
 from evalkit import api, comparison, estimates, gating, judged, qrels, rules
 from evalkit.cli import main
 from evalkit.records import Judgment
+from evalkit.reports import prose
 from evalkit.results import Results
 
 from .conftest import write_results
@@ -123,6 +125,19 @@ def test_an_undecided_rule_names_the_queries_to_grade_drawn_reproducibly(tmp_pat
     assert _gate(tmp_path, rules_file, 0.04, 10, seed=5)[0].outcomes[0].numbers["grade_next"] != pick
     assert verdict.exit_code == 1 and verdict.headline().startswith("evalkit gate: UNDECIDED (exit 1")
     assert _gate(tmp_path, rules_file, 0.04, 10, undecided="pass")[0].exit_code == 0
+
+
+def test_an_undecided_verdict_reads_undecided_in_every_form_never_fail(tmp_path, rules_file, monkeypatch):
+    """The report said FAIL for a gate the terminal called UNDECIDED: gate.json held only passed = false."""
+    verdict, _ = _gate(tmp_path, rules_file, 0.04, 10)
+    assert verdict.status == "undecided" and not verdict.passed
+    again = gating.Verdict.from_dict(json.loads(verdict.to_json()))
+    assert json.loads(verdict.to_json())["status"] == again.status == "undecided"
+    assert verdict.markdown().startswith("### evalkit gate: UNDECIDED") and "FAIL" not in verdict.markdown()
+    assert ">UNDECIDED</b>" in verdict._repr_html_() and ">FAIL<" not in verdict._repr_html_()
+    monkeypatch.setattr(gating, "show", lambda path: verdict)  # the report's sentence, on the verdict it reads
+    sentence = prose._gate_sentence(SimpleNamespace(path=tmp_path))
+    assert ": **UNDECIDED** (" in sentence and "; undecided: " in sentence and "FAIL" not in sentence
 
 
 def test_an_undecided_rule_never_asks_for_no_more_queries(tmp_path, rules_file):

@@ -170,7 +170,7 @@ def conclusion(results: Results, baseline: str | None = None, measure: str = CON
 
 
 def _gate_sentence(results: Results) -> str:
-    from ..gating import NoVerdict, show
+    from ..gating import MARK, NoVerdict, show
 
     v = show(results.path)
     if isinstance(v, NoVerdict):
@@ -178,7 +178,7 @@ def _gate_sentence(results: Results) -> str:
     def arm(side: str) -> str:
         return esc.code(short_labels([str(v.computed_on[side]["arm"])]).popitem()[1])
 
-    failed = "; ".join(esc.markdown(o.rule) for o in v.blocking)
-    return (f"{arm('candidate')} against {arm('baseline')}: **{'PASS' if v.passed else 'FAIL'}** "
-            f"({esc.markdown(v.counts())})"
-            + (f"; failed: {failed}" if failed else "") + " (the rules and their numbers: Gate verdict below)")
+    blocking = "; ".join(esc.markdown(o.rule) for o in v.blocking)
+    return (f"{arm('candidate')} against {arm('baseline')}: **{MARK[v.status]}** ({esc.markdown(v.counts())})"
+            + (f"; {'undecided' if v.status == 'undecided' else 'failed'}: {blocking}" if blocking else "")
+            + " (the rules and their numbers: Gate verdict below)")
