@@ -84,7 +84,9 @@ def check_run(qs: QuerySet, results: Results) -> None:
     """Refuse a results directory run with another query set (its answers would be of other queries)."""
     if results.manifest["qrels"].get("digest") not in (qs.digest, None):
         raise ResultsError(f"{results.path} was run with query set {results.manifest['qrels'].get('name')!r} "
-                           f"({results.manifest['qrels']['digest'][:12]}), not this one ({qs.digest[:12]})")
+                           f"({results.manifest['qrels']['digest'][:12]}), not this one ({qs.digest[:12]}): run it "
+                           f"again with --resume (resume=True in Python), which asks only new or reworded queries "
+                           f"and measures every query with the grades as they are now")
 
 
 def rankings(ans: Mapping[str, Mapping[str, Answer]], qid: str) -> dict[str, tuple[PageKey, ...]]:

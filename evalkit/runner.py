@@ -164,7 +164,8 @@ def run(corpus: Corpus, store: PageStore, qs: QuerySet, specs: Sequence[str] | C
         manifest_path = out / "manifest.json"
         if manifest_path.exists():
             if not resume:
-                raise RunError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
+                raise RunError(f"{out} already holds a run: pass --resume (resume=True in Python) to continue it "
+                               "and measure it with the query set as it is now, or choose another --out")
             old = resultsdir.read_json(manifest_path)
             old.setdefault("extractor", EXTRACTOR)  # runs from before it was recorded indexed all text
             for key in ("corpus", "depth", "extractor"):

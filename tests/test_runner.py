@@ -201,6 +201,11 @@ def test_resume_after_the_query_set_changed_asks_only_what_changed(small, qset, 
     changed.write_text(SMALL_QUERIES.replace('gain = 1 }]', 'gain = 2 }]').replace("define a new float type",
                                                                                "how do I define a new float type"))
     qs2 = qrels.load(changed)
+    # what the grades' new reader is told: by the judge, which reads the run's answers, and by a run again
+    with pytest.raises(recorded.ResultsError, match=r"not this one \(.*\): run it again with --resume \(resume=True"):
+        recorded.check_run(qs2, Results.load(out))
+    with pytest.raises(runner.RunError, match=r"already holds a run: pass --resume \(resume=True in Python\)"):
+        runner.run(c, store, qs2, ["flaky"], out, progress=False)
     runner.run(c, store, qs2, ["flaky"], out, resume=True, progress=False)
     assert Flaky.calls == ["how do I define a new float type"]  # judgments changed: nothing re-asked
     res = Results.load(out)
