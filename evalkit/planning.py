@@ -125,10 +125,13 @@ def judge_text(table: pd.DataFrame) -> str:
 
 def hours_text(table: pd.DataFrame, qs: "QuerySet", model: "ReadingModel") -> str:
     """The lines pricing the plan in person-hours: per class, the queries needed (and, with a judge, the
-    queries graded whole) times the pages judged per query of that class in ``qs`` now, under ``model``."""
+    queries graded whole) times the pages a whole query of that class has to be read on in ``qs`` now (its
+    pool and any page judged outside it), under ``model``: queries not pooled or judged yet do not count, so
+    a set graded in part is priced by its whole queries, not by their share of the set."""
     lines = [model.statement]
     for cls, r in table.iterrows():
-        judged = [len(q.judgments) for q in qs.queries if q.answerable and cls in ("all", q.cls)]
+        judged = [n for q in qs.queries if q.answerable and cls in ("all", q.cls)
+                  if (n := len({(j.doc, j.page) for j in q.judgments} | set(qs.pooled.get(q.id, ()))))]
         per = sum(judged) / len(judged) if judged else math.nan
         counts = [(f"{int(n)} queries", n) for n in (r["needed"], r.get("graded", math.nan)) if n == n]
         priced = "; ".join(f"{what} x {per:.1f} pages = {n * per:.0f} pages: {model.hours(n * per):.2f} h"

@@ -7,7 +7,7 @@ from scipy import stats as st
 
 from evalkit import planning, recorded, stats
 from evalkit.cli import main
-from tests.conftest import SMALL_QUERIES
+from tests.conftest import SMALL_QUERIES, query, query_file
 
 
 def test_queries_needed_inverts_power_and_agrees_with_a_simulated_t_test():
@@ -63,6 +63,22 @@ def test_the_plan_is_priced_in_person_hours_at_the_pages_judged_per_query(tmp_pa
     assert lines[1].split() == ["all", "40", "queries", "x", f"{per:.1f}", "pages", "=", f"{40 * per:.0f}",
                                 "pages:", f"{40 * per / 100:.2f}", "h"]
     assert lines[2].split() == ["needle", "n/a"]
+
+
+def test_a_set_graded_in_part_is_priced_by_its_whole_queries(tmp_path):
+    """Priced over every answerable query, judged or not, 4 graded queries of 21 pooled pages among 18 read
+    as 4.8 pages a query (newcomer trial): a query is read on its pool, and one with no pool yet is not priced."""
+    from evalkit import qrels
+    from evalkit.effort import ReadingModel
+
+    pool = [f"a.pdf#{i}" for i in range(1, 21)]
+    qs = qrels.load(query_file(tmp_path / "q.toml",
+                               query("g1", "needle", "walrus routes", ("a.pdf", 1, 3), ("b.pdf", 2, 1), pooled=pool),
+                               query("u1", "needle", "seal colonies", pooled=pool[:10]),
+                               *(query(f"w{i}", "needle", f"penguin question {i}") for i in range(6))))
+    table = pd.DataFrame({"needed": [10.0]}, index=pd.Index(["all"], name="class"))
+    line = planning.hours_text(table, qs, ReadingModel(80, 250, 16.8, "measured")).splitlines()[1]
+    assert line.split()[:6] == ["all", "10", "queries", "x", "15.5", "pages"]  # (21 + 10) / 2: b.pdf#2 was found
 
 
 def test_qrels_plan_rescores_recorded_answers_with_the_current_judgments(small_results, tmp_path, capsys):
