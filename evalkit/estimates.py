@@ -22,6 +22,7 @@ Two designs, both unbiased for any judge:
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -388,9 +389,14 @@ class Estimate:
         """The interval, what it rests on and, when undecided, what deciding takes (in pages too when the
         pages an ungraded query leaves to read are known)."""
         i, sign = self.interval, "+" if self.a else ""
-        return (f"{i.mean:{sign}.3f} [{i.low:{sign}.3f}, {i.high:{sign}.3f}]  {i.n} of {i.n + i.unlabeled} "
-                f"queries graded, n_eff {self.n_eff:.0f}, judge-person r {self.correlation:.2f}, "
-                f"{self.gain:+.0%} narrower than the person alone" + self._next())
+        facts = ((self.n_eff, f"n_eff {self.n_eff:.0f}"), *self.agreement())
+        return (f"{interval_text(i, sign)}  {i.n} of {i.n + i.unlabeled} queries graded"
+                + "".join(f", {text}" for value, text in facts if value == value) + self._next())
+
+    def agreement(self) -> tuple[tuple[float, str], ...]:
+        """(value, words) of the judge's correlation and the narrowing it bought; nan values say nothing."""
+        return ((self.correlation, f"judge-person r {self.correlation:.2f}"),
+                (self.gain, f"{self.gain:+.0%} narrower than the person alone"))
 
     def pages_to_grade(self) -> int | None:
         """What :meth:`more_to_grade` is in pages to read (None: not known)."""
@@ -440,17 +446,35 @@ def estimate(truth: np.ndarray, predicted: np.ndarray, graded: np.ndarray, strat
     def col(x: np.ndarray) -> np.ndarray:
         return x[:, m, arms.index(b)] - (x[:, m, arms.index(a)] if a is not None else 0.0)
 
-    return of_values(col(truth), col(predicted), graded, strata, measure, b, a or "", cls, confidence)
+    return of_values(col(truth), col(predicted), graded, strata, measure, b, a or "", cls, confidence,
+                     (-1.0, 1.0) if a is not None else (0.0, 1.0))
 
 
 def of_values(truth: np.ndarray, predicted: np.ndarray, graded: np.ndarray, strata: np.ndarray, measure: str,
-              b: str, a: str = "", cls: str = "all", confidence: float = 0.95) -> Estimate:
+              b: str, a: str = "", cls: str = "all", confidence: float = 0.95,
+              bounds: tuple[float, float] = (-1.0, 1.0)) -> Estimate:
     """The :class:`Estimate` of the mean of one per-query value: ``truth`` under the person's grades (read
-    only where ``graded``), ``predicted`` its expectation under the judge, for every query."""
+    only where ``graded``), ``predicted`` its expectation under the judge, for every query. The value lies
+    in ``bounds`` (every measure lies in [0, 1], so a paired difference in [-1, 1]): the intervals are cut
+    to that range (a t interval on two graded queries reached +-1.27), which keeps their coverage."""
     y, yhat = truth[graded], predicted
     ppi = stratified_ppi(y, yhat[graded], strata[graded], yhat[~graded], strata[~graded], None, confidence)
     alone = ppi_mean(y, yhat[graded], yhat[~graded], 0.0, confidence)
-    return Estimate(measure, a, b, cls, ppi, alone, _corr(y, yhat[graded]))
+    return Estimate(measure, a, b, cls, within(ppi, *bounds), within(alone, *bounds), _corr(y, yhat[graded]))
+
+
+def within(i: Interval, low: float, high: float) -> Interval:
+    """``i`` cut to [low, high], where the estimated mean is known to lie; a missing bound stays missing."""
+    return dataclasses.replace(i, low=min(max(i.low, low), high), high=max(min(i.high, high), low))
+
+
+def interval_text(i: Interval, sign: str = "+") -> str:
+    """``mean [low, high]``, or why there is no interval: no query graded here, or too few for a spread."""
+    if i.mean != i.mean:
+        return "no graded query here"
+    if i.low != i.low:
+        return f"{i.mean:{sign}.3f} (no interval: {i.n} graded {'query' if i.n == 1 else 'queries'} here)"
+    return f"{i.mean:{sign}.3f} [{i.low:{sign}.3f}, {i.high:{sign}.3f}]"
 
 
 def pairs(truth: np.ndarray, predicted_: np.ndarray, graded: np.ndarray, strata: np.ndarray, arms: Sequence[str],

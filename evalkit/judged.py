@@ -237,9 +237,8 @@ def _decide(s: Slice, threshold: float, confidence: float, seed: int, what: str,
     e = estimates.of_values(s.truth, s.predicted, s.graded, s.classes, measure, "candidate", confidence=confidence)
     i = e.interval
     st: Status = "pass" if i.low > threshold else "fail" if i.high < threshold else "undecided"
-    line = (f"{what} {i.mean:+.3f} [{i.low:+.3f}, {i.high:+.3f}] ({round(100 * confidence)}%, judge + person), "
-            f"{i.n} of {i.n + i.unlabeled} queries graded, judge-person r {e.correlation:.2f}, "
-            f"{e.gain:+.0%} narrower than the person alone")
+    line = (f"{what} {estimates.interval_text(i)} ({round(100 * confidence)}%, judge + person), "
+            f"{i.n} of {i.n + i.unlabeled} queries graded" + "".join(f", {t}" for v, t in e.agreement() if v == v))
     numbers = {"mean": i.mean, "low": i.low, "high": i.high, "graded": i.n, "n": i.n + i.unlabeled,
                "judge_r": e.correlation, "lam": i.lam}
     if st != "undecided":

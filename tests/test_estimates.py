@@ -169,3 +169,24 @@ def test_an_undecided_estimate_says_how_many_more_queries_to_grade():
     assert after.interval.high - after.interval.low < few.interval.high - few.interval.low
     assert E.estimate(truth, truth * 0, np.arange(200) < 150, strata, "nDCG@10", ["x", "y"], "y",
                       "x").more_to_grade() == 0
+
+
+def test_an_interval_never_leaves_the_range_its_mean_lies_in():
+    """Two graded queries whose differences are -1 and +1: a t interval reaches far past +-1 (the gate
+    printed [-1.266, +1.266]); a paired difference of measures lies in [-1, 1], a measure's mean in [0, 1]."""
+    graded = np.array([True, True, False, False, False])
+    strata = np.array(["needle"] * 5)
+    truth, predicted = np.array([-1.0, 1.0, 0, 0, 0]), np.array([0.2, -0.1, 0.3, 0.0, -0.4])
+    e = E.of_values(truth, predicted, graded, strata, "nDCG@10", "b", "a", confidence=0.99)
+    assert (e.interval.low, e.interval.high) == (-1.0, 1.0) and (e.person_only.low, e.person_only.high) == (-1.0, 1.0)
+    mean = E.of_values((truth + 1) / 2, (predicted + 1) / 2, graded, strata, "nDCG@10", "b", bounds=(0.0, 1.0))
+    assert (mean.interval.low, mean.interval.high) == (0.0, 1.0)
+
+
+def test_an_interval_on_too_few_graded_queries_says_so_in_words():
+    one = E.of_values(np.array([0.5, 0, 0]), np.array([0.4, 0.1, 0.2]), np.array([True, False, False]),
+                      np.array(["trap"] * 3), "nDCG@10", "b", "a")
+    none = E.of_values(np.zeros(3), np.array([0.4, 0.1, 0.2]), np.zeros(3, bool), np.array(["trap"] * 3),
+                       "nDCG@10", "b", "a")
+    assert E.interval_text(one.interval) == "+0.500 (no interval: 1 graded query here)"
+    assert E.interval_text(none.interval) == "no graded query here" and "nan" not in none.text()
