@@ -501,9 +501,11 @@ def set_estimate(queries: Mapping[str, tuple[Rankings, Judged]], depth: int = 10
 
 def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
     """Kendall's tau-b of two score lists over the same arms (scipy); NaN when either list is constant
-    (every arm scores the same: there is no order to keep), which no threshold passes."""
+    (every arm scores the same: there is no order to keep) or holds one arm, which no threshold passes."""
     from scipy.stats import kendalltau
 
+    if len(a) < 2:  # one arm: scipy warns of a small sample to the person's terminal, and says NaN
+        return math.nan
     return float(kendalltau(a, b).statistic)
 
 

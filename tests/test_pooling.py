@@ -1,3 +1,4 @@
+import math
 import random
 
 import pytest
@@ -242,3 +243,13 @@ def test_the_judge_strategy_reads_first_the_uncertain_page_an_arm_ranks_high(tmp
         pooling.strategy("judge")
     with pytest.raises(ArmError, match="not a judge's predictions table"):
         pooling.strategy(f"judge(predictions={tmp_path / 'none.parquet'})").for_query("q1")
+
+
+def test_kendall_tau_of_one_arm_is_nan_without_a_warning():
+    """qrels judge printed scipy's SmallSampleWarning, with its source path, four times to the person."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(pooling.kendall_tau([0.3], [0.2])) and math.isnan(pooling.kendall_tau([1, 1], [1, 2]))
+        assert pooling.kendall_tau([1, 2, 3], [1, 2, 3]) == 1.0
