@@ -26,8 +26,9 @@ def overview(results: Results) -> Markdown:
     counts = results.per_query.drop_duplicates("query")["class"].value_counts()
     classes = ", ".join(f"{esc.markdown(c)} {counts[c]}" for c in _classes(results.per_query.drop_duplicates("query")))
     when = str(m.get("finished") or m.get("started") or "?").replace("T", " ")
+    n = esc.markdown(m["qrels"]["queries"]) + (f", {sum(counts)} measured" if results.ungraded else "")
     text = (f"**Corpus** {esc.code(m['corpus']['name'])} ({len(m['corpus'].get('documents', {}))} documents) · "
-            f"**queries** {esc.code(m['qrels']['name'])} ({esc.markdown(m['qrels']['queries'])}: {classes}) · "
+            f"**queries** {esc.code(m['qrels']['name'])} ({n}: {classes}) · "
             f"**arms** {', '.join(esc.code(a) for a in results.arms)} · "
             f"**run** {esc.markdown(when)} ({esc.markdown(m.get('status', '?'))}) · "
             f"**results** {esc.code(results.path.name)}")
@@ -43,7 +44,7 @@ def legend(results: Results) -> Markdown:
     counts = results.per_query.drop_duplicates("query")["class"].value_counts()
     lines = ["**Measures**", ""]
     lines += [f"- **{name}**: {DEFINITIONS[name]}" for name in HEADLINE.values() if name in DEFINITIONS]
-    lines += ["", "**Query classes** (queries in this run)", ""]
+    lines += ["", f"**Query classes** (queries {'measured ' if results.ungraded else ''}in this run)", ""]
     lines += [f"- **{c}** ({counts.get(c, 0)}): {d}" for c, d in _qrels.CLASS_LEGEND.items()]
     lines += ["", "**Gains** (graded judgments of a page)", ""]
     lines += [f"- **{g}**: {esc.markdown(d)}" for g, d in sorted(gains(results).items(), reverse=True)]

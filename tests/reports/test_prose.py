@@ -107,3 +107,6 @@ def test_the_overview_says_which_queries_were_left_out_ungraded(tmp_path):
     text = prose.overview(Results.load(path))
     assert r"_2 of 4 queries measured; 2 ungraded, left out \(no judgment yet: q\_7, q8\): gate them with " \
         r"\-\-judge._" in text, text
+    # the class counts are of the measured queries, and say so (they read '4: needle 1, spread 1')
+    assert "(4, 2 measured: needle 1, spread 1)" in text
+    assert "**Query classes** (queries measured in this run)" in prose.legend(Results.load(path))
