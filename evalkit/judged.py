@@ -82,9 +82,20 @@ class Judge:
                               for o in outcomes for label, n in asks(o)}}
 
     def note(self) -> str:
+        """The judge beside the verdict; where `evalkit qrels judge` refused its grades for a class, so too,
+        with what that means here (the gate reads the judge's chances, corrected by the person's grades)."""
+        from .autojudge.record import JudgeRecordError, read
+
+        try:
+            refused = list(rec.refused) if (rec := read(self.path)) else []
+        except JudgeRecordError:
+            refused = []
         return (f"judge {self.path} (sha256 {self.sha256[:12]}{short_model(self.model)}): rules "
                 f"on measures decided from the {len(self.graded)} queries a person graded whole plus the judge's "
-                "predictions (PPI)")
+                "predictions (PPI)" + (f"; evalkit qrels judge refused its grades for {', '.join(refused)}: the "
+                                       "intervals still hold, whatever the judge's quality, but where it agrees "
+                                       "poorly with you they are little narrower than your grades alone"
+                                       if refused else ""))
 
     def outcomes(self, parsed: rules.Rules, ctx: rules.Context) -> tuple[Outcome, ...]:
         """Every rule's outcome in file order: the judged rules by :func:`judged_outcome`, the others (refusal,
