@@ -411,7 +411,8 @@ class Estimate:
         return "; " + to_grade(k, self.pages_to_grade(), approx=True)
 
 
-NOT_DECIDABLE = "undecided: grading every query would not decide it"
+NOT_DECIDABLE = ("undecided: grading every query would not decide it; write more queries (evalkit qrels plan "
+                 "--judge says how many)")
 
 
 def to_grade(k: int, pages: int | None = None, approx: bool = False, queries: Sequence[str] = (),

@@ -373,7 +373,7 @@ class Latency(Rule):
                    f"{'<=' if st == 'pass' else '>' if st == 'fail' else 'straddles'} {self.max_ratio:g}"
                    if not math.isnan(low) else
                    f"with too few queries for a {pct}% interval (it takes {fewest_timed(s.confidence)})")
-        summary = (f"re-timed side by side over {t.n} queries, {clock}: "
+        summary = (f"re-timed side by side over {t.n} queries (after {t.warmup} untimed), {clock}: "
                    f"median {1000 * mb:.2f} ms -> {1000 * mc:.2f} ms, paired ratio {ratio:.2f} {verdict}; {recorded}")
         return self.outcome(st, summary, ratio=ratio, low=low, high=high, n=t.n, warmup=t.warmup, clock=t.clock,
                             base_median_s=mb, cand_median_s=mc, load_average=list(t.load_average),

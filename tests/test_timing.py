@@ -165,7 +165,7 @@ def test_evalkit_gate_retimes_and_fails_the_slowed_arm(runs, machine, monkeypatc
                  "--rules", str(runs["rules"]), "--cache", str(runs["cache"]), "--json",
                  str(runs["rules"].parent / "v.json")])
     out = capsys.readouterr()
-    assert code == 1 and "FAIL" in out.out and "re-timed side by side over 40 queries" in out.out
+    assert code == 1 and "FAIL" in out.out and "re-timed side by side over 40 queries (after 5 untimed)" in out.out
     assert out.out.startswith("re-timing sim-keyword and slow-keyword side by side over 45 queries")
     numbers = json.loads((runs["rules"].parent / "v.json").read_text())["outcomes"][0]["numbers"]
     assert numbers["n"] == 40 and numbers["warmup"] == 5 and numbers["ratio"] > MAX_RATIO
