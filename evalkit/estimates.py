@@ -472,7 +472,7 @@ def within(i: Interval, low: float, high: float) -> Interval:
 def interval_text(i: Interval, sign: str = "+") -> str:
     """``mean [low, high]``, or why there is no interval: no query graded here, or too few for a spread."""
     if i.mean != i.mean:
-        return "no graded query here"
+        return "unknown: no graded query here"
     if i.low != i.low:
         return f"{i.mean:{sign}.3f} (no interval: {i.n} graded {'query' if i.n == 1 else 'queries'} here)"
     return f"{i.mean:{sign}.3f} [{i.low:{sign}.3f}, {i.high:{sign}.3f}]"

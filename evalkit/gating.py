@@ -85,12 +85,18 @@ class Verdict:
     def headline(self) -> str:
         if self.passed:
             return f"evalkit gate: PASS (exit 0) — {self.counts()}"
-        names = "; ".join(esc.terminal(o.rule) + (f" [{', '.join(map(esc.terminal, bad))}]" if (
-            bad := [d.label for d in o.details if d.status == "fail"]) else "") for o in self.blocking)
         if self.status == "undecided":
             return (f"evalkit gate: UNDECIDED (exit 1: an undecided rule blocks unless --undecided pass) — "
-                    f"{self.counts()}. Undecided: {names}")
-        return f"evalkit gate: FAIL (exit 1) — {self.counts()}. Failed: {names}"
+                    f"{self.counts()}. Undecided: {self.named({'undecided'})}")
+        failed, undecided = self.named({"fail", "underpowered"}), self.named({"undecided"})
+        return (f"evalkit gate: FAIL (exit 1) — {self.counts()}. Failed: {failed}"
+                + (f". Undecided: {undecided}" if undecided else ""))
+
+    def named(self, statuses: set[str]) -> str:
+        """The blocking rules of ``statuses`` by name, each with its failed classes."""
+        return "; ".join(esc.terminal(o.rule) + (f" [{', '.join(map(esc.terminal, bad))}]" if (
+            bad := [d.label for d in o.details if d.status == "fail"]) else "")
+            for o in self.blocking if o.status in statuses)
 
     def judge_lines(self) -> list[str]:
         """The judge record beside the verdict, in words: which judge, which queries a person graded, the

@@ -189,4 +189,4 @@ def test_an_interval_on_too_few_graded_queries_says_so_in_words():
     none = E.of_values(np.zeros(3), np.array([0.4, 0.1, 0.2]), np.zeros(3, bool), np.array(["trap"] * 3),
                        "nDCG@10", "b", "a")
     assert E.interval_text(one.interval) == "+0.500 (no interval: 1 graded query here)"
-    assert E.interval_text(none.interval) == "no graded query here" and "nan" not in none.text()
+    assert E.interval_text(none.interval) == "unknown: no graded query here" and "nan" not in none.text()

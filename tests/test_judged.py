@@ -135,9 +135,17 @@ def test_an_undecided_verdict_reads_undecided_in_every_form_never_fail(tmp_path,
     assert json.loads(verdict.to_json())["status"] == again.status == "undecided"
     assert verdict.markdown().startswith("### evalkit gate: UNDECIDED") and "FAIL" not in verdict.markdown()
     assert ">UNDECIDED</b>" in verdict._repr_html_() and ">FAIL<" not in verdict._repr_html_()
+    failed = dataclasses.replace(verdict, outcomes=(dataclasses.replace(verdict.outcomes[0], status="fail"),
+                                                    *verdict.outcomes[1:]))
+    undecided = [o.rule for o in verdict.outcomes[1:] if o.status == "undecided"]
+    assert failed.status == "fail" and failed.headline().endswith(  # an undecided rule is not called failed
+        f"Failed: {verdict.outcomes[0].rule}. Undecided: {'; '.join(undecided)}") and undecided
     monkeypatch.setattr(gating, "show", lambda path: verdict)  # the report's sentence, on the verdict it reads
     sentence = prose._gate_sentence(SimpleNamespace(path=tmp_path))
     assert ": **UNDECIDED** (" in sentence and "; undecided: " in sentence and "FAIL" not in sentence
+    monkeypatch.setattr(gating, "show", lambda path: failed)
+    sentence = prose._gate_sentence(SimpleNamespace(path=tmp_path))
+    assert ": **FAIL** (" in sentence and "; failed: " in sentence and "; undecided: " in sentence
 
 
 def test_an_undecided_rule_never_asks_for_no_more_queries(tmp_path, rules_file):

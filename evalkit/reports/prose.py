@@ -179,7 +179,9 @@ def _gate_sentence(results: Results) -> str:
     def arm(side: str) -> str:
         return esc.code(short_labels([str(v.computed_on[side]["arm"])]).popitem()[1])
 
-    blocking = "; ".join(esc.markdown(o.rule) for o in v.blocking)
+    named = [(what, esc.markdown(names)) for what, statuses in (("failed", {"fail", "underpowered"}),
+                                                                ("undecided", {"undecided"}))
+             if (names := v.named(statuses))]
     return (f"{arm('candidate')} against {arm('baseline')}: **{MARK[v.status]}** ({esc.markdown(v.counts())})"
-            + (f"; {'undecided' if v.status == 'undecided' else 'failed'}: {blocking}" if blocking else "")
+            + "".join(f"; {what}: {names}" for what, names in named)
             + " (the rules and their numbers: Gate verdict below)")
