@@ -347,10 +347,11 @@ def judge_loader(predictions: str | Path, queries: str | Path | None, cand: _com
     the one the candidate's manifest names); CompareError (exit 2) naming the file that cannot be used."""
     from . import comparison as _compare
     from . import judged
+    from .autojudge.record import refused_classes
 
     path = Path(queries or cand.results.manifest["qrels"].get("path") or "")
     try:
-        return judged.Loader(predictions, qrels.load(path))
+        return judged.Loader(predictions, qrels.load(path), refused_classes(predictions))
     except (QrelsError, OSError) as e:
         raise _compare.CompareError(f"--judge needs the query file the runs were scored with: {path}: {e}") from None
 

@@ -55,6 +55,7 @@ class Judge:
     cand: pd.DataFrame = field(repr=False)
     queries: str = ""  # the query file the graded queries were read from
     left: dict[str, int | None] = field(default_factory=dict)  # ungraded query -> its pooled pages not graded yet
+    refused: tuple[str, ...] = ()  # classes `evalkit qrels judge` refused the judge's grades for (its judge.json)
 
     def pages(self, queries: Sequence[str]) -> tuple[int | None, bool]:
         """The pages a person reads to grade ``queries`` whole, and whether that is estimated: counted from
@@ -84,18 +85,12 @@ class Judge:
     def note(self) -> str:
         """The judge beside the verdict; where `evalkit qrels judge` refused its grades for a class, so too,
         with what that means here (the gate reads the judge's chances, corrected by the person's grades)."""
-        from .autojudge.record import JudgeRecordError, read
-
-        try:
-            refused = list(rec.refused) if (rec := read(self.path)) else []
-        except JudgeRecordError:
-            refused = []
         return (f"judge {self.path} (sha256 {self.sha256[:12]}{short_model(self.model)}): rules "
                 f"on measures decided from the {len(self.graded)} queries a person graded whole plus the judge's "
-                "predictions (PPI)" + (f"; evalkit qrels judge refused its grades for {', '.join(refused)}: the "
-                                       "intervals still hold, whatever the judge's quality, but where it agrees "
-                                       "poorly with you they are little narrower than your grades alone"
-                                       if refused else ""))
+                "predictions (PPI)" + (f"; evalkit qrels judge refused its grades for {', '.join(self.refused)}: "
+                                       "the intervals still hold, whatever the judge's quality, but where it "
+                                       "agrees poorly with you they are little narrower than your grades alone"
+                                       if self.refused else ""))
 
     def outcomes(self, parsed: rules.Rules, ctx: rules.Context) -> tuple[Outcome, ...]:
         """Every rule's outcome in file order: the judged rules by :func:`judged_outcome`, the others (refusal,
@@ -162,6 +157,7 @@ class Loader:
 
     predictions: Path | str
     qs: QuerySet
+    refused: tuple[str, ...] = ()  # what the judge's record says (autojudge.record.refused_classes)
 
     def sides(self, base: comparison.Side, cand: comparison.Side) -> tuple[comparison.Side, comparison.Side]:
         try:
@@ -171,7 +167,7 @@ class Loader:
 
     def __call__(self, pair: comparison.Pair) -> Judge:
         try:
-            return load(self.predictions, self.qs, pair)
+            return replace(load(self.predictions, self.qs, pair), refused=self.refused)
         except (ValueError, OSError) as e:
             raise comparison.CompareError(str(e)) from None
 

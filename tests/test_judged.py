@@ -378,16 +378,21 @@ def test_a_verdict_gated_with_relative_paths_is_read_back_from_another_folder(tm
 
 def test_the_verdicts_note_says_where_qrels_judge_refused_the_judges_grades(tmp_path):
     """The gate used a judge refused for every class without a word (newcomer trial): its note says so, and
-    what it means for the intervals."""
-    from evalkit.autojudge.record import META
+    what it means for the intervals; the refusals are read from the judge's record, when there is one."""
+    from evalkit.autojudge.record import META, refused_classes
 
     preds = tmp_path / "judge" / "predictions.csv"
     preds.parent.mkdir()
     preds.write_text("query,doc,page,p_ge1,p_ge2,p_eq3\nq000,a.pdf,1,0.5,0.2,0.1\n")
-    empty = pd.DataFrame()
-    judge = judged.Judge(str(preds), judged.sha256(preds), "", {"q000": ()}, empty, empty)
-    assert "refused" not in judge.note()  # no judge.json: predictions made elsewhere say nothing
+    assert refused_classes(preds) == ()  # no judge.json: predictions made elsewhere say nothing
+    (preds.parent / META).write_text("{")
+    assert refused_classes(preds) == ()  # an unreadable record does not stop the gate
     (preds.parent / META).write_text(json.dumps({
         "judge": "abc", "agreement": [{"class": "needle", "kappa": 0.22}, {"class": "trap", "kappa": 0.61}],
         "verdicts": {"needle": "refused: kappa 0.22 < 0.40", "trap": "accepted"}}))
+    assert refused_classes(preds) == ("needle",)
+    empty = pd.DataFrame()
+    judge = judged.Judge(str(preds), judged.sha256(preds), "", {"q000": ()}, empty, empty)
+    assert "refused" not in judge.note()
+    judge = dataclasses.replace(judge, refused=refused_classes(preds))
     assert "; evalkit qrels judge refused its grades for needle: the intervals still hold" in judge.note()

@@ -119,3 +119,13 @@ def in_results(results_dir: Path | str) -> JudgeRecord | None:
     """The judge ``evalkit qrels judge FILE --results DIR`` wrote into ``results_dir`` (None: none)."""
     path = Path(results_dir) / FOLDER / PREDICTIONS
     return read(path) if path.exists() else None
+
+
+def refused_classes(predictions: Path | str) -> tuple[str, ...]:
+    """The classes the judge of ``predictions`` is refused for, by its record; none without a readable one
+    (the gate still runs: a record is what `evalkit qrels judge` adds, not what a gate needs)."""
+    try:
+        rec = read(predictions)
+    except JudgeRecordError:
+        return ()
+    return tuple(rec.refused) if rec else ()
