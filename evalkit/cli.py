@@ -174,8 +174,8 @@ def cmd_qrels_check(args) -> int:
     problems = qrels.check(qs, pages, strict=args.strict)
     if args.strict and rank:
         problems += validity.check(qs, pages, rank, vocab)
-    for p in problems:
-        print(p)
+    for line in qrels.shown(problems):
+        print(line)
     for q in qs.by_class().get("abstain", []):
         unknown = validity.unknown_words(q, vocab)
         print(f"  abstain {q.id} [{q.kind or 'no kind'}]: "

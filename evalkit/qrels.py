@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import tomllib
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -92,6 +92,18 @@ class Problem:
 
 
 SET = "[set]"
+SHOWN_QUERIES = 8  # queries a grouped problem names before "…"
+
+
+def shown(problems: Sequence[Problem]) -> list[str]:
+    """The problems as lines, one line for what several queries share (same field, same words), naming
+    them: on a set graded in part "not graded yet", said of most of its queries, buried the rest."""
+    groups: dict[tuple[str, str, bool], list[str]] = {}
+    for p in problems:
+        groups.setdefault((p.field, p.message, p.warning), []).append(p.query)
+    return [str(Problem(ids[0] if len(ids) == 1 else f"{', '.join(ids[:SHOWN_QUERIES])}"
+                                                     f"{' …' if len(ids) > SHOWN_QUERIES else ''} ({len(ids)} queries)",
+                        fld, msg, warning)) for (fld, msg, warning), ids in groups.items()]
 BOM = b"\xef\xbb\xbf"
 
 
@@ -294,7 +306,7 @@ def check(qs: QuerySet, pages: dict[str, list[str]] | None, strict: bool = False
             for fld, msg in _judgment_problems(j, pages, strict):
                 bad(f"judgments[{n}]{fld}", msg)
         unread = [page_id(*p) for p in qs.pooled.get(q.id, ()) if p not in set(keys)]
-        if strict and unread:
+        if strict and unread and (keys or q.cls == "abstain"):  # one not graded yet is said to be so above
             bad("pooled", f"{len(unread)} pooled page(s) not judged yet: {', '.join(unread[:5])}"
                           f"{' …' if len(unread) > 5 else ''}")
         again = [page_id(*p) for p in qs.reread.get(q.id, ())]

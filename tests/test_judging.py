@@ -77,7 +77,10 @@ def test_every_action_is_on_disk_at_once_and_a_new_session_resumes(session, docs
 def test_strict_check_wants_every_pooled_page_judged_and_accepts_the_evidence_verbatim(session):
     session.write_query("q1", "needle", "walrus migration sea ice")
     session.pool("q1")
-    assert any(p.field == "pooled" for p in session.problems("q1"))
+    assert [p.message[:14] for p in session.problems("q1")] == ["not graded yet"]  # said once, not page by page
+    first = session.queue("q1")[0]
+    session.grade("q1", first.doc, first.page, 3 if first.id == "walrus.pdf#2" else 0)
+    assert any(p.field == "pooled" and "not judged yet" in p.message for p in session.problems("q1"))
     judge_all(session, "q1")
     assert [p for p in session.problems("q1") if not p.warning] == []
     assert qrels.load(session.path)["q1"].judgments[-1].evidence or True

@@ -315,8 +315,24 @@ def test_strict_check_reports_pooled_pages_not_judged_and_a_bad_pool_record(tmp_
     [p] = [p for p in qrels.check(qs, None, strict=True) if p.field == "pooled"]
     assert "1 pooled page(s) not judged yet: b%23c.pdf#1" in str(p)
     assert not [p for p in qrels.check(qs, None) if p.field == "pooled"]  # only strict asks
+    ungraded = qrels.parse(text.replace('judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]\n', "").encode(),
+                           tmp_path / "s.toml")  # not graded yet says so once, not page by page
+    assert [p.field for p in qrels.check(ungraded, None, strict=True)] == ["judgments"]
+    abstain = qrels.parse(text.replace('"needle"', '"abstain"').replace(
+        'judgments = [{ doc = "a.pdf", page = 2, gain = 3 }]\n', "").encode(), tmp_path / "s.toml")
+    assert [p.field for p in qrels.check(abstain, None, strict=True)] == ["pooled"]  # its pool is still to read
     with pytest.raises(qrels.QrelsError, match="query 'q1': field 'pooled' is not a list of page ids"):
         qrels.parse(text.replace('pooled = ["a.pdf#2", "b%23c.pdf#1"]', "pooled = 3").encode(), tmp_path / "s.toml")
+
+
+def test_problems_several_queries_share_are_one_line_naming_them():
+    problems = [qrels.Problem(f"q{i}", "judgments", "not graded yet", True) for i in range(10)]
+    problems.insert(3, qrels.Problem("d4", "text", "described query shares 44%"))
+    assert qrels.shown(problems) == [
+        "q0, q1, q2, q3, q4, q5, q6, q7 … (10 queries): judgments: warning: not graded yet",
+        "d4: text: described query shares 44%"]
+    assert qrels.shown(problems[:1]) == ["q0: judgments: warning: not graded yet"]
+
 
 
 def _many(n_per_class=5, same_text=()):
