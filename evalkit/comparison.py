@@ -242,10 +242,15 @@ def refusal_changes(pair: Pair) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def no_queries(rate: str) -> str:
+    """What a refusal rate (``"wrongful refusal"``, ``"correct refusal"``) over no queries says instead."""
+    return f"the query set has no {'abstain' if rate == 'correct refusal' else 'answerable'} queries"
+
+
 def refusal_text(r, arrow: str = "->") -> str:
     """One row of :func:`refusal_changes` in words; a rate over no queries says there is none to measure."""
     if not r.n:
-        return f"{r.rate}: the query set has no {'abstain' if r.rate == 'correct refusal' else 'answerable'} queries"
+        return f"{r.rate}: {no_queries(r.rate)}"
     return (f"{r.rate}: {r.base:.3f} {arrow} {r.cand:.3f} over {r.n} queries; {r.worse} worse, {r.better} better "
             f"(exact McNemar, one-sided p {r.p_worse:.4f})")
 

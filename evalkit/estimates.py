@@ -389,14 +389,13 @@ class Estimate:
         """The interval, what it rests on and, when undecided, what deciding takes (in pages too when the
         pages an ungraded query leaves to read are known)."""
         i, sign = self.interval, "+" if self.a else ""
-        facts = ((self.n_eff, f"n_eff {self.n_eff:.0f}"), *self.agreement())
         return (f"{interval_text(i, sign)}  {i.n} of {i.n + i.unlabeled} queries graded"
-                + "".join(f", {text}" for value, text in facts if value == value) + self._next())
+                + (f", n_eff {self.n_eff:.0f}" if self.n_eff == self.n_eff else "") + self.agreement() + self._next())
 
-    def agreement(self) -> tuple[tuple[float, str], ...]:
-        """(value, words) of the judge's correlation and the narrowing it bought; nan values say nothing."""
-        return ((self.correlation, f"judge-person r {self.correlation:.2f}"),
-                (self.gain, f"{self.gain:+.0%} narrower than the person alone"))
+    def agreement(self) -> str:
+        """", judge-person r …, … narrower than the person alone": each part only where it is a number."""
+        return ((f", judge-person r {self.correlation:.2f}" if self.correlation == self.correlation else "")
+                + (f", {self.gain:+.0%} narrower than the person alone" if self.gain == self.gain else ""))
 
     def pages_to_grade(self) -> int | None:
         """What :meth:`more_to_grade` is in pages to read (None: not known)."""

@@ -245,7 +245,7 @@ def _decide(s: Slice, threshold: float, confidence: float, seed: int, what: str,
     i = e.interval
     st: Status = "pass" if i.low > threshold else "fail" if i.high < threshold else "undecided"
     line = (f"{what} {estimates.interval_text(i)} ({round(100 * confidence)}%, judge + person), "
-            f"{i.n} of {i.n + i.unlabeled} queries graded" + "".join(f", {t}" for v, t in e.agreement() if v == v))
+            f"{i.n} of {i.n + i.unlabeled} queries graded{e.agreement()}")
     numbers = {"mean": i.mean, "low": i.low, "high": i.high, "graded": i.n, "n": i.n + i.unlabeled,
                "judge_r": e.correlation, "lam": i.lam}
     if st != "undecided":

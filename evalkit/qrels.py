@@ -92,6 +92,7 @@ class Problem:
 
 
 SET = "[set]"
+BOM = b"\xef\xbb\xbf"
 SHOWN_QUERIES = 8  # queries a grouped problem names before "…"
 
 
@@ -101,10 +102,12 @@ def shown(problems: Sequence[Problem]) -> list[str]:
     groups: dict[tuple[str, str, bool], list[str]] = {}
     for p in problems:
         groups.setdefault((p.field, p.message, p.warning), []).append(p.query)
-    return [str(Problem(ids[0] if len(ids) == 1 else f"{', '.join(ids[:SHOWN_QUERIES])}"
-                                                     f"{' …' if len(ids) > SHOWN_QUERIES else ''} ({len(ids)} queries)",
-                        fld, msg, warning)) for (fld, msg, warning), ids in groups.items()]
-BOM = b"\xef\xbb\xbf"
+
+    def who(ids: list[str]) -> str:
+        more = " …" if len(ids) > SHOWN_QUERIES else ""
+        return ids[0] if len(ids) == 1 else f"{', '.join(ids[:SHOWN_QUERIES])}{more} ({len(ids)} queries)"
+
+    return [str(Problem(who(ids), fld, msg, warning)) for (fld, msg, warning), ids in groups.items()]
 
 
 @dataclass(frozen=True)

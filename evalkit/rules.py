@@ -295,8 +295,7 @@ class Refusal(Rule):
     def evaluate(self, ctx: Context) -> Outcome:
         r = comparison.refusal_changes(ctx.pair).set_index("rate").loc[f"{self.rate} refusal"]
         if not int(r["n"]):  # nothing to refuse, or nothing to answer: the rate is undefined, not kept
-            which = "abstain" if self.rate == "correct" else "answerable"
-            return self.outcome("skipped", f"the query set has no {which} queries", n=0)
+            return self.outcome("skipped", comparison.no_queries(str(r.name)), n=0)
         worse, better, p = int(r["worse"]), int(r["better"]), float(r["p_worse"])
         st: Status = "fail" if p < ctx.settings.alpha else "underpowered" if worse > better else "pass"
         summary = (f"{self.rate} refusal {r['base']:.3f} -> {r['cand']:.3f} over {int(r['n'])} queries; "

@@ -36,7 +36,6 @@ def test_unpaired_lengths_are_refused():
         paired_ratio([0.1, 0.2], [0.1])
 
 
-
 NOISE = {"skewed": lambda rng, n: rng.exponential(1, n) - np.log(2),  # log ratios of median 0, long right tail
          "heavy": lambda rng, n: rng.standard_t(2, n)}  # searches now and then many times as long, either arm
 

@@ -334,7 +334,6 @@ def test_problems_several_queries_share_are_one_line_naming_them():
     assert qrels.shown(problems[:1]) == ["q0: judgments: warning: not graded yet"]
 
 
-
 def _many(n_per_class=5, same_text=()):
     from evalkit.records import Judgment, Query
 
