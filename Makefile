@@ -35,6 +35,9 @@ $(CHROMIUM):
 # On two workers (pytest-xdist; tests/conftest.py builds the real corpora once and keeps tests sharing a fixture
 # on one worker). `.venv/bin/pytest -q` runs it in one process.
 test: $(VENV)/.installed $(CHROMIUM)
+	# evalkit's bytecode, once: the suite starts some 60 Python processes (kernels, commands, servers) that import
+	# it, and where PYTHONDONTWRITEBYTECODE is set each compiled it again (about 0.2 CPU-s a process)
+	$(BIN)/python -m compileall -q evalkit
 	$(BIN)/pytest -q -n 2
 
 ARMS ?= keyword,keyword(tiebreak=page),global-index,score-merge,semantic,hybrid,hybrid(keyword=global-index)

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
 from .measures import GOLD_GAIN, _log2, to_docs
 from .records import page_id, split_page_id
@@ -307,8 +306,11 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, lam: f
 
 
 def _interval(mean: float, var: float, df: float, n: int, big: int, lam: float, confidence: float) -> Interval:
+    from scipy import special  # here: `evalkit run` reads predictions through this module, and scipy takes a second
+
     se = math.sqrt(var) if var >= 0 else math.nan
-    half = float(_st.t.ppf(0.5 + confidence / 2, df)) * se if df >= 1 and se > 0 else (0.0 if se == 0 else math.nan)
+    t = float(special.stdtrit(df, 0.5 + confidence / 2)) if df >= 1 else math.nan  # Student's t quantile
+    half = t * se if df >= 1 and se > 0 else (0.0 if se == 0 else math.nan)
     return Interval(float(mean), float(mean - half), float(mean + half), se, n, big, lam, df)
 
 
@@ -491,7 +493,9 @@ def graded_needed(delta: float, sd: float, rho: float, total: int, alpha: float 
     per-query differences have standard deviation ``sd`` and the judge's predictions of them correlation
     ``rho`` (both from a pilot). With the variance-minimising weight the variance is
     sd^2 / n * (1 - rho^2 (total - n) / total); ``total`` + 1 when grading every query would not do."""
-    z = _st.norm.ppf(1 - alpha / 2) + _st.norm.ppf(power)
+    from scipy import special
+
+    z = special.ndtri(1 - alpha / 2) + special.ndtri(power)
     target = (abs(delta) / z) ** 2
     for n in range(2, total + 1):
         if sd**2 / n * (1 - rho**2 * (total - n) / total) <= target:

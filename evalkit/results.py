@@ -5,13 +5,17 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from . import escape as esc
-from . import ids, measures, stats
+from . import ids, measures
 from .records import CLASSES, split_page_id
 from .resultsdir import ResultsError, check_manifest, check_per_query, measured, read_json, status
+
+if TYPE_CHECKING:
+    from .stats import Comparison
 
 HEADLINE = {  # column of the summary -> heading of the comparison table
     "nDCG@10": "nDCG@10 page", "nDCG@10(doc)": "nDCG@10 doc", "GoldDoc@3": "GoldDoc@3", "Judged@10": "Judged@10",
@@ -155,8 +159,10 @@ class Results:
         return ranked
 
     def compare(self, base: str, other: str, measure: str = "nDCG@10", cls: str | None = None,
-                **kw) -> stats.Comparison:
+                **kw) -> Comparison:
         """Paired comparison of two arms of this run on one measure (answerable queries, or one class)."""
+        from . import stats  # scipy.stats takes a second to load: `evalkit run` and `search` never need it
+
         f = self.per_query if cls is None else self.per_query[self.per_query["class"] == cls]
         f = f[f["class"] != "abstain"]
         wide = f.pivot(index="query", columns="arm", values=measure)

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ..records import Answer
 from ..text import names, rare_words
@@ -354,6 +353,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
         nll = np.sum(np.logaddexp(0, z) - y * z)
         grad = design.T @ (1 / (1 + np.exp(-z)) - y)
         return nll + l2 / 2 * w[1:] @ w[1:], grad + l2 * np.r_[0, w[1:]]
+
+    from scipy.optimize import minimize  # here: every arm loads this module through the registry
 
     w = minimize(loss, np.zeros(design.shape[1]), jac=True, method="L-BFGS-B").x
     return np.r_[w[0] - np.sum(w[1:] * mean / sd), w[1:] / sd]
