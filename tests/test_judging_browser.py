@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -46,56 +47,98 @@ def notebook(cells: list[str]) -> str:
                    "source": c} for i, c in enumerate(cells)]})
 
 
-@pytest.fixture
-def lab(tmp_path, isolated):
-    """A folder of PDFs, a query pooled through judging.py, a notebook, and JupyterLab serving them."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, topic in (("walrus", "Walrus migration"), ("seal", "Seal migration"), ("ice", "Sea ice")):
-        make_pdf(docs / f"{name}.pdf", [f"{topic} page {n}: along the sea ice, herds of walrus travel south; "
-                                        f"chapter {n} of the {name} manual." for n in range(1, 5)])
-    yield from serve(tmp_path, docs)
+@dataclass(frozen=True)
+class Lab:
+    """A test's folder under the module's JupyterLab, and the URL of its notebook (judge.ipynb) there."""
+
+    folder: Path
+    url: str
 
 
-def serve(tmp_path: Path, docs: Path, strategy: str = judging.DEFAULT_STRATEGY):
-    """Query q1 pooled from ``docs`` through judging.py, a notebook opening the workbench, and JupyterLab
-    serving the folder: yields (folder, base URL, token), and stops JupyterLab after."""
-    session = judging.Session(tmp_path / "mine.toml", api.corpus(docs=docs, progress=False), ARMS, strategy)
-    session.write_query("q1", "needle", QUERY)
-    session.pool("q1")
-    session.close()
-    yield from lab_serving(tmp_path, NOTEBOOK_CELLS)
-
-
-def lab_serving(tmp_path: Path, cells: list[str]):
-    """A notebook of ``cells`` (judge.ipynb) and JupyterLab serving ``tmp_path``: yields (folder, base URL,
-    token), and stops JupyterLab after."""
-    (tmp_path / "judge.ipynb").write_text(notebook(cells))
+@pytest.fixture(scope="module")
+def jupyter(tmp_path_factory):
+    """One JupyterLab for the module's tests (a start took about 6 s and 7 CPU-s): it serves a folder in which
+    each test writes a folder of its own, and its kernels keep evalkit's data and cache under it, never the
+    user's. Yields (root, base URL, token); stops JupyterLab after the last test."""
+    root = tmp_path_factory.mktemp("lab")
     port, token = free_port(), secrets.token_hex(16)
-    jupyter = tmp_path / ".jupyter"  # its runtime, settings and workspaces: nothing of the user's is read or written
+    jupyter = root / ".jupyter"  # its runtime, settings and workspaces: nothing of the user's is read or written
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
            "JUPYTER_CONFIG_DIR": str(jupyter / "config"), "JUPYTERLAB_SETTINGS_DIR": str(jupyter / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(jupyter / "workspaces")}
+           "JUPYTERLAB_WORKSPACES_DIR": str(jupyter / "workspaces"), "EVALKIT_DATA": str(root / ".evalkit" / "data"),
+           "EVALKIT_CACHE": str(root / ".evalkit" / "cache"), "EVALKIT_LOCK": str(root / ".evalkit" / "corpora.lock")}
     # no "get notified about official Jupyter news?" toast over the page (--LabApp.news_url= does not stop it)
     news = jupyter / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
     news.write_text('{"fetchNews": "false"}')
     server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-                               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}",
+                               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
                                "--allow-root", "--LabApp.extension_manager=readonly", "--LabApp.news_url=",
                                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                                # a kernel that answers late is waited for, not given up after 60 s (a hang bound)
                                f"--MappingKernelManager.kernel_info_timeout={HANG_S}"],
-                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "lab.log").open("w"))
+                              cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=(root / "lab.log").open("w"))
     try:
-        wait_for(server, f"http://127.0.0.1:{port}/api/status?token={token}", tmp_path / "lab.log")
-        yield tmp_path, f"http://127.0.0.1:{port}", token
+        wait_for(server, f"http://127.0.0.1:{port}/api/status?token={token}", root / "lab.log")
+        yield root, f"http://127.0.0.1:{port}", token
     finally:
         server.terminate()  # SIGTERM stops it and its kernels; SIGINT only asks on stdin whether to stop
         try:
             server.wait(HANG_S)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+@pytest.fixture
+def lab(jupyter, isolated):
+    """A folder of PDFs, a query pooled through judging.py and a notebook, served by JupyterLab."""
+    folder = served_folder(jupyter)
+    docs = folder / "docs"
+    docs.mkdir()
+    for name, topic in (("walrus", "Walrus migration"), ("seal", "Seal migration"), ("ice", "Sea ice")):
+        make_pdf(docs / f"{name}.pdf", [f"{topic} page {n}: along the sea ice, herds of walrus travel south; "
+                                        f"chapter {n} of the {name} manual." for n in range(1, 5)])
+    yield from serve(jupyter, folder, docs)
+
+
+def served_folder(jupyter) -> Path:
+    """A new folder of the test's own under the JupyterLab's root."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="t", dir=jupyter[0]))
+
+
+def serve(jupyter, folder: Path, docs: Path, strategy: str = judging.DEFAULT_STRATEGY):
+    """Query q1 pooled from ``docs`` through judging.py into ``folder``, and a notebook there opening the
+    workbench: yields its :class:`Lab`."""
+    session = judging.Session(folder / "mine.toml", api.corpus(docs=docs, progress=False), ARMS, strategy)
+    session.write_query("q1", "needle", QUERY)
+    session.pool("q1")
+    session.close()
+    yield from lab_serving(jupyter, folder, NOTEBOOK_CELLS)
+
+
+def lab_serving(jupyter, folder: Path, cells: list[str]):
+    """A notebook of ``cells`` (judge.ipynb) in ``folder``: yields its :class:`Lab`, opened in a JupyterLab
+    workspace of its own (a shared one would reopen the last test's notebook beside it), and shuts down the
+    kernels of the folder's notebooks after, as a JupyterLab of the test's own once ended with it."""
+    root, base, token = jupyter
+    (folder / "judge.ipynb").write_text(notebook(cells))
+    name = folder.relative_to(root).as_posix()
+    yield Lab(folder, f"{base}/lab/workspaces/{name}/tree/{name}/judge.ipynb?token={token}")
+    for s in _api(base, token, "GET", "sessions"):
+        if s["path"].startswith(f"{name}/"):
+            _api(base, token, "DELETE", f"sessions/{s['id']}")
+
+
+def _api(base: str, token: str, method: str, path: str):
+    """A call to JupyterLab's REST API: its JSON answer (None when empty)."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{base}/api/{path}", method=method, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=HANG_S) as answer:
+        body = answer.read()
+    return json.loads(body) if body else None
 
 
 def wait_for(server: subprocess.Popen, url: str, log: Path, seconds: float = HANG_S) -> None:
@@ -181,7 +224,7 @@ def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    folder, base, token = lab
+    folder = lab.folder
     path = folder / "mine.toml"
     pooled = qrels.load(path).pooled["q1"]
     foreign: list[str] = []
@@ -192,7 +235,7 @@ def test_judge_in_a_browser_kill_the_kernel_and_find_every_judgment(lab):
         context.on("request", lambda r: (served if local(r.url) else foreign).append(r.url))
         page = context.new_page()
         page.on("dialog", lambda d: d.accept())  # "leave the page?" on reload: yes
-        page.goto(f"{base}/lab/tree/judge.ipynb?token={token}")
+        page.goto(lab.url)
         run_all(page)
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / "judge-opened.png"))
@@ -241,17 +284,18 @@ DRAFTS = to_toml([Draft(f"{c}-0{n}", c, f"walrus {c} question {n}?", f"distincti
 
 
 @pytest.fixture
-def bench_lab(tmp_path, isolated):
+def bench_lab(jupyter, isolated):
     """A long page (its passage in the middle), short pages, a page no pool of the query draws (penguins),
     four drafts, q1 pooled two deep, and JupyterLab serving them."""
-    docs = tmp_path / "docs"
+    folder = served_folder(jupyter)
+    docs = folder / "docs"
     docs.mkdir()
     make_pdf(docs / "long.pdf", [f"{FILLER} Herds of walrus migrate along the sea ice every spring. {FILLER}"])
     make_pdf(docs / "walrus.pdf", ["Walrus migration along the sea ice, page one.", "Walrus herds, page two."])
     make_pdf(docs / "seal.pdf", ["Seals stay near the coast.", "Penguins are not seals."])
-    (tmp_path / "qrels" / "drafts").mkdir(parents=True)
-    (tmp_path / "qrels" / "drafts" / "docs.toml").write_text(DRAFTS)
-    yield from serve(tmp_path, docs, "depth(k=2)")
+    (folder / "qrels" / "drafts").mkdir(parents=True)
+    (folder / "qrels" / "drafts" / "docs.toml").write_text(DRAFTS)
+    yield from serve(jupyter, folder, docs, "depth(k=2)")
 
 
 def wait_text(page, selector: str, text: str) -> None:
@@ -271,13 +315,13 @@ def test_drafts_passage_whole_page_and_search_in_a_browser_timed(bench_lab):
 
     from evalkit import effort
 
-    folder, base, token = bench_lab
+    folder = bench_lab.folder
     path = folder / "mine.toml"
     assert ("seal.pdf", 2) not in qrels.load(path).pooled["q1"] and ("long.pdf", 1) in qrels.load(path).pooled["q1"]
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, timeout=HANG_MS)
         page = context_of(browser).new_page()
-        page.goto(f"{base}/lab/tree/judge.ipynb?token={token}")
+        page.goto(bench_lab.url)
         run_all(page)
         focus(page)
         # drafts: accept, reject, edit, accept
@@ -355,19 +399,20 @@ def test_drafts_passage_whole_page_and_search_in_a_browser_timed(bench_lab):
 
 
 @pytest.fixture
-def gate_lab(tmp_path, isolated):
+def gate_lab(jupyter, isolated):
     """The six pages of tests/test_judging_gate.py as PDFs, its partly graded query file, run, judge and rules,
     and JupyterLab serving a notebook that opens the workbench with the run to gate."""
     from .test_judging_gate import PAGES, gated
 
-    docs = tmp_path / "docs"
+    folder = served_folder(jupyter)
+    docs = folder / "docs"
     docs.mkdir()
     for name in dict.fromkeys(d for d, _ in PAGES):
         make_pdf(docs / name, [f"{name} page {n}: walrus migration along the sea ice." for n in (1, 2)])
-    gated(tmp_path)
+    gated(folder)
     cells = [NOTEBOOK_CELLS[0], f'ek.judge("mine.toml", docs, {ARMS!r}, results="results", baseline_arm="base", '
                                 'candidate_arm="cand", rules="gate.toml")']
-    yield from lab_serving(tmp_path, cells)
+    yield from lab_serving(jupyter, folder, cells)
 
 
 def test_can_i_decide_yet_is_shown_and_answers_again_after_each_grade_in_a_browser(gate_lab):
@@ -377,11 +422,11 @@ def test_can_i_decide_yet_is_shown_and_answers_again_after_each_grade_in_a_brows
 
     from .test_judging_gate import gain
 
-    folder, base, token = gate_lab
+    folder = gate_lab.folder
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, timeout=HANG_MS)
         page = context_of(browser).new_page()
-        page.goto(f"{base}/lab/tree/judge.ipynb?token={token}")
+        page.goto(gate_lab.url)
         run_all(page)
         wait_text(page, ".ek-decide-head", "can I decide yet? not yet")
         assert "refused for" in page.locator(".ek-judge summary").text_content()
