@@ -34,9 +34,9 @@ $(CHROMIUM):
 
 # On two workers (pytest-xdist; tests/conftest.py builds the real corpora once and keeps tests sharing a fixture
 # on one worker). `.venv/bin/pytest -q` runs it in one process.
+# evalkit's bytecode is compiled first, once: the suite starts some 50 Python processes (kernels, commands,
+# servers) that import it, and where PYTHONDONTWRITEBYTECODE is set each compiled it again (about 0.2 CPU-s each).
 test: $(VENV)/.installed $(CHROMIUM)
-	# evalkit's bytecode, once: the suite starts some 60 Python processes (kernels, commands, servers) that import
-	# it, and where PYTHONDONTWRITEBYTECODE is set each compiled it again (about 0.2 CPU-s a process)
 	$(BIN)/python -m compileall -q evalkit
 	$(BIN)/pytest -q -n 2
 
