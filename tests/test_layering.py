@@ -273,6 +273,7 @@ def test_the_check_sees_what_the_runner_loads(loaded):
     assert {"evalkit.runner", "evalkit.arms", "evalkit.pages", "evalkit.extraction"} <= loaded["evalkit.runner"]
 
 
+@pytest.mark.slow  # a process of its own
 def test_a_search_loads_neither_scipy_nor_matplotlib():
     """`evalkit run` and `evalkit search` load the runner and every built-in arm; scipy.stats alone took 1.2 s
     of a 2.5 s search, so the statistics load where they are computed, not where their module is imported."""
