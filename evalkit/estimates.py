@@ -309,8 +309,8 @@ def _interval(mean: float, var: float, df: float, n: int, big: int, lam: float, 
     from scipy import special  # here: `evalkit run` reads predictions through this module, and scipy takes a second
 
     se = math.sqrt(var) if var >= 0 else math.nan
-    t = float(special.stdtrit(df, 0.5 + confidence / 2)) if df >= 1 else math.nan  # Student's t quantile
-    half = t * se if df >= 1 and se > 0 else (0.0 if se == 0 else math.nan)
+    half = (float(special.stdtrit(df, 0.5 + confidence / 2)) * se  # Student's t quantile times the error
+            if df >= 1 and se > 0 else 0.0 if se == 0 else math.nan)
     return Interval(float(mean), float(mean - half), float(mean + half), se, n, big, lam, df)
 
 
