@@ -21,14 +21,20 @@ TRUE = 1.3
 NOISE = {"skewed": lambda rng, n: rng.exponential(1, n) - np.log(2), "heavy": lambda rng, n: rng.standard_t(2, n)}
 
 
+def retimed(rng: np.random.Generator, n: int, noise: str) -> tuple[np.ndarray, np.ndarray]:
+    """A baseline's times for ``n`` queries and the candidate's, TRUE times as long under the ``noise``."""
+    base = rng.uniform(0.001, 0.02, n)
+    return base, base * np.exp(np.log(TRUE) + NOISE[noise](rng, n))
+
+
 def coverage(n: int, noise: str, draws: int) -> tuple[float, float]:
     """(order statistics, bootstrap): the share of ``draws`` simulated re-timings whose interval holds TRUE."""
     rng = np.random.default_rng(n)
     held = np.zeros(2)
     for i in range(draws):
-        base = rng.uniform(0.001, 0.02, n)
-        logs = np.log(TRUE) + NOISE[noise](rng, n)
-        _, low, high = paired_ratio(base, base * np.exp(logs))
+        base, cand = retimed(rng, n, noise)
+        logs = np.log(cand / base)
+        _, low, high = paired_ratio(base, cand)
         _, blow, bhigh = stats.bootstrap_ci(logs, 0.95, 1000, i, np.median)
         held += (low <= TRUE <= high, blow <= np.log(TRUE) <= bhigh)
     return held[0] / draws, held[1] / draws

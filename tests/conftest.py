@@ -110,6 +110,17 @@ def make_pdf(path: Path, pages: list[str]) -> Path:
     return path
 
 
+def benchmark(name: str):
+    """``benchmarks/NAME.py`` as a module: a test checks a script's figures or reuses its simulation, so the
+    benchmark and the test draw from one definition."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 # How long a wait may last before a test is failed as hung (a browser's page, a server's start, a kernel's
 # answer): a bound on a hang, never a measure of speed. On a 2-core machine at load 14 every step takes
 # several times as long as on an idle one, and past Playwright's default 30 s.

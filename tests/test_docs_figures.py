@@ -2,29 +2,19 @@
 table whose numbers are evalkit's own; a figure without its results names the command to run first."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from evalkit import comparison, docfigures as df
 from evalkit.results import Results
-from tests.conftest import write_results
+from tests.conftest import benchmark, write_results
 
-ROOT = Path(__file__).resolve().parent.parent
 CLASSES = ["needle"] * 6 + ["trap"] * 6 + ["abstain"] * 2
 SCORES = {"keyword": {"nDCG@10": [0.1, 0.4, 0.3, 0.9, 0.5, 0.2, 0.0, 0.6, 0.7, 0.2, 0.1, 0.3, 0, 0]},
           "global-index": {"nDCG@10": [0.5, 0.4, 0.8, 0.9, 0.6, 0.7, 0.3, 0.6, 0.9, 0.4, 0.5, 0.3, 0, 0]}}
-
-
-def script():
-    spec = importlib.util.spec_from_file_location("docs_figures", ROOT / "benchmarks" / "docs_figures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -41,7 +31,7 @@ def numbers(text: str) -> list[str]:
 def test_a_computed_figure_names_its_command_machine_load_and_evalkits_numbers(results):
     fig = df.Figure("summary-latex", ("evalkit summary {results}/latex",),
                     lambda r, o: df.summary_table(r / "latex"), "compute")
-    text = script().produce(fig, results, results)
+    text = benchmark("docs_figures").produce(fig, results, results)
     first, gap, second, blank, *rest = text.splitlines()
     assert first == "Command: `evalkit summary results/latex`; written by `make docs-figures`."
     assert re.fullmatch(r"Machine: .+, \d+ cores; load average \(1 / 5 / 15 min\) [\d.]+ / [\d.]+ / [\d.]+ at the "
@@ -62,13 +52,13 @@ def test_a_read_figure_says_when_and_on_what_the_results_were_measured(results):
     (results / "latex" / "manifest.json").write_text(json.dumps(m))
     fig = df.Figure("summary-latex", ("evalkit summary {results}/latex",), lambda r, o: df.summary_table(r / "latex"),
                     first="make report", record="latex")
-    second = script().produce(fig, results, results).splitlines()[2]
+    second = benchmark("docs_figures").produce(fig, results, results).splitlines()[2]
     assert second == ("Measured 2026-11-30 09:15 UTC on Some CPU, 2 cores (Linux) (the results' environment record); "
                       "load average (1 / 5 / 15 min) 1.00 / 2.00 / 3.00 at the start, 4.00 / 5.00 / 6.00 at the end.")
 
 
 def test_every_figure_without_its_results_names_the_command_to_run_first(tmp_path):
-    s = script()
+    s = benchmark("docs_figures")
     assert [f.name for f in s.figures()] == [
         "summary-latex", "summary-rmanuals", "your-retriever", "compare", "gate", "judging-less-latex",
         "judging-less-rmanuals", "bench", "gate-memory", "cost-curve", "long-pages", "robustness", "refusal",

@@ -1,8 +1,10 @@
-
+"""The latency rule's paired ratio: its interval, its clocks, and the fewest re-timed queries it needs."""
 import numpy as np
 import pytest
 
 from evalkit.latency import PairedTiming, fewest_timed, paired_ratio
+
+from .conftest import benchmark
 
 
 def test_the_paired_ratio_is_the_median_of_per_query_ratios():
@@ -36,21 +38,17 @@ def test_unpaired_lengths_are_refused():
         paired_ratio([0.1, 0.2], [0.1])
 
 
-NOISE = {"skewed": lambda rng, n: rng.exponential(1, n) - np.log(2),  # log ratios of median 0, long right tail
-         "heavy": lambda rng, n: rng.standard_t(2, n)}  # searches now and then many times as long, either arm
-
-
 @pytest.mark.parametrize(("n", "noise"), [(6, "skewed"), (6, "heavy"), (25, "skewed"), (25, "heavy")])
 def test_the_interval_covers_the_true_median_ratio_at_any_number_of_queries(n, noise):
     """Simulated re-timings whose true median ratio is 1.3: the 95% interval holds it at least 95% of the
     time, less three standard errors. ``benchmarks/latency_interval.py`` measures it over 2000 draws: 95.6-99.3%
     at 6 to 25 queries, where the percentile bootstrap of the median the rule used before held 91.3-94.4%."""
+    simulation = benchmark("latency_interval")
     rng, reps = np.random.default_rng(n), 500
     covered = 0
     for _ in range(reps):
-        base = rng.uniform(0.001, 0.02, n)
-        _, low, high = paired_ratio(base, base * 1.3 * np.exp(NOISE[noise](rng, n)))
-        covered += low <= 1.3 <= high
+        _, low, high = paired_ratio(*simulation.retimed(rng, n, noise))
+        covered += low <= simulation.TRUE <= high
     assert covered / reps >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / reps)
 
 
